@@ -1,0 +1,23 @@
+// Package llm defines the vocabulary valet uses to talk to a language model:
+// messages, tool calls, tool specifications, requests, responses, streamed
+// chunks, token usage, and the [Client] interface every model backend
+// implements.
+//
+// A backend ([github.com/valetkit/valet/llm/openai] for OpenAI and
+// OpenAI-compatible servers, [github.com/valetkit/valet/llm/llmtest] for
+// scripted tests) turns these values into wire calls and reports failures as
+// [*Error] values carrying an [ErrorKind]. Callers decide what to do with a
+// failure by its kind, never by parsing messages:
+//
+//	resp, err := client.Complete(ctx, req)
+//	switch llm.KindOf(err) {
+//	case llm.KindRateLimited:
+//		time.Sleep(llm.RetryAfter(err))
+//	case llm.KindContextOverflow:
+//		// shorten the history and try again
+//	}
+//
+// Tool-call pairing is the one invariant every conversation must keep: each
+// assistant tool call is answered by exactly one tool message with its ID
+// before the next assistant or user message. [CheckPairing] verifies it.
+package llm

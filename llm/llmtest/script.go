@@ -1,0 +1,234 @@
+package llmtest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"iter"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/valetkit/valet/llm"
+)
+
+// ErrScriptExhausted is returned when a [Script] is asked for more replies
+// than it was given.
+var ErrScriptExhausted = errors.New("llmtest: script has no more replies")
+
+// Reply is one scripted answer of a [Script].
+type Reply struct {
+	Text      string         // assistant text
+	ToolCalls []llm.ToolCall // tool calls; empty IDs become "call_<n>"
+	Usage     llm.Usage      // reported usage; zero means an estimate from lengths
+	Err       error          // returned instead of a response when non-nil
+	Delay     time.Duration  // wait before answering (honours ctx)
+}
+
+// Text returns a reply that answers with text only.
+func Text(s string) Reply { return Reply{Text: s} }
+
+// Calls returns a reply that makes the given tool calls.
+func Calls(calls ...llm.ToolCall) Reply { return Reply{ToolCalls: calls} }
+
+// Fail returns a reply that fails with err.
+func Fail(err error) Reply { return Reply{Err: err} }
+
+// Call builds a tool call; args is any value that encodes to a JSON object
+// (a string or []byte is taken as JSON text as it is).
+func Call(name string, args any) llm.ToolCall {
+	var raw json.RawMessage
+	switch a := args.(type) {
+	case string:
+		raw = json.RawMessage(a)
+	case []byte:
+		raw = json.RawMessage(a)
+	case json.RawMessage:
+		raw = a
+	case nil:
+		raw = json.RawMessage(`{}`)
+	default:
+		b, err := json.Marshal(a)
+		if err != nil {
+			panic("llmtest.Call: " + err.Error()) // test-construction error, like regexp.MustCompile
+		}
+		raw = b
+	}
+	return llm.ToolCall{Name: name, Arguments: raw}
+}
+
+// Script is an [llm.Client] that answers from a list of replies in order, or
+// from a function of the request, and records every request it receives. It
+// is safe for concurrent use.
+type Script struct {
+	mu       sync.Mutex
+	replies  []Reply
+	fn       func(llm.Request) Reply
+	next     int
+	requests []llm.Request
+	ids      int
+}
+
+// NewScript returns a Script that answers with replies, in order.
+func NewScript(replies ...Reply) *Script { return &Script{replies: replies} }
+
+// NewScriptFunc returns a Script that answers each request with fn(request).
+func NewScriptFunc(fn func(req llm.Request) Reply) *Script { return &Script{fn: fn} }
+
+// Requests returns copies of the requests received so far.
+func (s *Script) Requests() []llm.Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]llm.Request, len(s.requests))
+	copy(out, s.requests)
+	return out
+}
+
+// Calls returns the number of requests received so far.
+func (s *Script) Calls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.requests)
+}
+
+// Remaining returns how many scripted replies have not been used.
+func (s *Script) Remaining() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.replies) - s.next
+}
+
+// Reset forgets the recorded requests and starts the replies from the top.
+func (s *Script) Reset() {
+	s.mu.Lock()
+	s.next, s.requests, s.ids = 0, nil, 0
+	s.mu.Unlock()
+}
+
+func (s *Script) take(req llm.Request) (Reply, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	req.Messages = append([]llm.Message(nil), req.Messages...)
+	s.requests = append(s.requests, req)
+	var r Reply
+	switch {
+	case s.fn != nil:
+		r = s.fn(req)
+	case s.next < len(s.replies):
+		r = s.replies[s.next]
+		s.next++
+	default:
+		return Reply{}, ErrScriptExhausted
+	}
+	if len(r.ToolCalls) > 0 {
+		calls := make([]llm.ToolCall, len(r.ToolCalls))
+		for i, c := range r.ToolCalls {
+			if c.ID == "" {
+				s.ids++
+				c.ID = "call_" + strconv.Itoa(s.ids)
+			}
+			if len(c.Arguments) == 0 {
+				c.Arguments = json.RawMessage(`{}`)
+			}
+			calls[i] = c
+		}
+		r.ToolCalls = calls
+	}
+	return r, nil
+}
+
+func wait(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func (r Reply) response(req llm.Request) *llm.Response {
+	u := r.Usage
+	if u == (llm.Usage{}) {
+		n := 0
+		for _, m := range req.Messages {
+			n += len(m.Content)
+			for _, c := range m.ToolCalls {
+				n += len(c.Arguments)
+			}
+		}
+		u = llm.Usage{InputTokens: n/4 + 1, OutputTokens: len(r.Text)/4 + 1}
+	}
+	finish := "stop"
+	if len(r.ToolCalls) > 0 {
+		finish = "tool_calls"
+	}
+	return &llm.Response{
+		Message:      llm.Message{Role: llm.RoleAssistant, Content: r.Text, ToolCalls: r.ToolCalls},
+		FinishReason: finish,
+		Usage:        u,
+		Model:        "llmtest",
+	}
+}
+
+// Complete implements [llm.Client].
+func (s *Script) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r, err := s.take(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := wait(ctx, r.Delay); err != nil {
+		return nil, err
+	}
+	if r.Err != nil {
+		return nil, r.Err
+	}
+	return r.response(req), nil
+}
+
+// Stream implements [llm.Client]: the text arrives word by word, then the
+// final chunk carries the whole response.
+func (s *Script) Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Chunk, error] {
+	return func(yield func(llm.Chunk, error) bool) {
+		if err := ctx.Err(); err != nil {
+			yield(llm.Chunk{}, err)
+			return
+		}
+		r, err := s.take(req)
+		if err == nil {
+			err = wait(ctx, r.Delay)
+		}
+		if err == nil {
+			err = r.Err
+		}
+		if err != nil {
+			yield(llm.Chunk{}, err)
+			return
+		}
+		rest := r.Text
+		for rest != "" {
+			if err := ctx.Err(); err != nil {
+				yield(llm.Chunk{}, err)
+				return
+			}
+			i := strings.IndexByte(rest[min(1, len(rest)):], ' ')
+			piece := rest
+			if i >= 0 {
+				piece = rest[:i+1]
+			}
+			rest = rest[len(piece):]
+			if !yield(llm.Chunk{Text: piece}, nil) {
+				return
+			}
+		}
+		yield(llm.Chunk{Response: r.response(req)}, nil)
+	}
+}
