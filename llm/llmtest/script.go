@@ -114,7 +114,11 @@ func (s *Script) take(req llm.Request) (Reply, error) {
 	var r Reply
 	switch {
 	case s.fn != nil:
+		// Call fn without the lock, so that it may use the Script (e.g.
+		// s.Calls()) to decide.
+		s.mu.Unlock()
 		r = s.fn(req)
+		s.mu.Lock()
 	case s.next < len(s.replies):
 		r = s.replies[s.next]
 		s.next++
