@@ -198,16 +198,16 @@ func TestNeedsTrim(t *testing.T) {
 		want bool
 	}{
 		{"", false},
-		{"s0 s1 s2 s3 s4", false},                // system messages are not history
-		{"s0 u1 a2 u3", false},                   // 3 history messages
-		{"s0 u1 a2 u3 a4", true},                 // 4 > MaxHistoryMessages
-		{"s0 u1 a2 s3 a4", true},                 // a later system message counts
-		{"s0*480 u1", false},                     // 484 + 4 = 488 ≤ 500
-		{"s0*480 u1*12", false},                  // 500 ≤ 500
-		{"s0*480 u1*13", true},                   // 501 > 500
-		{"u1*100 (x,y) t(x)*300 t(y)*69", false}, // 104 + 10 + 304 + 73 = 491
-		{"u1*100 (x,y) t(x)*300 t(y)*79", true},  // 501
-		{"u1*100 a2*100 a3*100 u4*100", true},    // 4 messages
+		{"s0 s1 s2 s3 s4", false},               // system messages are not history
+		{"s0 u1 a2 u3", false},                  // 3 history messages
+		{"s0 u1 a2 u3 a4", true},                // 4 > MaxHistoryMessages
+		{"s0 u1 a2 s3 a4", true},                // a later system message counts
+		{"s0*480 u1", false},                    // 484 + 4 = 488 ≤ 500
+		{"s0*480 u1*12", false},                 // 500 ≤ 500
+		{"s0*480 u1*13", true},                  // 501 > 500
+		{"a1*100(x,y) t(x)*300 t(y)*82", false}, // 110 + 304 + 86 = 500
+		{"a1*100(x,y) t(x)*300 t(y)*83", true},  // 501
+		{"u1*100 a2*100 a3*100 u4*100", true},   // 4 messages
 	}
 	for _, tt := range tests {
 		if got := m.NeedsTrim(hist(tt.spec)); got != tt.want {
