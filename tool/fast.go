@@ -1,6 +1,7 @@
 package tool
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"regexp"
@@ -21,9 +22,11 @@ type fastNode struct {
 	types    uint8 // bit set of fastType*; 0 means any type
 	props    map[string]*fastNode
 	required []string
-	noExtra  bool      // additionalProperties: false
-	extra    *fastNode // additionalProperties as a schema; nil = anything (unless noExtra)
-	items    *fastNode // nil = anything
+	reqBit   map[string]uint // index of each required name
+	reqAll   uint64          // all required bits set
+	noExtra  bool            // additionalProperties: false
+	extra    *fastNode       // additionalProperties as a schema; nil = anything (unless noExtra)
+	items    *fastNode       // nil = anything
 
 	minItems, maxItems   int // -1 when absent
 	minLength, maxLength int // -1 when absent
@@ -119,13 +122,21 @@ func (n *fastNode) set(k string, v any) bool {
 		if !ok {
 			return false
 		}
+		if len(l) > 64 {
+			return false
+		}
+		n.reqBit = make(map[string]uint, len(l))
 		for _, x := range l {
 			s, ok := x.(string)
 			if !ok {
 				return false
 			}
-			n.required = append(n.required, s)
+			if _, dup := n.reqBit[s]; !dup {
+				n.reqBit[s] = uint(len(n.required))
+				n.required = append(n.required, s)
+			}
 		}
+		n.reqAll = 1<<len(n.required) - 1
 		return true
 	case "additionalProperties":
 		if b, ok := v.(bool); ok {
@@ -218,68 +229,215 @@ func setFloat(dst *float64, v any) bool {
 	return err == nil && !math.IsInf(f, 0)
 }
 
-// valid reports whether v certainly satisfies the schema. v is a value
-// decoded with json.Decoder.UseNumber.
-func (n *fastNode) valid(v any) bool {
-	switch x := v.(type) {
-	case nil:
-		return n.typeOK(fastNull) && n.enumOK(v)
-	case bool:
-		return n.typeOK(fastBoolean) && n.enumOK(v)
-	case string:
-		if !n.typeOK(fastString) || !n.enumOK(v) {
-			return false
+// validJSON reports whether the JSON document data certainly satisfies the
+// schema, reading the bytes directly so that nothing is allocated. It does
+// not fully check the JSON syntax (the caller does: json.Unmarshal or
+// json.Valid), but never reads out of bounds on malformed input.
+func (n *fastNode) validJSON(data []byte) bool {
+	i, ok := n.scan(data, skipWS(data, 0))
+	return ok && skipWS(data, i) == len(data)
+}
+
+func skipWS(data []byte, i int) int {
+	for i < len(data) {
+		switch data[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
 		}
-		if n.minLength >= 0 || n.maxLength >= 0 {
-			l := utf8.RuneCountInString(x)
-			if (n.minLength >= 0 && l < n.minLength) || (n.maxLength >= 0 && l > n.maxLength) {
-				return false
+	}
+	return i
+}
+
+// scanString reads the string starting at data[i] == '"' and returns the
+// index after the closing quote, its contents and whether it has escapes.
+func scanString(data []byte, i int) (next int, content []byte, escaped, ok bool) {
+	start := i + 1
+	for j := start; j < len(data); j++ {
+		switch data[j] {
+		case '\\':
+			escaped = true
+			j++
+		case '"':
+			return j + 1, data[start:j], escaped, true
+		}
+	}
+	return len(data), nil, false, false
+}
+
+// scan checks the value at data[i] and returns the index after it. A nil
+// node accepts any value.
+func (n *fastNode) scan(data []byte, i int) (int, bool) {
+	if i >= len(data) {
+		return i, false
+	}
+	switch c := data[i]; {
+	case c == '{':
+		return n.scanObject(data, i)
+	case c == '[':
+		return n.scanArray(data, i)
+	case c == '"':
+		next, content, escaped, ok := scanString(data, i)
+		if !ok {
+			return next, false
+		}
+		if n == nil {
+			return next, true
+		}
+		return next, n.stringOK(content, escaped)
+	case c == 't' || c == 'f' || c == 'n':
+		lit, bit, val := "null", fastNull, any(nil)
+		if c == 't' {
+			lit, bit, val = "true", fastBoolean, true
+		} else if c == 'f' {
+			lit, bit, val = "false", fastBoolean, false
+		}
+		end := i + len(lit)
+		if end > len(data) || string(data[i:end]) != lit {
+			return end, false
+		}
+		if n == nil {
+			return end, true
+		}
+		return end, n.typeOK(bit) && n.enumOK(val)
+	case c == '-' || ('0' <= c && c <= '9'):
+		j := i + 1
+		for j < len(data) && strings.IndexByte("+-.eE0123456789", data[j]) >= 0 {
+			j++
+		}
+		if n == nil {
+			return j, true
+		}
+		return j, n.numberOK(data[i:j])
+	}
+	return i, false
+}
+
+func (n *fastNode) scanObject(data []byte, i int) (int, bool) {
+	if n != nil && (!n.typeOK(fastObject) || n.enum != nil) {
+		return i, false
+	}
+	var seen uint64
+	i = skipWS(data, i+1)
+	if i < len(data) && data[i] == '}' {
+		return i + 1, n == nil || len(n.required) == 0
+	}
+	for {
+		if i >= len(data) || data[i] != '"' {
+			return i, false
+		}
+		next, key, escaped, ok := scanString(data, i)
+		if !ok || escaped {
+			return next, false
+		}
+		i = skipWS(data, next)
+		if i >= len(data) || data[i] != ':' {
+			return i, false
+		}
+		i = skipWS(data, i+1)
+		var sub *fastNode
+		if n != nil {
+			if p, known := n.props[string(key)]; known {
+				sub = p
+				if bit, req := n.reqBit[string(key)]; req {
+					seen |= 1 << bit
+				}
+			} else if n.noExtra {
+				return i, false
+			} else {
+				sub = n.extra
 			}
 		}
-		if n.pattern != nil && !n.pattern.MatchString(x) {
-			return false
+		if i, ok = sub.scan(data, i); !ok {
+			return i, false
 		}
-		return n.format == nil || n.format(x)
-	case json.Number:
-		return n.numberOK(x)
-	case []any:
+		i = skipWS(data, i)
+		if i >= len(data) {
+			return i, false
+		}
+		switch data[i] {
+		case ',':
+			i = skipWS(data, i+1)
+		case '}':
+			return i + 1, n == nil || seen == n.reqAll
+		default:
+			return i, false
+		}
+	}
+}
+
+func (n *fastNode) scanArray(data []byte, i int) (int, bool) {
+	var items *fastNode
+	if n != nil {
 		if !n.typeOK(fastArray) || n.enum != nil {
-			return false
+			return i, false
 		}
-		if (n.minItems >= 0 && len(x) < n.minItems) || (n.maxItems >= 0 && len(x) > n.maxItems) {
-			return false
+		items = n.items
+	}
+	count := 0
+	i = skipWS(data, i+1)
+	if i < len(data) && data[i] == ']' {
+		return i + 1, n == nil || n.countOK(0)
+	}
+	for {
+		var ok bool
+		if i, ok = items.scan(data, i); !ok {
+			return i, false
 		}
-		if n.items != nil {
-			for _, e := range x {
-				if !n.items.valid(e) {
-					return false
-				}
-			}
+		count++
+		i = skipWS(data, i)
+		if i >= len(data) {
+			return i, false
 		}
-		return true
-	case map[string]any:
-		if !n.typeOK(fastObject) || n.enum != nil {
-			return false
+		switch data[i] {
+		case ',':
+			i = skipWS(data, i+1)
+		case ']':
+			return i + 1, n == nil || n.countOK(count)
+		default:
+			return i, false
 		}
-		for k, e := range x {
-			if p, ok := n.props[k]; ok {
-				if !p.valid(e) {
-					return false
-				}
-				continue
-			}
-			if n.noExtra || (n.extra != nil && !n.extra.valid(e)) {
-				return false
-			}
-		}
-		for _, r := range n.required {
-			if _, ok := x[r]; !ok {
-				return false
-			}
-		}
+	}
+}
+
+func (n *fastNode) countOK(c int) bool {
+	return (n.minItems < 0 || c >= n.minItems) && (n.maxItems < 0 || c <= n.maxItems)
+}
+
+func (n *fastNode) stringOK(content []byte, escaped bool) bool {
+	if !n.typeOK(fastString) {
+		return false
+	}
+	constrained := n.enum != nil || n.minLength >= 0 || n.maxLength >= 0 || n.pattern != nil || n.format != nil
+	if !constrained {
 		return true
 	}
-	return false
+	if escaped {
+		return false // leave unescaping to the full validator
+	}
+	if n.enum != nil {
+		found := false
+		for _, e := range n.enum {
+			if s, ok := e.(string); ok && s == string(content) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	if n.minLength >= 0 || n.maxLength >= 0 {
+		l := utf8.RuneCount(content)
+		if (n.minLength >= 0 && l < n.minLength) || (n.maxLength >= 0 && l > n.maxLength) {
+			return false
+		}
+	}
+	if n.pattern != nil && !n.pattern.Match(content) {
+		return false
+	}
+	return n.format == nil || n.format(string(content))
 }
 
 func (n *fastNode) typeOK(bit uint8) bool { return n.types == 0 || n.types&bit != 0 }
@@ -296,9 +454,8 @@ func (n *fastNode) enumOK(v any) bool {
 	return false
 }
 
-func (n *fastNode) numberOK(num json.Number) bool {
-	s := string(num)
-	isInt := !strings.ContainsAny(s, ".eE")
+func (n *fastNode) numberOK(num []byte) bool {
+	isInt := !bytes.ContainsAny(num, ".eE")
 	switch {
 	case n.types == 0 || n.types&fastNumber != 0:
 	case n.types&fastInteger != 0 && isInt:
@@ -308,7 +465,7 @@ func (n *fastNode) numberOK(num json.Number) bool {
 	if n.enum != nil {
 		found := false
 		for _, e := range n.enum {
-			if e, ok := e.(json.Number); ok && e == num {
+			if e, ok := e.(json.Number); ok && string(e) == string(num) {
 				found = true
 				break
 			}
@@ -317,15 +474,15 @@ func (n *fastNode) numberOK(num json.Number) bool {
 			return false
 		}
 	}
-	if n.format != nil && !n.format(num) {
-		return false
+	if n.format != nil || (!n.hasMin && !n.hasMax) {
+		return n.format == nil
 	}
-	if !n.hasMin && !n.hasMax {
-		return true
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return false
+	f, ok := smallInt(num)
+	if !ok {
+		var err error
+		if f, err = strconv.ParseFloat(string(num), 64); err != nil {
+			return false
+		}
 	}
 	// Parsing rounds monotonically, so a strict float inequality implies the
 	// exact decimal one; equality is left to the exact validator.
@@ -336,4 +493,27 @@ func (n *fastNode) numberOK(num json.Number) bool {
 		return false
 	}
 	return true
+}
+
+// smallInt parses an integer of at most 15 digits exactly, without
+// allocating.
+func smallInt(b []byte) (float64, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 15 {
+		return 0, false
+	}
+	var v int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int64(c-'0')
+	}
+	if neg {
+		v = -v
+	}
+	return float64(v), true
 }

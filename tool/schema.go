@@ -143,8 +143,11 @@ func normalizeArgs(args []byte) []byte {
 
 func (s *Schema) decode(args []byte, v any) *ArgumentError {
 	args = normalizeArgs(args)
-	if ae := s.validate(args); ae != nil {
-		return ae
+	// The fast path leaves the JSON syntax to json.Unmarshal below.
+	if s.fast == nil || !s.fast.validJSON(args) {
+		if ae := s.validateFull(args); ae != nil {
+			return ae
+		}
 	}
 	if err := json.Unmarshal(args, v); err != nil {
 		return &ArgumentError{Problems: []FieldError{unmarshalProblem(err)}}
@@ -154,12 +157,18 @@ func (s *Schema) decode(args []byte, v any) *ArgumentError {
 
 func (s *Schema) validate(args []byte) *ArgumentError {
 	args = normalizeArgs(args)
+	if s.fast != nil && s.fast.validJSON(args) && json.Valid(args) {
+		return nil
+	}
+	return s.validateFull(args)
+}
+
+// validateFull decodes args into a generic value and runs the compiled
+// schema on it, turning its findings into FieldErrors.
+func (s *Schema) validateFull(args []byte) *ArgumentError {
 	inst, err := decodeInstance(args)
 	if err != nil {
 		return &ArgumentError{Problems: []FieldError{{Rule: "json", Message: "the arguments are not valid JSON: " + strings.TrimPrefix(err.Error(), "json: ")}}}
-	}
-	if s.fast != nil && s.fast.valid(inst) {
-		return nil
 	}
 	err = s.compiled.Validate(inst)
 	if err == nil {
