@@ -1,6 +1,7 @@
 package tool
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -121,7 +122,9 @@ func Transient(err error) error {
 }
 
 // IsTransient reports whether err, or an error it wraps, was marked with
-// Transient or is a net.Error whose Timeout() is true.
+// Transient or is a net.Error whose Timeout() is true (a network timeout;
+// context.DeadlineExceeded itself is not transient: the caller's deadline
+// has passed and retrying cannot help).
 func IsTransient(err error) bool {
 	if err == nil {
 		return false
@@ -131,5 +134,5 @@ func IsTransient(err error) bool {
 		return true
 	}
 	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
+	return errors.As(err, &ne) && ne.Timeout() && error(ne) != context.DeadlineExceeded
 }

@@ -198,6 +198,13 @@ func decodeInstance(args []byte) (any, error) {
 func unmarshalProblem(err error) FieldError {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
+		if k := te.Type.Kind(); strings.HasPrefix(te.Value, "number") && (reflect.Int <= k && k <= reflect.Uint64) {
+			return FieldError{
+				Field:   strings.ReplaceAll(te.Field, ".", "/"),
+				Rule:    "type",
+				Message: fmt.Sprintf("must be a whole number without a decimal point or exponent that fits in a Go %s, got %s", te.Type, strings.TrimSpace(strings.TrimPrefix(te.Value, "number"))),
+			}
+		}
 		return FieldError{
 			Field:   strings.ReplaceAll(te.Field, ".", "/"),
 			Rule:    "type",
