@@ -1,0 +1,155 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	agentctx "github.com/valetkit/valet/context"
+	"github.com/valetkit/valet/credentials"
+	"github.com/valetkit/valet/llm"
+	"github.com/valetkit/valet/tool"
+)
+
+// Defaults of [LoopConfig]; a zero field takes its default.
+const (
+	DefaultMaxTurns           = 10
+	DefaultToolTimeout        = 30 * time.Second
+	DefaultAgentToolTimeout   = 120 * time.Second
+	DefaultMaxToolResultShare = agentctx.DefaultMaxToolResultShare
+	DefaultMaxToolResultChars = agentctx.DefaultMaxToolResultChars
+	DefaultContextTokenLimit  = agentctx.DefaultTokenLimit
+	DefaultTrimThreshold      = agentctx.DefaultTrimThreshold
+	DefaultMaxHistoryMessages = agentctx.DefaultMaxHistoryMessages
+	DefaultLLMMaxRetries      = 2
+	DefaultLLMRetryBaseDelay  = time.Second
+	DefaultLLMMaxRetryDelay   = 30 * time.Second
+	DefaultApprovalTimeout    = 30 * time.Minute
+)
+
+// LoopConfig holds every number of the ReAct loop. A zero field takes the
+// documented default; a negative one is rejected by [NewOrchestrator].
+type LoopConfig struct {
+	// MaxTurns is the number of model calls that may ask for tools; when it
+	// is reached one last call without tools asks for a final answer.
+	// Default DefaultMaxTurns (10).
+	MaxTurns int
+	// ToolTimeout bounds one plain tool call unless the tool sets its own
+	// (tool.WithTimeout). Default DefaultToolTimeout (30s).
+	ToolTimeout time.Duration
+	// AgentToolTimeout bounds one Agent-Tool run. Default 120s.
+	AgentToolTimeout time.Duration
+	// MaxToolResultShare is the largest share of ContextTokenLimit a single
+	// tool result may take before it is truncated. Default 0.3.
+	MaxToolResultShare float64
+	// MaxToolResultChars caps a single tool result in characters. Default 400000.
+	MaxToolResultChars int
+	// ContextTokenLimit is the model's context window in tokens. Default 128000.
+	ContextTokenLimit int
+	// TrimThreshold is the share of ContextTokenLimit past which the history
+	// is trimmed before a model call. Default 0.8.
+	TrimThreshold float64
+	// MaxHistoryMessages is the number of past messages of a conversation
+	// kept and sent to the model. Default 40.
+	MaxHistoryMessages int
+	// LLMMaxRetries is how many times a rate-limited or unavailable model
+	// call is retried. Default 2. A timed-out call is retried once.
+	LLMMaxRetries int
+	// LLMRetryBaseDelay is the first backoff delay, doubled per retry; a
+	// server's Retry-After wins when longer. Default 1s.
+	LLMRetryBaseDelay time.Duration
+	// LLMMaxRetryDelay caps one backoff wait, Retry-After included. Default 30s.
+	LLMMaxRetryDelay time.Duration
+	// ApprovalTimeout is how long an approval request stays open. Default 30m.
+	ApprovalTimeout time.Duration
+}
+
+func (c LoopConfig) withDefaults() (LoopConfig, error) {
+	if c.MaxTurns < 0 || c.ToolTimeout < 0 || c.AgentToolTimeout < 0 || c.MaxToolResultShare < 0 ||
+		c.MaxToolResultShare > 1 || c.MaxToolResultChars < 0 || c.ContextTokenLimit < 0 || c.TrimThreshold < 0 ||
+		c.TrimThreshold > 1 || c.MaxHistoryMessages < 0 || c.LLMMaxRetries < 0 || c.LLMRetryBaseDelay < 0 ||
+		c.LLMMaxRetryDelay < 0 || c.ApprovalTimeout < 0 {
+		return c, fmt.Errorf("%w: LoopConfig has a negative value or a share above 1: %+v", ErrInvalidConfig, c)
+	}
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	defD := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	defF := func(v *float64, d float64) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&c.MaxTurns, DefaultMaxTurns)
+	defD(&c.ToolTimeout, DefaultToolTimeout)
+	defD(&c.AgentToolTimeout, DefaultAgentToolTimeout)
+	defF(&c.MaxToolResultShare, DefaultMaxToolResultShare)
+	def(&c.MaxToolResultChars, DefaultMaxToolResultChars)
+	def(&c.ContextTokenLimit, DefaultContextTokenLimit)
+	defF(&c.TrimThreshold, DefaultTrimThreshold)
+	def(&c.MaxHistoryMessages, DefaultMaxHistoryMessages)
+	def(&c.LLMMaxRetries, DefaultLLMMaxRetries)
+	defD(&c.LLMRetryBaseDelay, DefaultLLMRetryBaseDelay)
+	defD(&c.LLMMaxRetryDelay, DefaultLLMMaxRetryDelay)
+	defD(&c.ApprovalTimeout, DefaultApprovalTimeout)
+	return c, nil
+}
+
+// Hooks are optional callbacks around each message. Nil fields do nothing.
+type Hooks struct {
+	// ShouldProcess runs first. Returning false skips the message: the
+	// Result has Status StatusRefused and Response set to reason. An error
+	// aborts the message.
+	ShouldProcess func(ctx context.Context, msg Message) (ok bool, reason string, err error)
+	// PrepareContext may edit the messages sent to the model on the first
+	// turn (system prompt, history, the user's message) and returns them.
+	PrepareContext func(ctx context.Context, msg Message, msgs []llm.Message) ([]llm.Message, error)
+	// PostProcess runs after the history is saved, with the final Result.
+	// Its error is logged; the Result is still returned.
+	PostProcess func(ctx context.Context, msg Message, res *Result) error
+}
+
+// Config configures an [Orchestrator]. LLM is required; every other field
+// is optional.
+type Config struct {
+	// LLM is the model client (required).
+	LLM llm.Client
+	// SystemPrompt is the persona; the orchestrator adds the current time,
+	// the tenant's time zone and the list of capabilities after it.
+	SystemPrompt string
+	// Tools are the plain tools the model may call.
+	Tools []tool.Tool
+	// Credentials reaches tools through tool.ExecContextFrom(ctx).
+	Credentials credentials.Store
+	// Loop holds every number of the loop; zero fields take defaults.
+	Loop LoopConfig
+	// Hooks are optional lifecycle callbacks.
+	Hooks Hooks
+	// Location is the default time zone of tenants whose messages carry
+	// none. Default UTC.
+	Location *time.Location
+	// CountTokens replaces the chars/4 token estimate with a real tokenizer.
+	CountTokens func(text string) int
+	// Logger receives warnings and debug traces. Default slog.Default().
+	Logger *slog.Logger
+	// Now returns the current time. Default time.Now; tests pin it.
+	Now func() time.Time
+}
+
+// Errors returned by the orchestrator; check them with errors.Is.
+var (
+	ErrInvalidConfig   = errors.New("agent: invalid config")
+	ErrNoLLM           = errors.New("agent: Config.LLM is nil")
+	ErrEmptyMessage    = errors.New("agent: message text is empty")
+	ErrNoTenant        = errors.New("agent: message has no TenantID")
+	ErrEmptyReply      = errors.New("agent: the model replied with neither text nor tool calls")
+	ErrContextOverflow = errors.New("agent: the conversation does not fit the model's context window even after trimming")
+)

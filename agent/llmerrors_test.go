@@ -1,0 +1,138 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/valetkit/valet/agent"
+	"github.com/valetkit/valet/llm"
+	"github.com/valetkit/valet/llm/llmtest"
+	"github.com/valetkit/valet/tool"
+)
+
+var fastRetries = agent.LoopConfig{LLMRetryBaseDelay: time.Millisecond, LLMMaxRetryDelay: 200 * time.Millisecond}
+
+func TestRateLimitBacksOffHonouringRetryAfter(t *testing.T) {
+	rl := &llm.Error{Kind: llm.KindRateLimited, StatusCode: 429, RetryAfter: 60 * time.Millisecond}
+	s := llmtest.NewScript(llmtest.Fail(rl), llmtest.Fail(rl), llmtest.Text("finally"))
+	o := newOrch(t, paired{t, s}, agent.Config{Loop: fastRetries})
+	start := time.Now()
+	res, err := o.HandleMessage(context.Background(), msg("hi"))
+	if err != nil || res.Response != "finally" || s.Calls() != 3 {
+		t.Fatalf("res=%+v err=%v calls=%d", res, err, s.Calls())
+	}
+	if d := time.Since(start); d < 120*time.Millisecond {
+		t.Fatalf("retried after %v: Retry-After (2×60ms) not honoured", d)
+	}
+}
+
+func TestRetriesAreBoundedThenTheErrorIsReturned(t *testing.T) {
+	un := &llm.Error{Kind: llm.KindUnavailable, StatusCode: 503}
+	s := llmtest.NewScript(llmtest.Fail(un), llmtest.Fail(un), llmtest.Fail(un), llmtest.Text("too late"))
+	o := newOrch(t, paired{t, s}, agent.Config{Loop: fastRetries})
+	res, err := o.HandleMessage(context.Background(), msg("hi"))
+	if llm.KindOf(err) != llm.KindUnavailable || res.Status != agent.StatusError || s.Calls() != 3 {
+		t.Fatalf("res=%+v err=%v calls=%d (want 1 try + 2 retries)", res, err, s.Calls())
+	}
+}
+
+func TestAuthErrorIsReturnedAtOnce(t *testing.T) {
+	s := llmtest.NewScript(llmtest.Fail(&llm.Error{Kind: llm.KindAuth, StatusCode: 401}), llmtest.Text("unreachable"))
+	o := newOrch(t, paired{t, s}, agent.Config{Loop: fastRetries})
+	_, err := o.HandleMessage(context.Background(), msg("hi"))
+	if llm.KindOf(err) != llm.KindAuth || s.Calls() != 1 {
+		t.Fatalf("err=%v calls=%d", err, s.Calls())
+	}
+}
+
+func TestTimeoutIsRetriedOnce(t *testing.T) {
+	to := &llm.Error{Kind: llm.KindTimeout}
+	s := llmtest.NewScript(llmtest.Fail(to), llmtest.Text("ok"))
+	o := newOrch(t, paired{t, s}, agent.Config{Loop: fastRetries})
+	if res, err := o.HandleMessage(context.Background(), msg("hi")); err != nil || res.Response != "ok" {
+		t.Fatalf("res=%+v err=%v", res, err)
+	}
+	s = llmtest.NewScript(llmtest.Fail(to), llmtest.Fail(to), llmtest.Text("unreachable"))
+	o = newOrch(t, paired{t, s}, agent.Config{Loop: fastRetries})
+	if _, err := o.HandleMessage(context.Background(), msg("hi")); llm.KindOf(err) != llm.KindTimeout || s.Calls() != 2 {
+		t.Fatalf("err=%v calls=%d", err, s.Calls())
+	}
+}
+
+// overflowModel rejects any request longer than limit characters, like a
+// model with a small window; it records the sizes it was sent.
+func overflowModel(limit int, sizes *[]int, then func(req llm.Request) llmtest.Reply) *llmtest.Script {
+	return llmtest.NewScriptFunc(func(req llm.Request) llmtest.Reply {
+		n := 0
+		for _, m := range req.Messages {
+			n += len(m.Content)
+		}
+		*sizes = append(*sizes, n)
+		if n > limit {
+			return llmtest.Fail(&llm.Error{Kind: llm.KindContextOverflow, StatusCode: 400, Code: "context_length_exceeded"})
+		}
+		return then(req)
+	})
+}
+
+func TestContextOverflowChain(t *testing.T) {
+	big := strings.Repeat("result row\n", 3000) // 33000 chars
+	search := tool.New("search", "", func(ctx context.Context, in struct{}) (string, error) { return big, nil })
+	var sizes []int
+	turn := 0
+	s := overflowModel(8000, &sizes, func(req llm.Request) llmtest.Reply {
+		turn++
+		if turn == 1 {
+			return llmtest.Calls(llmtest.Call("search", `{}`))
+		}
+		return llmtest.Text("summary of results")
+	})
+	// The configured window (10000 tokens ≈ 40000 chars) is larger than the
+	// model's real one (8000 chars), so only the overflow chain can save it.
+	o := newOrch(t, paired{t, s}, agent.Config{Tools: []tool.Tool{search}, Loop: agent.LoopConfig{ContextTokenLimit: 10000}})
+	res, err := o.HandleMessage(context.Background(), msg("search everything"))
+	if err != nil || res.Response != "summary of results" {
+		t.Fatalf("res=%+v err=%v sizes=%v", res, err, sizes)
+	}
+	// The first oversized request was rejected; a shortened one went through.
+	if len(sizes) < 3 || sizes[1] <= 8000 || sizes[len(sizes)-1] > 8000 {
+		t.Fatalf("request sizes = %v", sizes)
+	}
+	// The history keeps the result as it arrived (cut to its share of the
+	// window, 12000 chars); the overflow chain's deeper cut only shortened
+	// what was sent.
+	h, _ := o.History(context.Background(), "u1", "c1")
+	if n := len(h[2].Content); n < 11000 || n > 12500 || !strings.Contains(h[2].Content, "truncated") {
+		t.Fatalf("history tool result has %d chars", n)
+	}
+}
+
+func TestContextOverflowGivesUpWithAClearError(t *testing.T) {
+	var sizes []int
+	s := overflowModel(10, &sizes, func(llm.Request) llmtest.Reply { return llmtest.Text("unreachable") })
+	o := newOrch(t, paired{t, s}, agent.Config{})
+	res, err := o.HandleMessage(context.Background(), msg("this message alone is longer than the window"))
+	if !errors.Is(err, agent.ErrContextOverflow) || llm.KindOf(err) != llm.KindContextOverflow || res.Status != agent.StatusError {
+		t.Fatalf("res=%+v err=%v", res, err)
+	}
+	if len(sizes) > 4 {
+		t.Fatalf("tried %d times; the chain has three defences", len(sizes))
+	}
+}
+
+func TestLongHistoryIsTrimmedBeforeTheCall(t *testing.T) {
+	s := llmtest.NewScriptFunc(func(req llm.Request) llmtest.Reply { return llmtest.Text("ok") })
+	o := newOrch(t, paired{t, s}, agent.Config{Loop: agent.LoopConfig{MaxHistoryMessages: 6}})
+	for range 10 {
+		if _, err := o.HandleMessage(context.Background(), msg("hello again")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := s.Requests()
+	if n := len(reqs[len(reqs)-1].Messages); n > 1+6+1 {
+		t.Fatalf("last request had %d messages with MaxHistoryMessages 6", n)
+	}
+}

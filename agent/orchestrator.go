@@ -1,0 +1,177 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	agentctx "github.com/valetkit/valet/context"
+	"github.com/valetkit/valet/llm"
+	"github.com/valetkit/valet/tool"
+)
+
+// Orchestrator runs the ReAct loop for every conversation of every tenant.
+// It is safe for concurrent use: messages of one conversation are handled
+// one after another, different conversations in parallel.
+type Orchestrator struct {
+	llm      llm.Client
+	tools    *tool.Registry
+	specs    []llm.ToolSpec
+	ctxm     *agentctx.Manager
+	loop     LoopConfig
+	hooks    Hooks
+	cfg      Config
+	log      *slog.Logger
+	now      func() time.Time
+	loc      *time.Location
+	persona  string // system prompt up to (excluding) the time line
+	capsText string // capabilities paragraph
+
+	mu    sync.Mutex
+	convs map[convKey]*conversation
+}
+
+type convKey struct{ tenant, conv string }
+
+// conversation is the in-memory state of one (tenant, conversation).
+type conversation struct {
+	sem     chan struct{} // held while a message of this conversation runs
+	waiters int           // guarded by Orchestrator.mu: holders + those waiting
+	history []llm.Message // guarded by sem
+}
+
+// NewOrchestrator checks cfg and returns an orchestrator ready to handle
+// messages.
+func NewOrchestrator(cfg Config) (*Orchestrator, error) {
+	if cfg.LLM == nil {
+		return nil, ErrNoLLM
+	}
+	loop, err := cfg.Loop.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	reg, err := tool.NewRegistry(cfg.Tools...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	ctxm, err := agentctx.NewManager(agentctx.Config{
+		TokenLimit:         loop.ContextTokenLimit,
+		TrimThreshold:      loop.TrimThreshold,
+		MaxHistoryMessages: loop.MaxHistoryMessages,
+		MaxToolResultShare: loop.MaxToolResultShare,
+		MaxToolResultChars: loop.MaxToolResultChars,
+		CountTokens:        cfg.CountTokens,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	o := &Orchestrator{
+		llm:   cfg.LLM,
+		tools: reg,
+		specs: reg.Specs(),
+		ctxm:  ctxm,
+		loop:  loop,
+		hooks: cfg.Hooks,
+		cfg:   cfg,
+		log:   cfg.Logger,
+		now:   cfg.Now,
+		loc:   cfg.Location,
+		convs: make(map[convKey]*conversation),
+	}
+	if o.log == nil {
+		o.log = slog.Default()
+	}
+	if o.now == nil {
+		o.now = time.Now
+	}
+	if o.loc == nil {
+		o.loc = time.UTC
+	}
+	o.persona = strings.TrimSpace(cfg.SystemPrompt)
+	o.capsText = capabilities(reg)
+	return o, nil
+}
+
+// HandleMessage handles one user message to the end: it runs the loop until
+// the model answers and returns the Result. On failure the Result is still
+// returned (Status error or cancelled) together with the error.
+func (o *Orchestrator) HandleMessage(ctx context.Context, msg Message) (*Result, error) {
+	r := o.newRun(ctx, msg, nil)
+	return r.execute()
+}
+
+// Stream handles one user message like HandleMessage and yields its events
+// as they happen: model text as it is written, tool calls as they start and
+// end. The last event is always EventExecutionEnd carrying the Result, with
+// a non-nil error when handling failed. Stopping the range early cancels
+// the run.
+func (o *Orchestrator) Stream(ctx context.Context, msg Message) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		stopped := false
+		emit := func(ev Event) bool {
+			if stopped {
+				return false
+			}
+			if !yield(ev, nil) {
+				stopped = true
+				cancel()
+				return false
+			}
+			return true
+		}
+		r := o.newRun(ctx, msg, emit)
+		res, err := r.execute()
+		if !stopped {
+			yield(Event{Type: EventExecutionEnd, Result: res}, err)
+		}
+	}
+}
+
+// acquire takes the conversation's turn, waiting for a message of the same
+// conversation that is running, and returns the release func.
+func (o *Orchestrator) acquire(ctx context.Context, key convKey) (*conversation, func(), error) {
+	o.mu.Lock()
+	c := o.convs[key]
+	if c == nil {
+		c = &conversation{sem: make(chan struct{}, 1)}
+		o.convs[key] = c
+	}
+	c.waiters++
+	o.mu.Unlock()
+
+	done := func() {
+		o.mu.Lock()
+		c.waiters--
+		if c.waiters == 0 && len(c.history) == 0 {
+			delete(o.convs, key)
+		}
+		o.mu.Unlock()
+	}
+	select {
+	case c.sem <- struct{}{}:
+	case <-ctx.Done():
+		done()
+		return nil, nil, ctx.Err()
+	}
+	return c, func() { <-c.sem; done() }, nil
+}
+
+// History returns a copy of the stored history of a conversation: the
+// user's messages, the model's answers and tool calls with their results.
+func (o *Orchestrator) History(ctx context.Context, tenantID, conversationID string) ([]llm.Message, error) {
+	c, release, err := o.acquire(ctx, convKey{tenantID, conversationID})
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return append([]llm.Message(nil), c.history...), nil
+}
+
+// Tools returns the specs of the tools the model sees.
+func (o *Orchestrator) Tools() []llm.ToolSpec { return append([]llm.ToolSpec(nil), o.specs...) }

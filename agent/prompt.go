@@ -1,0 +1,57 @@
+package agent
+
+import (
+	"strings"
+
+	"github.com/valetkit/valet/tool"
+)
+
+// systemPrompt is the persona, then the current time in the user's time
+// zone, then what the assistant can do.
+func (o *Orchestrator) systemPrompt(msg Message) string {
+	loc := msg.Location
+	if loc == nil {
+		loc = o.loc
+	}
+	now := o.now().In(loc)
+	var b strings.Builder
+	b.Grow(len(o.persona) + len(o.capsText) + 96)
+	if o.persona != "" {
+		b.WriteString(o.persona)
+		b.WriteString("\n\n")
+	}
+	b.WriteString("Current time: ")
+	b.WriteString(now.Format("Monday, 2 January 2006, 15:04 (MST, UTC-07:00)"))
+	b.WriteString(". The user's time zone is ")
+	b.WriteString(loc.String())
+	b.WriteString(".")
+	b.WriteString(o.capsText)
+	return b.String()
+}
+
+// capabilities lists the tools for the system prompt; computed once.
+func capabilities(reg *tool.Registry) string {
+	specs := reg.Specs()
+	if len(specs) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\n\nYou can use these tools; call several at once when they do not depend on each other:")
+	for _, s := range specs {
+		b.WriteString("\n- ")
+		b.WriteString(s.Name)
+		if d := firstLine(s.Description); d != "" {
+			b.WriteString(": ")
+			b.WriteString(d)
+		}
+	}
+	return b.String()
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}

@@ -1,0 +1,172 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	agentctx "github.com/valetkit/valet/context"
+	"github.com/valetkit/valet/llm"
+)
+
+// run is the state of handling one message.
+type run struct {
+	o     *Orchestrator
+	ctx   context.Context
+	msg   Message
+	emit  func(Event) bool // nil when not streaming
+	res   Result
+	start time.Time
+
+	window []llm.Message // what the model is sent; trimmed as needed
+	added  []llm.Message // what this message adds to the history
+	saved  int           // len(added) that forms complete turns (safe to save)
+}
+
+func (o *Orchestrator) newRun(ctx context.Context, msg Message, emit func(Event) bool) *run {
+	return &run{o: o, ctx: ctx, msg: msg, emit: emit, start: time.Now()}
+}
+
+func (r *run) execute() (*Result, error) {
+	res, err := r.handle()
+	res.Duration = time.Since(r.start)
+	switch {
+	case err == nil:
+	case errors.Is(err, context.Canceled) || r.ctx.Err() != nil && errors.Is(err, r.ctx.Err()):
+		res.Status = StatusCancelled
+	default:
+		res.Status = StatusError
+	}
+	return res, err
+}
+
+func (r *run) handle() (*Result, error) {
+	o, ctx, msg := r.o, r.ctx, r.msg
+	res := &r.res
+	if msg.TenantID == "" {
+		return res, ErrNoTenant
+	}
+	if strings.TrimSpace(msg.Text) == "" {
+		return res, ErrEmptyMessage
+	}
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	if h := o.hooks.ShouldProcess; h != nil {
+		ok, reason, err := h(ctx, msg)
+		if err != nil {
+			return res, fmt.Errorf("agent: should-process hook: %w", err)
+		}
+		if !ok {
+			res.Status, res.Response = StatusRefused, reason
+			return res, nil
+		}
+	}
+
+	conv, release, err := o.acquire(ctx, convKey{msg.TenantID, msg.ConversationID})
+	if err != nil {
+		return res, err
+	}
+	defer release()
+
+	// Prepare the context: persona + time + capabilities, history, the message.
+	user := llm.UserMessage(msg.Text)
+	r.window = make([]llm.Message, 0, len(conv.history)+2+2*o.loop.MaxTurns)
+	r.window = append(r.window, llm.SystemMessage(o.systemPrompt(msg)))
+	r.window = append(r.window, conv.history...)
+	r.window = append(r.window, user)
+	r.added = append(make([]llm.Message, 0, 1+2*o.loop.MaxTurns), user)
+	r.saved = 1
+	if h := o.hooks.PrepareContext; h != nil {
+		w, err := h(ctx, msg, r.window)
+		if err != nil {
+			return res, fmt.Errorf("agent: prepare-context hook: %w", err)
+		}
+		r.window = w
+	}
+
+	err = r.loop()
+	o.saveHistory(conv, r.added[:r.saved])
+	if err != nil {
+		return res, err
+	}
+	res.Status = StatusCompleted
+	if h := o.hooks.PostProcess; h != nil {
+		if err := h(ctx, msg, res); err != nil {
+			o.log.WarnContext(ctx, "agent: post-process hook failed", "tenant", msg.TenantID, "conversation", msg.ConversationID, "err", err)
+		}
+	}
+	return res, nil
+}
+
+// loop runs turns until the model answers without tool calls.
+func (r *run) loop() error {
+	o := r.o
+	emptyRetried := false
+	for r.res.Turns < o.loop.MaxTurns {
+		if o.ctxm.NeedsTrim(r.window) {
+			r.window = o.ctxm.Trim(r.window)
+		}
+		resp, err := r.callLLM(llm.Request{Messages: r.window, Tools: o.specs})
+		if err != nil {
+			return err
+		}
+		r.res.Turns++
+		m := resp.Message
+		m.Role = llm.RoleAssistant
+		if len(m.ToolCalls) == 0 {
+			if strings.TrimSpace(m.Content) == "" {
+				if !emptyRetried {
+					emptyRetried = true
+					continue
+				}
+				return ErrEmptyReply
+			}
+			r.finish(m)
+			return nil
+		}
+		r.window = append(r.window, m)
+		r.added = append(r.added, m)
+		start := len(r.window)
+		r.window = r.runTools(m.ToolCalls, resp.Usage, r.window)
+		r.added = append(r.added, r.window[start:]...)
+		r.saved = len(r.added)
+		if err := r.ctx.Err(); err != nil {
+			return err
+		}
+	}
+	// Out of turns: one last call without tools asks for the answer.
+	final := append(r.window[:len(r.window):len(r.window)], llm.SystemMessage(maxTurnsNote))
+	resp, err := r.callLLM(llm.Request{Messages: final})
+	if err != nil {
+		return err
+	}
+	m := resp.Message
+	m.Role, m.ToolCalls = llm.RoleAssistant, nil
+	if strings.TrimSpace(m.Content) == "" {
+		return ErrEmptyReply
+	}
+	r.finish(m)
+	return nil
+}
+
+const maxTurnsNote = "You have used every step available for this request. Do not call tools. " +
+	"Answer the user now with what you have found, and say briefly what is still missing."
+
+func (r *run) finish(m llm.Message) {
+	r.added = append(r.added, m)
+	r.saved = len(r.added)
+	r.res.Response = m.Content
+}
+
+// saveHistory appends a finished exchange to the conversation, keeping the
+// newest MaxHistoryMessages messages with tool calls still paired.
+func (o *Orchestrator) saveHistory(c *conversation, added []llm.Message) {
+	h := append(c.history, added...)
+	if max := o.loop.MaxHistoryMessages; len(h) > max {
+		h = agentctx.RepairPairing(h[len(h)-max:])
+	}
+	c.history = h
+}

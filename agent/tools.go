@@ -1,0 +1,92 @@
+package agent
+
+import (
+	"time"
+
+	"github.com/valetkit/valet/llm"
+	"github.com/valetkit/valet/tool"
+)
+
+// callOutcome is what one tool call produced.
+type callOutcome struct {
+	result tool.Result
+	dur    time.Duration
+}
+
+// runTools runs every call of a turn concurrently, each with its own
+// timeout, appends one tool message per call to window (in call order, so
+// the pairing invariant holds) and records each call. A failure becomes an
+// error tool result; the loop goes on.
+func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage, window []llm.Message) []llm.Message {
+	o := r.o
+	recs := r.res.ToolCalls
+	base := len(recs)
+	for _, c := range calls {
+		recs = append(recs, ToolCallRecord{ID: c.ID, Name: c.Name, ArgsSummary: summarizeArgs(c.Arguments), Usage: usage})
+	}
+	r.res.ToolCalls = recs
+	if r.emit != nil {
+		for i := range calls {
+			rec := recs[base+i]
+			r.emit(Event{Type: EventToolCallStart, ToolCall: &rec})
+		}
+	}
+
+	outs := make([]callOutcome, len(calls))
+	execOne := func(i int) {
+		c := calls[i]
+		ctx := tool.WithExecContext(r.ctx, tool.ExecContext{
+			TenantID:       r.msg.TenantID,
+			ConversationID: r.msg.ConversationID,
+			CallID:         c.ID,
+			Credentials:    o.cfg.Credentials,
+			Logger:         o.log,
+		})
+		t0 := time.Now()
+		outs[i].result = o.tools.Execute(ctx, c, o.loop.ToolTimeout)
+		outs[i].dur = time.Since(t0)
+	}
+	if len(calls) == 1 {
+		execOne(0)
+		r.record(base, calls, outs, 0)
+	} else {
+		done := make(chan int, len(calls))
+		for i := range calls {
+			go func() {
+				execOne(i)
+				done <- i
+			}()
+		}
+		for range calls {
+			r.record(base, calls, outs, <-done)
+		}
+	}
+	for i, c := range calls {
+		window = append(window, llm.Message{
+			Role: llm.RoleTool, ToolCallID: c.ID, Name: c.Name,
+			Content: outs[i].result.Content, IsError: outs[i].result.IsError,
+		})
+	}
+	return window
+}
+
+// record fills the telemetry of call i once it has finished, truncates its
+// result to its share of the context window, and emits EventToolResult.
+func (r *run) record(base int, calls []llm.ToolCall, outs []callOutcome, i int) {
+	out := &outs[i]
+	rec := &r.res.ToolCalls[base+i]
+	rec.Duration = out.dur
+	rec.Success = !out.result.IsError
+	rec.ResultChars = len(out.result.Content)
+	if out.result.IsError {
+		rec.ResultStatus = "error"
+		rec.Error = out.result.Content
+	} else {
+		rec.ResultStatus = "completed"
+	}
+	out.result.Content, rec.Truncated = r.o.ctxm.TruncateToolResult(out.result.Content)
+	if r.emit != nil {
+		cp := *rec
+		r.emit(Event{Type: EventToolResult, ToolCall: &cp})
+	}
+}
