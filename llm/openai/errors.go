@@ -1,0 +1,301 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/valetkit/valet/llm"
+)
+
+// failure is everything known about one failed call.
+type failure struct {
+	status    int         // HTTP status of an error answer, 0 otherwise
+	header    http.Header // its headers
+	body      []byte      // the error body, an SSE data payload, or a body that did not decode
+	err       error       // transport, read or decode error
+	inline    bool        // body is an error sent inside a 200 answer (a chunk, an "event: error")
+	malformed bool        // body was expected to be a completion but did not decode
+	truncated bool        // the stream ended before the reply was complete
+}
+
+// Error codes of a 429 that waiting will not fix: the account is out of
+// credit or has no billing. They are classified llm.KindAuth, like a 402
+// Payment Required (see doc.go).
+var quotaCodes = map[string]bool{
+	"insufficient_quota":         true,
+	"billing_hard_limit_reached": true,
+	"billing_not_active":         true,
+	"access_terminated":          true,
+}
+
+// Messages that compatible servers use for a prompt longer than the model's
+// window when they do not send the code "context_length_exceeded" (vLLM,
+// DeepSeek, LiteLLM, Ollama, llama.cpp...). Matched in lower case.
+var overflowPhrases = []string{
+	"context length",
+	"context_length",
+	"context window",
+	"maximum context",
+	"too many tokens",
+	"too many input tokens",
+	"prompt is too long",
+	"input is too long",
+	"reduce the length of the messages",
+	"exceeds the available context",
+	"exceed context",
+}
+
+// classify turns any failure of a call into an *llm.Error. It is the only
+// place where errors are classified.
+func (c *Client) classify(ctx context.Context, f failure) error {
+	e := &llm.Error{StatusCode: f.status}
+	if f.err != nil {
+		// A transport or read error: the context first, since cancelling it
+		// is what breaks the connection.
+		switch {
+		case errors.Is(f.err, context.Canceled) || errors.Is(ctx.Err(), context.Canceled):
+			e.Kind, e.Message, e.Err = llm.KindUnknown, "request cancelled", context.Canceled
+			if cause := context.Cause(ctx); cause != nil && cause != context.Canceled {
+				e.Err = errors.Join(context.Canceled, cause)
+			}
+			return e
+		case errors.Is(f.err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
+			e.Kind, e.Message, e.Err = llm.KindTimeout, "deadline exceeded", context.DeadlineExceeded
+			return e
+		}
+		e.Err = f.err
+		e.Message = c.scrub(f.err.Error())
+		switch {
+		case f.truncated:
+			e.Kind, e.Message = llm.KindUnavailable, "stream ended before the reply was complete"
+		case f.malformed:
+			e.Kind = llm.KindUnavailable
+			if len(f.body) > 0 {
+				e.Message = "undecodable reply: " + c.scrub(snippet(f.body))
+			}
+		default:
+			e.Kind = transportKind(f.err)
+		}
+		if f.status < 400 {
+			return e
+		}
+	}
+
+	p := parseErrorBody(f.body)
+	e.Code = p.code
+	if p.message != "" {
+		e.Message = c.scrub(p.message)
+	} else if e.Message == "" && len(f.body) > 0 {
+		e.Message = c.scrub(snippet(f.body))
+	}
+	if e.Message == "" && f.status != 0 {
+		e.Message = http.StatusText(f.status)
+	}
+	status := f.status
+	if status < 400 { // an error inside a 200 answer: use the status it names
+		status = p.status
+	}
+	e.RetryAfter = retryAfter(f.header, time.Now())
+	lower := strings.ToLower(p.message + " " + p.raw)
+	switch {
+	case status == 429 && quotaCodes[strings.ToLower(p.code)]:
+		e.Kind = llm.KindAuth
+	case status == 429:
+		e.Kind = llm.KindRateLimited
+	case status == 401 || status == 402 || status == 403:
+		e.Kind = llm.KindAuth
+	case p.code == "context_length_exceeded" || status == 413:
+		e.Kind = llm.KindContextOverflow
+	case (status == 400 || status == 422 || status == 0) && containsAny(lower, overflowPhrases):
+		e.Kind = llm.KindContextOverflow
+	case status == 408 || status == 504:
+		e.Kind = llm.KindTimeout
+	case status >= 500:
+		e.Kind = llm.KindUnavailable
+	case status >= 400:
+		e.Kind = llm.KindBadRequest
+	default:
+		e.Kind = typeKind(p.typ)
+	}
+	return e
+}
+
+// transportKind classifies an error of the HTTP exchange itself.
+func transportKind(err error) llm.ErrorKind {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return llm.KindTimeout
+	}
+	var op *net.OpError
+	var dns *net.DNSError
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.ECONNABORTED), errors.Is(err, syscall.EPIPE),
+		errors.Is(err, net.ErrClosed), errors.As(err, &op), errors.As(err, &dns),
+		strings.Contains(err.Error(), "http2:"):
+		return llm.KindUnavailable
+	}
+	return llm.KindUnknown
+}
+
+// typeKind classifies an error that names no status by its "type".
+func typeKind(typ string) llm.ErrorKind {
+	switch strings.ToLower(typ) {
+	case "server_error", "api_error", "overloaded_error", "service_unavailable":
+		return llm.KindUnavailable
+	case "rate_limit_error", "rate_limit_exceeded", "requests", "tokens":
+		return llm.KindRateLimited
+	case "invalid_request_error", "bad_request_error":
+		return llm.KindBadRequest
+	case "authentication_error", "permission_error":
+		return llm.KindAuth
+	}
+	return llm.KindUnknown
+}
+
+// parsedError is what could be read from an error body.
+type parsedError struct {
+	message, code, typ, raw string
+	status                  int // a status the body names: "status_code", or a numeric code 400-599
+}
+
+// parseErrorBody reads the error shapes servers send: {"error": {...}}
+// (OpenAI, Groq, OpenRouter, Z.ai), {"error": "text"} (Ollama),
+// {"object": "error", "message", "code"} (vLLM), {"detail": ...} (FastAPI).
+// Codes may be strings or numbers.
+func parseErrorBody(body []byte) parsedError {
+	var p parsedError
+	var top struct {
+		Error  json.RawMessage `json:"error"`
+		Detail json.RawMessage `json:"detail"`
+		errorObject
+	}
+	if json.Unmarshal(body, &top) != nil {
+		return p
+	}
+	obj := top.errorObject
+	if e := bytes.TrimSpace(top.Error); len(e) > 0 && e[0] == '{' {
+		obj = errorObject{}
+		_ = json.Unmarshal(e, &obj)
+	} else if len(e) > 0 && e[0] == '"' {
+		p.message = jsonText(e)
+	}
+	if p.message == "" {
+		p.message = jsonText(obj.Message)
+	}
+	if p.message == "" {
+		p.message = jsonText(top.Detail)
+	}
+	p.code = jsonText(obj.Code)
+	p.typ = obj.Type
+	p.raw = jsonText(obj.Metadata.Raw)
+	if p.raw != "" && !strings.Contains(p.message, p.raw) {
+		if p.message != "" {
+			p.message += ": "
+		}
+		p.message += p.raw
+	}
+	if obj.StatusCode >= 400 && obj.StatusCode < 600 {
+		p.status = int(obj.StatusCode)
+	} else if n, err := strconv.Atoi(p.code); err == nil && n >= 400 && n < 600 && isNumber(obj.Code) {
+		p.status = n
+	}
+	return p
+}
+
+type errorObject struct {
+	Message    json.RawMessage `json:"message"`
+	Code       json.RawMessage `json:"code"`
+	Type       string          `json:"type"`
+	StatusCode flexInt         `json:"status_code"`
+	Metadata   struct {
+		Raw json.RawMessage `json:"raw"`
+	} `json:"metadata"`
+}
+
+// jsonText renders a JSON string as its content, a number as its literal,
+// null as "", and anything else as compact JSON.
+func jsonText(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) == nil {
+		return b.String()
+	}
+	return string(raw)
+}
+
+func isNumber(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && (raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9'))
+}
+
+// retryAfter reads retry-after-ms (OpenAI, milliseconds) or Retry-After
+// (seconds or an HTTP date).
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	if h == nil {
+		return 0
+	}
+	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
+			return time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil {
+		if s > 0 {
+			return time.Duration(s * float64(time.Second))
+		}
+		return 0
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := t.Sub(now); d > 0 {
+			return d
+		}
+	}
+	return 0
+}
+
+// scrub removes the API key from text that goes into an error.
+func (c *Client) scrub(s string) string {
+	if c.secret != "" {
+		s = strings.ReplaceAll(s, c.secret, "REDACTED")
+	}
+	return s
+}
+
+func snippet(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
+
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}

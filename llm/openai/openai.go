@@ -1,0 +1,337 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"sort"
+	"strings"
+
+	oa "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/valetkit/valet/llm"
+)
+
+// DefaultModel is the model used when [Config.Model] is empty.
+const DefaultModel = "gpt-4o-mini"
+
+// DefaultBaseURL is the endpoint used when [Config.BaseURL] is empty.
+const DefaultBaseURL = "https://api.openai.com/v1"
+
+// The environment variables read by [FromEnv].
+const (
+	EnvAPIKey  = "OPENAI_API_KEY"
+	EnvBaseURL = "OPENAI_BASE_URL"
+	EnvModel   = "OPENAI_MODEL"
+)
+
+// Config configures a [Client]. The zero value talks to OpenAI with
+// [DefaultModel] and no API key.
+type Config struct {
+	// Model is the model (or Azure deployment) to call. Default: DefaultModel.
+	// A non-empty llm.Request.Model overrides it per call.
+	Model string
+	// APIKey is sent as "Authorization: Bearer <key>". It may be empty for
+	// local servers (Ollama, vLLM); then no Authorization header is sent.
+	APIKey string
+	// BaseURL is the API root, the part before "/chat/completions".
+	// Default: DefaultBaseURL. Examples: "http://localhost:11434/v1" (Ollama),
+	// "http://localhost:8000/v1" (vLLM), "http://localhost:4000" (LiteLLM),
+	// "https://RESOURCE.openai.azure.com/openai/deployments/DEPLOYMENT?api-version=2024-10-21"
+	// (Azure: a query in BaseURL is sent with every request).
+	BaseURL string
+	// HTTPClient sends the requests. Default: a client with no overall
+	// timeout; the ctx of each call governs how long it may take.
+	HTTPClient *http.Client
+	// Headers are extra headers sent with every request, e.g. Azure's
+	// "api-key". Optional.
+	Headers map[string]string
+}
+
+// String prints the configuration without its secrets.
+func (c Config) String() string {
+	return fmt.Sprintf("openai.Config{Model: %q, BaseURL: %q, APIKey: %s, Headers: %s}",
+		c.Model, c.BaseURL, redacted(c.APIKey), headerNames(c.Headers))
+}
+
+// LogValue logs the configuration without its secrets.
+func (c Config) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("model", c.Model),
+		slog.String("base_url", c.BaseURL),
+		slog.String("api_key", redacted(c.APIKey)),
+		slog.String("headers", headerNames(c.Headers)),
+	)
+}
+
+func redacted(s string) string {
+	if s == "" {
+		return `""`
+	}
+	return "REDACTED"
+}
+
+// headerNames lists header names only: their values may be credentials.
+func headerNames(h map[string]string) string {
+	names := make([]string, 0, len(h))
+	for k := range h {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return "[" + strings.Join(names, " ") + "]"
+}
+
+// Client is an [llm.Client] for the OpenAI Chat Completions API and servers
+// compatible with it. It is safe for concurrent use.
+type Client struct {
+	svc    oa.ChatCompletionService
+	model  string
+	secret string // the API key, only to scrub it from error messages
+	// completionTokensField is "max_completion_tokens" for OpenAI and Azure,
+	// "max_tokens" for other servers.
+	completionTokensField string
+}
+
+var _ llm.Client = (*Client)(nil)
+
+// New returns a Client for cfg. It never fails: a malformed BaseURL is
+// reported by the first call.
+//
+// Unlike openai.NewClient, New reads no environment variables; use
+// [FromEnv] for that. openai-go's own retries are off: the caller (the agent
+// loop) decides what to retry from the error kind.
+func New(cfg Config) *Client {
+	model := cfg.Model
+	if model == "" {
+		model = DefaultModel
+	}
+	base := cfg.BaseURL
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	opts := []option.RequestOption{
+		option.WithHTTPClient(hc),
+		option.WithMaxRetries(0),
+		option.WithAPIKey(cfg.APIKey),
+	}
+	field := "max_tokens"
+	if u, err := url.Parse(base); err == nil {
+		q := u.Query()
+		u.RawQuery, u.Fragment = "", ""
+		opts = append(opts, option.WithBaseURL(u.String()))
+		keys := make([]string, 0, len(q))
+		for k := range q {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			for _, v := range q[k] {
+				opts = append(opts, option.WithQueryAdd(k, v))
+			}
+		}
+		h := strings.ToLower(u.Hostname())
+		if h == "api.openai.com" || strings.HasSuffix(h, ".openai.azure.com") {
+			field = "max_completion_tokens"
+		}
+	} else {
+		opts = append(opts, option.WithBaseURL(base)) // reports the parse error on use
+	}
+	names := make([]string, 0, len(cfg.Headers))
+	for k := range cfg.Headers {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		opts = append(opts, option.WithHeader(k, cfg.Headers[k]))
+	}
+	return &Client{
+		svc:                   oa.NewChatCompletionService(opts...),
+		model:                 model,
+		secret:                cfg.APIKey,
+		completionTokensField: field,
+	}
+}
+
+// FromEnv returns a Client configured from OPENAI_API_KEY (required),
+// OPENAI_BASE_URL and OPENAI_MODEL (both optional).
+func FromEnv() (*Client, error) {
+	key := os.Getenv(EnvAPIKey)
+	if key == "" {
+		return nil, errors.New("openai: " + EnvAPIKey + " is not set")
+	}
+	return New(Config{APIKey: key, BaseURL: os.Getenv(EnvBaseURL), Model: os.Getenv(EnvModel)}), nil
+}
+
+// Model returns the configured model (the one used when a request names none).
+func (c *Client) Model() string { return c.model }
+
+// Complete sends req and returns the whole reply.
+func (c *Client) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	res, err := c.send(ctx, req, false)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		return nil, c.classify(ctx, failure{err: err})
+	}
+	var w wireCompletion
+	if err := json.Unmarshal(body, &w); err != nil {
+		return nil, c.classify(ctx, failure{status: res.StatusCode, header: res.Header, body: body,
+			err: fmt.Errorf("openai: decoding response: %w", err), malformed: true})
+	}
+	if w.hasError() {
+		return nil, c.classify(ctx, failure{body: body, inline: true})
+	}
+	return w.response(), nil
+}
+
+// Stream sends req with "stream": true and yields the reply's text as it
+// arrives, then one final chunk carrying the assembled [llm.Response].
+// Breaking out of the range closes the HTTP response body.
+func (c *Client) Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Chunk, error] {
+	return func(yield func(llm.Chunk, error) bool) {
+		res, err := c.send(ctx, req, true)
+		if err != nil {
+			yield(llm.Chunk{}, err)
+			return
+		}
+		defer res.Body.Close()
+		c.readStream(ctx, res, yield)
+	}
+}
+
+// send builds the request with openai-go and returns the raw response of a
+// 2xx answer, or the classified error of anything else.
+func (c *Client) send(ctx context.Context, req llm.Request, stream bool) (*http.Response, error) {
+	params, opts, err := c.params(req, stream)
+	if err != nil {
+		return nil, err
+	}
+	var res *http.Response
+	opts = append(opts, option.WithResponseBodyInto(&res))
+	_, err = c.svc.New(ctx, params, opts...)
+	if res != nil && res.StatusCode >= 400 {
+		// openai-go has read the body and put it back for us; classify it
+		// ourselves, whatever shape it has (integer codes, no JSON at all).
+		body, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+		res.Body.Close()
+		return nil, c.classify(ctx, failure{status: res.StatusCode, header: res.Header, body: body})
+	}
+	if err != nil {
+		if res != nil && res.Body != nil {
+			res.Body.Close()
+		}
+		return nil, c.classify(ctx, failure{err: err})
+	}
+	if res == nil || res.Body == nil {
+		return nil, c.classify(ctx, failure{err: errors.New("openai: no response")})
+	}
+	return res, nil
+}
+
+// params maps an llm.Request onto openai-go's request parameters.
+func (c *Client) params(req llm.Request, stream bool) (oa.ChatCompletionNewParams, []option.RequestOption, error) {
+	model := req.Model
+	if model == "" {
+		model = c.model
+	}
+	p := oa.ChatCompletionNewParams{Model: shared.ChatModel(model)}
+	var opts []option.RequestOption
+	for i, m := range req.Messages {
+		msg, err := messageParam(m)
+		if err != nil {
+			return p, nil, &llm.Error{Kind: llm.KindBadRequest, Message: fmt.Sprintf("message %d: %v", i, err)}
+		}
+		p.Messages = append(p.Messages, msg)
+	}
+	for _, t := range req.Tools {
+		fd := shared.FunctionDefinitionParam{Name: t.Name}
+		if t.Description != "" {
+			fd.Description = param.NewOpt(t.Description)
+		}
+		if len(bytes.TrimSpace(t.Parameters)) > 0 {
+			var schema map[string]any
+			dec := json.NewDecoder(bytes.NewReader(t.Parameters))
+			dec.UseNumber() // keep numbers as written
+			if err := dec.Decode(&schema); err != nil || schema == nil {
+				return p, nil, &llm.Error{Kind: llm.KindBadRequest, Message: fmt.Sprintf("tool %q: parameters are not a JSON object", t.Name)}
+			}
+			fd.Parameters = schema
+		} else {
+			fd.Parameters = shared.FunctionParameters{"type": "object", "properties": map[string]any{}}
+		}
+		p.Tools = append(p.Tools, oa.ChatCompletionFunctionTool(fd))
+	}
+	switch req.ToolChoice {
+	case llm.ToolChoiceAuto:
+	case llm.ToolChoiceNone, llm.ToolChoiceRequired:
+		p.ToolChoice = oa.ChatCompletionToolChoiceOptionUnionParam{OfAuto: param.NewOpt(string(req.ToolChoice))}
+	default:
+		p.ToolChoice = oa.ToolChoiceOptionFunctionToolChoice(oa.ChatCompletionNamedToolChoiceFunctionParam{Name: string(req.ToolChoice)})
+	}
+	if req.Temperature != nil {
+		p.Temperature = param.NewOpt(*req.Temperature)
+	}
+	if req.MaxTokens > 0 {
+		if c.completionTokensField == "max_completion_tokens" {
+			p.MaxCompletionTokens = param.NewOpt(int64(req.MaxTokens))
+		} else {
+			p.MaxTokens = param.NewOpt(int64(req.MaxTokens))
+		}
+	}
+	if stream {
+		p.StreamOptions = oa.ChatCompletionStreamOptionsParam{IncludeUsage: param.NewOpt(true)}
+		opts = append(opts, option.WithJSONSet("stream", true))
+	}
+	return p, opts, nil
+}
+
+func messageParam(m llm.Message) (oa.ChatCompletionMessageParamUnion, error) {
+	switch m.Role {
+	case llm.RoleSystem:
+		return oa.SystemMessage(m.Content), nil
+	case llm.RoleUser:
+		return oa.UserMessage(m.Content), nil
+	case llm.RoleTool:
+		if m.ToolCallID == "" {
+			return oa.ChatCompletionMessageParamUnion{}, errors.New("tool message without tool_call_id")
+		}
+		return oa.ToolMessage(m.Content, m.ToolCallID), nil
+	case llm.RoleAssistant:
+		a := oa.ChatCompletionAssistantMessageParam{}
+		if m.Content != "" || len(m.ToolCalls) == 0 {
+			a.Content = oa.ChatCompletionAssistantMessageParamContentUnion{OfString: param.NewOpt(m.Content)}
+		}
+		for _, tc := range m.ToolCalls {
+			args := strings.TrimSpace(string(tc.Arguments))
+			if args == "" || args == "null" {
+				args = "{}"
+			}
+			a.ToolCalls = append(a.ToolCalls, oa.ChatCompletionMessageToolCallUnionParam{
+				OfFunction: &oa.ChatCompletionMessageFunctionToolCallParam{
+					ID:       tc.ID,
+					Function: oa.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: args},
+				},
+			})
+		}
+		return oa.ChatCompletionMessageParamUnion{OfAssistant: &a}, nil
+	}
+	return oa.ChatCompletionMessageParamUnion{}, fmt.Errorf("unknown role %q", m.Role)
+}

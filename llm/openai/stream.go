@@ -1,0 +1,147 @@
+package openai
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+
+	"github.com/valetkit/valet/llm"
+)
+
+// readStream reads a streamed reply from res (whose body the caller closes)
+// and yields text chunks, then the final chunk, or one error.
+//
+// The server-sent events are read here rather than by openai-go's ssestream:
+// servers compatible with OpenAI end streams in ways ssestream reports as a
+// clean end (a connection dropped before "data: [DONE]") or as an
+// unstructured error (Groq's "event: error", OpenRouter's "error" object in a
+// chunk), and every one of them must become a classified *llm.Error.
+func (c *Client) readStream(ctx context.Context, res *http.Response, yield func(llm.Chunk, error) bool) {
+	if mt, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type")); mt == "application/json" {
+		// The server ignored "stream": true and sent one whole completion.
+		c.readWhole(ctx, res, yield)
+		return
+	}
+	var (
+		acc   accumulator
+		event string
+		data  bytes.Buffer
+		br    = bufio.NewReaderSize(res.Body, 64<<10)
+	)
+	// dispatch handles one complete event; it reports whether to go on.
+	dispatch := func() (more bool) {
+		defer func() { event = ""; data.Reset() }()
+		payload := bytes.TrimSpace(data.Bytes())
+		if len(payload) == 0 && event == "" {
+			return true
+		}
+		if event == "error" {
+			yield(llm.Chunk{}, c.classify(ctx, failure{body: payload, inline: true}))
+			return false
+		}
+		if bytes.Equal(payload, []byte("[DONE]")) {
+			_, _ = io.CopyN(io.Discard, br, 4<<10) // let a well-behaved connection be reused
+			yield(llm.Chunk{Response: acc.response()}, nil)
+			return false
+		}
+		var w wireCompletion
+		if err := json.Unmarshal(payload, &w); err != nil {
+			yield(llm.Chunk{}, c.classify(ctx, failure{body: payload, err: err, malformed: true}))
+			return false
+		}
+		if w.hasError() {
+			yield(llm.Chunk{}, c.classify(ctx, failure{body: payload, inline: true}))
+			return false
+		}
+		if text := acc.add(&w); text != "" {
+			return yield(llm.Chunk{Text: text}, nil)
+		}
+		return true
+	}
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 {
+			line = bytes.TrimRight(line, "\r\n")
+			if !c.sseLine(line, &event, &data) && !dispatch() {
+				return
+			}
+		}
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, io.EOF) {
+			yield(llm.Chunk{}, c.classify(ctx, failure{err: err}))
+			return
+		}
+		// The body ended. An unterminated last event still counts.
+		if data.Len() > 0 || event != "" {
+			if !dispatch() {
+				return
+			}
+		}
+		if ctx.Err() != nil {
+			yield(llm.Chunk{}, c.classify(ctx, failure{err: ctx.Err()}))
+			return
+		}
+		if acc.finish != "" {
+			// No "data: [DONE]", but the model had finished: some servers
+			// simply close the stream there.
+			yield(llm.Chunk{Response: acc.response()}, nil)
+			return
+		}
+		yield(llm.Chunk{}, c.classify(ctx, failure{err: io.ErrUnexpectedEOF, truncated: true}))
+		return
+	}
+}
+
+// sseLine applies one line (without its line ending) to the event being
+// built and reports whether the line was anything but the blank line that
+// ends an event.
+func (c *Client) sseLine(line []byte, event *string, data *bytes.Buffer) bool {
+	if len(line) == 0 {
+		return false
+	}
+	if line[0] == ':' {
+		return true // a comment, e.g. ": OPENROUTER PROCESSING" keep-alives
+	}
+	name, value, _ := bytes.Cut(line, []byte(":"))
+	value = bytes.TrimPrefix(value, []byte(" "))
+	switch string(name) {
+	case "data":
+		if data.Len() > 0 {
+			data.WriteByte('\n')
+		}
+		data.Write(value)
+	case "event":
+		*event = string(value)
+	}
+	return true
+}
+
+// readWhole handles a non-SSE answer to a streaming request.
+func (c *Client) readWhole(ctx context.Context, res *http.Response, yield func(llm.Chunk, error) bool) {
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		yield(llm.Chunk{}, c.classify(ctx, failure{err: err}))
+		return
+	}
+	var w wireCompletion
+	if err := json.Unmarshal(body, &w); err != nil {
+		yield(llm.Chunk{}, c.classify(ctx, failure{body: body, err: err, malformed: true}))
+		return
+	}
+	if w.hasError() {
+		yield(llm.Chunk{}, c.classify(ctx, failure{body: body, inline: true}))
+		return
+	}
+	r := w.response()
+	if r.Message.Content != "" && !yield(llm.Chunk{Text: r.Message.Content}, nil) {
+		return
+	}
+	yield(llm.Chunk{Response: r}, nil)
+}

@@ -1,0 +1,353 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/valetkit/valet/llm"
+)
+
+// RawArgumentsKey is the key under which tool-call arguments that are not a
+// JSON object (invalid JSON, an array, a bare value) are kept, as a string,
+// so that llm.ToolCall.Arguments is always an object and nothing the model
+// wrote is lost: {"_raw_arguments": "<what the model wrote>"}. Schema
+// validation then reports the call as invalid and the model can try again.
+const RawArgumentsKey = "_raw_arguments"
+
+// The wire types below are deliberately lenient: they decode what OpenAI and
+// the servers that copy its API really send (see doc.go) rather than the
+// documented schema. Unknown fields are ignored.
+
+// wireCompletion is a chat.completion or one chat.completion.chunk.
+type wireCompletion struct {
+	ID      string          `json:"id"`
+	Model   string          `json:"model"`
+	Choices []wireChoice    `json:"choices"`
+	Usage   *wireUsage      `json:"usage"`
+	Error   json.RawMessage `json:"error"` // OpenRouter sends errors inside 200 bodies and chunks
+}
+
+func (w *wireCompletion) hasError() bool {
+	e := bytes.TrimSpace(w.Error)
+	return len(e) > 0 && !bytes.Equal(e, []byte("null"))
+}
+
+type wireChoice struct {
+	Index        int         `json:"index"`
+	Message      wireMessage `json:"message"`
+	Delta        wireMessage `json:"delta"`
+	FinishReason *string     `json:"finish_reason"`
+}
+
+type wireMessage struct {
+	Role      string          `json:"role"`
+	Content   json.RawMessage `json:"content"` // string, null, or (rarely) an array of parts
+	Refusal   *string         `json:"refusal"`
+	ToolCalls []wireToolCall  `json:"tool_calls"`
+}
+
+type wireToolCall struct {
+	Index    *int   `json:"index"`
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"` // a string as documented, or an object
+	} `json:"function"`
+}
+
+type wireUsage struct {
+	PromptTokens     flexInt `json:"prompt_tokens"`
+	CompletionTokens flexInt `json:"completion_tokens"`
+}
+
+func (u *wireUsage) usage() llm.Usage {
+	if u == nil {
+		return llm.Usage{}
+	}
+	return llm.Usage{InputTokens: int(u.PromptTokens), OutputTokens: int(u.CompletionTokens)}
+}
+
+// flexInt decodes an integer written as a number (possibly 12.0) or a string.
+type flexInt int
+
+func (n *flexInt) UnmarshalJSON(b []byte) error {
+	s := strings.Trim(strings.TrimSpace(string(b)), `"`)
+	if s == "" || s == "null" {
+		*n = 0
+		return nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		*n = 0
+		return nil // a usage count we cannot read is not worth failing a reply
+	}
+	*n = flexInt(f)
+	return nil
+}
+
+// first returns the choice with index 0 (or the first one listed).
+func (w *wireCompletion) first() *wireChoice {
+	for i := range w.Choices {
+		if w.Choices[i].Index == 0 {
+			return &w.Choices[i]
+		}
+	}
+	if len(w.Choices) > 0 {
+		return &w.Choices[0]
+	}
+	return nil
+}
+
+// response normalises a non-streamed completion.
+func (w *wireCompletion) response() *llm.Response {
+	r := &llm.Response{Message: llm.Message{Role: llm.RoleAssistant}, Usage: w.Usage.usage(), Model: w.Model}
+	ch := w.first()
+	if ch == nil {
+		return r
+	}
+	if ch.FinishReason != nil {
+		r.FinishReason = *ch.FinishReason
+	}
+	r.Message.Content = contentText(ch.Message.Content)
+	if r.Message.Content == "" && ch.Message.Refusal != nil {
+		r.Message.Content = *ch.Message.Refusal
+	}
+	calls := make([]llm.ToolCall, 0, len(ch.Message.ToolCalls))
+	for _, tc := range ch.Message.ToolCalls {
+		calls = append(calls, llm.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: argumentsText(tc.Function.Arguments)})
+	}
+	r.Message.ToolCalls = finishCalls(calls)
+	return r
+}
+
+// contentText reads message content: a string, null, or an array of parts
+// whose text is concatenated.
+func contentText(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(raw, &parts) == nil {
+		var b strings.Builder
+		for _, p := range parts {
+			if p.Type == "" || p.Type == "text" || p.Type == "output_text" {
+				b.WriteString(p.Text)
+			}
+		}
+		return b.String()
+	}
+	return ""
+}
+
+// argumentsText returns the text of a tool call's arguments as sent: the
+// content of a JSON string, or the JSON of anything else (an object sent by
+// servers that do not encode arguments as a string).
+func argumentsText(raw json.RawMessage) json.RawMessage {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return json.RawMessage(s)
+		}
+	}
+	return append(json.RawMessage(nil), raw...)
+}
+
+// normalizeArguments turns what the model wrote into a JSON object: empty →
+// {}, an object → itself (compacted), anything else → {RawArgumentsKey: text}.
+func normalizeArguments(text json.RawMessage) json.RawMessage {
+	t := bytes.TrimSpace(text)
+	if len(t) == 0 || bytes.Equal(t, []byte("null")) {
+		return json.RawMessage("{}")
+	}
+	if t[0] == '{' && json.Valid(t) {
+		var b bytes.Buffer
+		if json.Compact(&b, t) == nil {
+			return b.Bytes()
+		}
+	}
+	// Some servers encode the object twice: "{\"a\":1}" inside the string.
+	if t[0] == '"' {
+		var s string
+		if json.Unmarshal(t, &s) == nil {
+			if inner := bytes.TrimSpace([]byte(s)); len(inner) > 0 && inner[0] == '{' && json.Valid(inner) {
+				return normalizeArguments(inner)
+			}
+		}
+	}
+	b, _ := json.Marshal(map[string]string{RawArgumentsKey: string(text)})
+	return b
+}
+
+// finishCalls normalises arguments and gives every call a unique id: calls
+// whose id is empty, or repeats an earlier one, get "call_<n>" (n is the
+// call's position, bumped until it collides with no id of the reply).
+func finishCalls(calls []llm.ToolCall) []llm.ToolCall {
+	if len(calls) == 0 {
+		return nil
+	}
+	taken := make(map[string]bool, len(calls))
+	for _, c := range calls {
+		if c.ID != "" {
+			taken[c.ID] = true
+		}
+	}
+	seen := make(map[string]bool, len(calls))
+	for i := range calls {
+		calls[i].Arguments = normalizeArguments(calls[i].Arguments)
+		if calls[i].ID != "" && !seen[calls[i].ID] {
+			seen[calls[i].ID] = true
+			continue
+		}
+		for n := i; ; n++ {
+			id := "call_" + strconv.Itoa(n)
+			if !taken[id] {
+				calls[i].ID = id
+				taken[id], seen[id] = true, true
+				break
+			}
+		}
+	}
+	return calls
+}
+
+// callBuilder accumulates one streamed tool call.
+type callBuilder struct {
+	index int
+	id    string
+	name  string
+	args  bytes.Buffer
+	obj   json.RawMessage // arguments sent whole as an object
+}
+
+// accumulator assembles a streamed reply.
+type accumulator struct {
+	model   string
+	text    strings.Builder
+	refusal strings.Builder
+	finish  string
+	usage   *wireUsage
+	calls   map[int]*callBuilder
+	last    *callBuilder
+}
+
+// add folds one chunk in and returns the text it carried.
+func (a *accumulator) add(w *wireCompletion) string {
+	if w.Model != "" {
+		a.model = w.Model
+	}
+	if w.Usage != nil {
+		a.usage = w.Usage
+	}
+	ch := w.first()
+	if ch == nil {
+		return ""
+	}
+	if ch.FinishReason != nil && *ch.FinishReason != "" {
+		a.finish = *ch.FinishReason
+	}
+	d := &ch.Delta
+	if len(d.Content) == 0 && len(d.ToolCalls) == 0 && (len(ch.Message.Content) > 0 || len(ch.Message.ToolCalls) > 0) {
+		d = &ch.Message // a server that answers a stream with whole messages
+	}
+	text := contentText(d.Content)
+	a.text.WriteString(text)
+	if d.Refusal != nil {
+		a.refusal.WriteString(*d.Refusal)
+	}
+	for _, tc := range d.ToolCalls {
+		a.addCall(tc)
+	}
+	return text
+}
+
+func (a *accumulator) addCall(tc wireToolCall) {
+	if a.calls == nil {
+		a.calls = make(map[int]*callBuilder)
+	}
+	var b *callBuilder
+	switch {
+	case tc.Index != nil:
+		b = a.calls[*tc.Index]
+		if b == nil {
+			b = &callBuilder{index: *tc.Index}
+			a.calls[*tc.Index] = b
+		}
+	case a.last != nil && (tc.ID == "" || tc.ID == a.last.id) && (tc.Function.Name == "" || tc.Function.Name == a.last.name):
+		b = a.last // a continuation without an index
+	default:
+		n := 0
+		for i := range a.calls {
+			if i >= n {
+				n = i + 1
+			}
+		}
+		b = &callBuilder{index: n}
+		a.calls[n] = b
+	}
+	a.last = b
+	if tc.ID != "" && b.id == "" {
+		b.id = tc.ID
+	}
+	if tc.Function.Name != "" {
+		if b.name == "" || b.name == tc.Function.Name {
+			b.name = tc.Function.Name
+		} else {
+			b.name += tc.Function.Name // a name split across deltas
+		}
+	}
+	raw := bytes.TrimSpace(tc.Function.Arguments)
+	switch {
+	case len(raw) == 0 || bytes.Equal(raw, []byte("null")):
+	case raw[0] == '"':
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			b.args.WriteString(s)
+		}
+	default:
+		b.obj = append(json.RawMessage(nil), raw...)
+	}
+}
+
+func (a *accumulator) response() *llm.Response {
+	r := &llm.Response{
+		Message:      llm.Message{Role: llm.RoleAssistant, Content: a.text.String()},
+		FinishReason: a.finish,
+		Usage:        a.usage.usage(),
+		Model:        a.model,
+	}
+	if r.Message.Content == "" {
+		r.Message.Content = a.refusal.String()
+	}
+	idx := make([]int, 0, len(a.calls))
+	for i := range a.calls {
+		idx = append(idx, i)
+	}
+	sort.Ints(idx)
+	calls := make([]llm.ToolCall, 0, len(idx))
+	for _, i := range idx {
+		b := a.calls[i]
+		args := json.RawMessage(b.args.String())
+		if b.obj != nil {
+			args = b.obj
+		}
+		calls = append(calls, llm.ToolCall{ID: b.id, Name: b.name, Arguments: args})
+	}
+	r.Message.ToolCalls = finishCalls(calls)
+	return r
+}
