@@ -24,7 +24,7 @@ func show(msgs []llm.Message) {
 
 // The three defences of a ReAct loop against an overflowing context window.
 func Example() {
-	cm, err := agentctx.NewManager(agentctx.Config{TokenLimit: 2000, MaxHistoryMessages: 6})
+	cm, err := agentctx.NewManager(agentctx.Config{TokenLimit: 2000, MaxHistoryMessages: 10})
 	if err != nil {
 		panic(err)
 	}
@@ -59,8 +59,8 @@ func Example() {
 	// Output:
 	// result cut: true kept bytes: 2442
 	// before: 17 messages, 2591 tokens, needs trim: true
-	// after Trim: 6 messages, 659 tokens, needs trim: false
-	// after TruncateToolResults: 119 tokens
+	// after Trim: 10 messages, 1305 tokens, needs trim: false
+	// after TruncateToolResults: 225 tokens
 	// after ForceTrim: 6 messages; pairing ok: true
 }
 
