@@ -39,7 +39,7 @@
 //     [RateLimited] (429 with retry-after and retry-after-ms),
 //     [Unavailable] (5xx), [ContextOverflow] (400 context_length_exceeded),
 //     [Slow] (latency that honours cancellation) and [DropStream] (a
-//     connection cut mid-stream, without [DONE]); or any status and body.
+//     connection cut mid-stream, before "data: [DONE]"); or any status and body.
 //   - The model returns an [*llm.Error] (e.g. llmtest.Fail(&llm.Error{Kind:
 //     llm.KindRateLimited})): the kind picks the HTTP status and body.
 //   - Options make it strict for every request: [WithAPIKey] (401

@@ -138,6 +138,6 @@ func (f Fault) apiError() apiError {
 }
 
 // invalid returns a 400 invalid_request_error.
-func invalid(param, code, format string) *apiError {
-	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: param, Code: code, Message: format}
+func invalid(param, code, message string) *apiError {
+	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: param, Code: code, Message: message}
 }

@@ -66,10 +66,16 @@ type ServerRequest struct {
 	IncludeUsage bool // "stream_options": {"include_usage": true}
 
 	// Status is the HTTP status the server answered with; 0 while the
-	// request is being served, or when the connection was cut before a
-	// status was sent (see [Fault].Drop).
+	// request is being served, or when a [Fault] with Drop cut the
+	// connection before a status was sent; [StatusClientClosedRequest] when
+	// the server gave the request up because the client went away (or the
+	// server was closed) before an answer.
 	Status int
 }
+
+// StatusClientClosedRequest is the [ServerRequest].Status of a request the
+// client abandoned before it was answered (nginx's 499).
+const StatusClientClosedRequest = 499
 
 // Server is a fake OpenAI Chat Completions API on a local httptest server.
 // It decodes each POST {URL}/chat/completions into an [llm.Request], asks its
@@ -224,6 +230,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	f := s.nextFault()
 	if err := wait(ctx, s.opts.latency+f.Latency); err != nil {
+		s.setStatus(idx, StatusClientClosedRequest)
 		abort(w)
 		return
 	}
@@ -245,6 +252,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 
 	resp, err := s.model.Complete(ctx, d.req)
 	if ctx.Err() != nil {
+		s.setStatus(idx, StatusClientClosedRequest)
 		abort(w)
 		return
 	}
@@ -256,7 +264,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, idx, &apiError{Status: http.StatusInternalServerError, Type: "server_error", Message: "llmtest: the model returned no response and no error"})
 		return
 	}
-	a := s.answer(d, resp, seq)
+	a := newAnswer(d, resp, seq)
 	if d.stream {
 		s.writeStream(ctx, w, idx, a.chunks(d.includeUsage), f)
 		return
@@ -432,7 +440,7 @@ type answer struct {
 	usage        wireUsage
 }
 
-func (s *Server) answer(d decodedRequest, resp *llm.Response, seq int) answer {
+func newAnswer(d decodedRequest, resp *llm.Response, seq int) answer {
 	a := answer{
 		id:           fmt.Sprintf("chatcmpl-llmtest%06d", seq),
 		model:        d.req.Model,

@@ -556,6 +556,10 @@ func TestServerLatencyHonoursCancellation(t *testing.T) {
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
+	// The server gives the request up as soon as the client goes away.
+	for srv.Requests()[0].Status != llmtest.StatusClientClosedRequest {
+		time.Sleep(time.Millisecond)
+	}
 	if model.Calls() != 0 {
 		t.Error("a cancelled request reached the model")
 	}
@@ -875,5 +879,29 @@ func TestServerConcurrent(t *testing.T) {
 	wg.Wait()
 	if statuses[429] != 3 || statuses[200] != 17 || len(srv.Requests()) != 20 || model.Calls() != 17 {
 		t.Fatalf("statuses %v, recorded %d, model calls %d", statuses, len(srv.Requests()), model.Calls())
+	}
+}
+
+func TestServerPassesCancellationToTheModel(t *testing.T) {
+	model := llmtest.NewScript(llmtest.Reply{Text: "never", Delay: time.Hour})
+	srv := newServer(t, model)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		resp, err := tryPost(ctx, srv, map[string]any{"model": "m", "stream": true, "messages": []any{map[string]any{"role": "user", "content": "hi"}}})
+		if err == nil {
+			resp.Body.Close()
+		}
+		errc <- err
+	}()
+	for model.Calls() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	for srv.Requests()[0].Status != llmtest.StatusClientClosedRequest {
+		time.Sleep(time.Millisecond)
 	}
 }
