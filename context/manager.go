@@ -181,6 +181,15 @@ func (m *Manager) estimate(n int) int {
 	return int(math.Ceil(float64(n) / m.cfg.CharsPerToken))
 }
 
+// count is CountTokens for the parts of a message: an empty part costs
+// nothing, even under a tokenizer that would count a start token for it.
+func (m *Manager) count(text string) int {
+	if text == "" {
+		return 0
+	}
+	return m.CountTokens(text)
+}
+
 func (m *Manager) countBytes(b []byte) int {
 	if m.cfg.CountTokens != nil {
 		if len(b) == 0 {
@@ -197,12 +206,13 @@ func (m *Manager) countBytes(b []byte) int {
 //	+ tokens(Content) + tokens(Name) + tokens(ToolCallID)
 //	+ for each tool call: ToolCallOverheadTokens + tokens(ID) + tokens(Name) + tokens(Arguments)
 //
-// With the built-in estimate it does not allocate.
+// Empty parts cost nothing. With the built-in estimate it does not allocate;
+// with a tokenizer, the arguments are converted to a string for it.
 func (m *Manager) MessageTokens(msg llm.Message) int {
-	n := MessageOverheadTokens + m.CountTokens(msg.Content) + m.CountTokens(msg.Name) + m.CountTokens(msg.ToolCallID)
+	n := MessageOverheadTokens + m.count(msg.Content) + m.count(msg.Name) + m.count(msg.ToolCallID)
 	for i := range msg.ToolCalls {
 		c := &msg.ToolCalls[i]
-		n += ToolCallOverheadTokens + m.CountTokens(c.ID) + m.CountTokens(c.Name) + m.countBytes(c.Arguments)
+		n += ToolCallOverheadTokens + m.count(c.ID) + m.count(c.Name) + m.countBytes(c.Arguments)
 	}
 	return n
 }
@@ -227,7 +237,13 @@ func (m *Manager) NeedsTrim(msgs []llm.Message) bool {
 	if len(msgs)-leadingSystem(msgs) > m.cfg.MaxHistoryMessages {
 		return true
 	}
-	return m.Tokens(msgs) > m.budget
+	n := 0
+	for i := range msgs {
+		if n += m.MessageTokens(msgs[i]); n > m.budget {
+			return true // no need to count the rest
+		}
+	}
+	return false
 }
 
 // leadingSystem returns the number of system messages at the start of msgs.

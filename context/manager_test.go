@@ -234,8 +234,9 @@ func TestHotPathDoesNotAllocate(t *testing.T) {
 
 func BenchmarkNeedsTrim(b *testing.B) {
 	m := mustManager(b, agentctx.Config{})
+	// 39 history messages: under MaxHistoryMessages, so every token is summed.
 	var msgs []llm.Message
-	for i := range 40 {
+	for i := range 13 {
 		call := llm.ToolCall{ID: "call_" + strings.Repeat("x", i%7), Name: "search", Arguments: json.RawMessage(`{"q":"weather in paris"}`)}
 		msgs = append(msgs, llm.UserMessage(strings.Repeat("question ", 30)), llm.AssistantMessage("", call), llm.ToolResultMessage(call, strings.Repeat("result ", 500), false))
 	}
