@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"net/http"
 	"strings"
 	"sync"
@@ -904,4 +905,37 @@ func TestServerPassesCancellationToTheModel(t *testing.T) {
 	for srv.Requests()[0].Status != llmtest.StatusClientClosedRequest {
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// clientFunc is an llm.Client answering Complete with a function.
+type clientFunc func(llm.Request) (*llm.Response, error)
+
+func (f clientFunc) Complete(_ context.Context, req llm.Request) (*llm.Response, error) {
+	return f(req)
+}
+
+func (f clientFunc) Stream(_ context.Context, req llm.Request) iter.Seq2[llm.Chunk, error] {
+	return func(yield func(llm.Chunk, error) bool) {
+		r, err := f(req)
+		yield(llm.Chunk{Response: r}, err)
+	}
+}
+
+func TestServerFillsGapsOfOtherModels(t *testing.T) {
+	srv := newServer(t, clientFunc(func(req llm.Request) (*llm.Response, error) {
+		if req.Messages[0].Content == "nil" {
+			return nil, nil
+		}
+		return &llm.Response{Message: llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{Name: "a"}, {Name: "b", Arguments: json.RawMessage(`{"x":1}`)}}}}, nil
+	}))
+	c := decode[completion](t, post(t, srv, `{"messages":[{"role":"user","content":"hi"}],"model":"m"}`))
+	ch := c.Choices[0]
+	if ch.FinishReason != "tool_calls" || len(ch.Message.ToolCalls) != 2 {
+		t.Fatalf("choice = %+v", ch)
+	}
+	a, b := ch.Message.ToolCalls[0], ch.Message.ToolCalls[1]
+	if a.ID == "" || b.ID == "" || a.ID == b.ID || string(a.Function.Arguments) != `"{}"` || string(b.Function.Arguments) != `"{\"x\":1}"` {
+		t.Errorf("calls = %+v / %+v", a, b)
+	}
+	wantError(t, post(t, srv, `{"messages":[{"role":"user","content":"nil"}],"model":"m"}`), 500, "server_error", "", "no response")
 }
