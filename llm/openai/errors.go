@@ -103,6 +103,7 @@ func (c *Client) classify(ctx context.Context, f failure) error {
 	status := f.status
 	if status < 400 { // an error inside a 200 answer: use the status it names
 		status = p.status
+		e.StatusCode = status
 	}
 	e.RetryAfter = retryAfter(f.header, time.Now())
 	lower := strings.ToLower(p.message + " " + p.raw)
