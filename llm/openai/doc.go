@@ -1,0 +1,104 @@
+// Package openai is the [llm.Client] for the OpenAI Chat Completions API and
+// the many servers that speak it: Azure OpenAI, Ollama, vLLM, LiteLLM,
+// OpenRouter, Groq, DeepSeek, Gemini's OpenAI-compatible endpoint, Z.ai and
+// others. It is built on github.com/openai/openai-go/v3.
+//
+//	c := openai.New(openai.Config{Model: "gpt-4o-mini", APIKey: key})
+//	c, err := openai.FromEnv() // OPENAI_API_KEY (required), OPENAI_BASE_URL, OPENAI_MODEL
+//
+//	resp, err := c.Complete(ctx, llm.Request{Messages: msgs, Tools: specs})
+//	for chunk, err := range c.Stream(ctx, req) { ... } // text chunks, then chunk.Response
+//
+// # Other servers
+//
+// Point [Config.BaseURL] at the API root (the part before
+// "/chat/completions"):
+//
+//	openai.Config{BaseURL: "http://localhost:11434/v1", Model: "llama3.1"}        // Ollama, no key
+//	openai.Config{BaseURL: "http://localhost:8000/v1", Model: "Qwen/Qwen2.5-7B"}  // vLLM
+//	openai.Config{BaseURL: "http://localhost:4000", APIKey: litellmKey}          // LiteLLM proxy
+//	openai.Config{                                                               // Azure OpenAI
+//		BaseURL: "https://RESOURCE.openai.azure.com/openai/deployments/DEPLOYMENT?api-version=2024-10-21",
+//		Headers: map[string]string{"api-key": azureKey},
+//		Model:   "DEPLOYMENT",
+//	}
+//
+// A query in BaseURL is sent with every request. With an empty APIKey no
+// Authorization header is sent. [New] reads no environment variables (unlike
+// openai.NewClient), so a key in the environment never reaches a server it
+// was not meant for. A request's MaxTokens is sent as max_completion_tokens to
+// api.openai.com and Azure (whose reasoning models reject max_tokens) and as
+// max_tokens to every other server (which may not know the newer field).
+//
+// # What the client normalises
+//
+// The replies are decoded leniently, from what servers really send (the
+// tests replay recorded exchanges with each of the servers above):
+//
+//   - tool-call arguments sent as a JSON object instead of a string are
+//     accepted; llm.ToolCall.Arguments is always a JSON object: empty
+//     arguments become {}, arguments encoded twice are decoded, and anything
+//     else (invalid or truncated JSON, an array) is kept as
+//     {"_raw_arguments": "<text>"} ([RawArgumentsKey]) so the tool's schema
+//     validation reports it to the model instead of the call being lost;
+//   - empty, missing or repeated tool-call ids get "call_<n>" (n is the
+//     call's position, bumped past any id the reply already uses), so the
+//     tool results can be paired;
+//   - text beside tool calls is kept (Message.Content and Message.ToolCalls);
+//     content "" and null are the same; a refusal becomes the content;
+//   - unknown fields (reasoning_content, reasoning, extra_content, vLLM's
+//     token_ids, OpenRouter's provider and cost, x_groq, obfuscation...) are
+//     ignored; usage counts may be numbers or strings.
+//
+// # Streaming
+//
+// openai-go builds and sends the request (with "stream": true and
+// stream_options.include_usage), but this package reads the server-sent
+// events itself from the raw response instead of using openai-go's
+// ssestream: ssestream reports a connection that drops before
+// "data: [DONE]" as a clean end, and turns Groq's "event: error" and
+// OpenRouter's "error" object inside a chunk into unclassified errors. Here:
+//
+//   - tool-call deltas are assembled by index (several parallel calls, a
+//     whole call in one chunk, arguments over dozens of deltas, calls with
+//     no index), text deltas are yielded as they arrive, chunks with no
+//     choices and repeated finish reasons are fine, usage is taken from
+//     whichever chunk carries it (with or without choices);
+//   - comment lines (": OPENROUTER PROCESSING" keep-alives) are skipped;
+//   - an "event: error" event or a chunk with an "error" object ends the
+//     stream with a classified *llm.Error, using the status the error names
+//     (Groq's status_code, OpenRouter's numeric code) as its StatusCode;
+//   - a body that ends before "data: [DONE]" and before any finish_reason
+//     is KindUnavailable (a stream that finished but omitted [DONE] is
+//     accepted); a server that ignores "stream" and answers with one JSON
+//     object is accepted too;
+//   - breaking out of the range closes the response body.
+//
+// # Errors
+//
+// Every failure is an *llm.Error (check it with llm.KindOf, llm.RetryAfter,
+// llm.IsRetryable). openai-go's own retries are off: the agent loop retries
+// by kind. Error bodies are read in every shape seen in the wild (OpenAI's
+// {"error":{...}}, integer or string codes, {"error":"text"}, vLLM's
+// {"object":"error",...}, non-JSON gateway pages).
+//
+//   - 429 → KindRateLimited, RetryAfter from retry-after-ms or Retry-After
+//     (seconds or an HTTP date). OpenAI's "overloaded" 429 is one too.
+//   - 429 with code insufficient_quota (or billing_hard_limit_reached,
+//     billing_not_active, access_terminated), and 402 → KindAuth: waiting
+//     does not bring credit back; like a bad key, someone has to fix the
+//     account, so the loop returns it to the caller at once. Code keeps the
+//     provider's code to tell the two apart.
+//   - code context_length_exceeded, 413, or a 400/422 whose message says so
+//     ("maximum context length", "context length", "too many tokens",
+//     "prompt is too long"...) → KindContextOverflow.
+//   - 401, 403 → KindAuth; 408, 504, a network timeout or
+//     context.DeadlineExceeded → KindTimeout; other 5xx, refused or reset
+//     connections, an unexpected EOF → KindUnavailable; other 4xx →
+//     KindBadRequest.
+//   - A cancelled ctx gives an error for which errors.Is(err,
+//     context.Canceled) holds (kind KindUnknown, never retryable).
+//
+// The API key is never part of an error: messages that echo it have it
+// replaced by REDACTED, and [Config] prints and logs it as REDACTED.
+package openai
