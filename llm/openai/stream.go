@@ -45,7 +45,6 @@ func (c *Client) readStream(ctx context.Context, res *http.Response, yield func(
 			return false
 		}
 		if bytes.Equal(payload, []byte("[DONE]")) {
-			_, _ = io.CopyN(io.Discard, br, 4<<10) // let a well-behaved connection be reused
 			yield(llm.Chunk{Response: acc.response()}, nil)
 			return false
 		}
