@@ -175,3 +175,15 @@ func (o *Orchestrator) History(ctx context.Context, tenantID, conversationID str
 
 // Tools returns the specs of the tools the model sees.
 func (o *Orchestrator) Tools() []llm.ToolSpec { return append([]llm.ToolSpec(nil), o.specs...) }
+
+// Forget drops the stored history of a conversation (for example when the
+// user deletes it). It waits for a running message of that conversation.
+func (o *Orchestrator) Forget(ctx context.Context, tenantID, conversationID string) error {
+	c, release, err := o.acquire(ctx, convKey{tenantID, conversationID})
+	if err != nil {
+		return err
+	}
+	c.history = nil
+	release()
+	return nil
+}

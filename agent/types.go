@@ -60,13 +60,13 @@ type EventType string
 
 // The events of [Orchestrator.Stream], in the order they can occur.
 const (
-	EventMessageStart  EventType = "message_start"  // the model starts writing text
-	EventMessageChunk  EventType = "message_chunk"  // a piece of that text (Event.Text)
-	EventMessageEnd    EventType = "message_end"    // the text is complete (Event.Text holds all of it)
+	EventMessageStart  EventType = "message_start"   // the model starts writing text
+	EventMessageChunk  EventType = "message_chunk"   // a piece of that text (Event.Text)
+	EventMessageEnd    EventType = "message_end"     // the text is complete (Event.Text holds all of it)
 	EventToolCallStart EventType = "tool_call_start" // a tool call begins (Event.ToolCall: name, args summary)
-	EventToolResult    EventType = "tool_result"    // a tool call ended (Event.ToolCall complete)
-	EventStateChange   EventType = "state_change"   // the conversation waits for input or approval (Event.State)
-	EventExecutionEnd  EventType = "execution_end"  // always last; Event.Result is set
+	EventToolResult    EventType = "tool_result"     // a tool call ended (Event.ToolCall complete)
+	EventStateChange   EventType = "state_change"    // the conversation waits for input or approval (Event.State)
+	EventExecutionEnd  EventType = "execution_end"   // always last; Event.Result is set
 )
 
 // Event is one step of a streamed run.
