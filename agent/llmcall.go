@@ -18,7 +18,8 @@ type callState struct {
 
 // errorHandler decides what to do after a failed model call: retry (after
 // changing what it must), or give up with the returned error.
-type errorHandler func(r *run, st *callState, req *llm.Request, err error) (retry bool, _ error)
+// A handler may replace msgs (what is sent) by returning a non-nil slice.
+type errorHandler func(r *run, st *callState, msgs []llm.Message, err error) (retry bool, next []llm.Message, _ error)
 
 // errorHandlers is the one table that maps an error kind to its handling.
 // Kinds without an entry (auth, bad request, unknown) are returned at once.
@@ -41,7 +42,7 @@ func errorHandlers(kind llm.ErrorKind) errorHandler {
 // callLLM sends req, retrying by error kind. It streams text events when the
 // run is streaming. The overflow handler may shorten r.window and req.
 func (r *run) callLLM(req llm.Request) (*llm.Response, error) {
-	var st callState
+	var st *callState // made on the first failure only: the hot path does not allocate it
 	for {
 		if err := r.ctx.Err(); err != nil {
 			return nil, err
@@ -58,9 +59,15 @@ func (r *run) callLLM(req llm.Request) (*llm.Response, error) {
 		if h == nil {
 			return nil, err
 		}
-		retry, herr := h(r, &st, &req, err)
+		if st == nil {
+			st = new(callState)
+		}
+		retry, next, herr := h(r, st, req.Messages, err)
 		if !retry {
 			return nil, herr
+		}
+		if next != nil {
+			req.Messages = next
 		}
 		r.o.log.DebugContext(r.ctx, "agent: retrying model call", "kind", llm.KindOf(err).String(), "err", err)
 	}
@@ -70,6 +77,11 @@ func (r *run) send(req llm.Request) (*llm.Response, error) {
 	if r.emit == nil {
 		return r.o.llm.Complete(r.ctx, req)
 	}
+	return r.sendStream(req)
+}
+
+// sendStream calls the model's Stream and emits text events as they come.
+func (r *run) sendStream(req llm.Request) (*llm.Response, error) {
 	var (
 		final   *llm.Response
 		text    strings.Builder
@@ -106,10 +118,10 @@ func (r *run) send(req llm.Request) (*llm.Response, error) {
 
 // backoff waits (exponential, or the server's Retry-After when longer) and
 // retries up to LLMMaxRetries times.
-func (r *run) backoff(st *callState, _ *llm.Request, err error) (bool, error) {
+func (r *run) backoff(st *callState, _ []llm.Message, err error) (bool, []llm.Message, error) {
 	cfg := r.o.loop
 	if st.retries >= cfg.LLMMaxRetries {
-		return false, fmt.Errorf("agent: model call failed after %d retries: %w", st.retries, err)
+		return false, nil, fmt.Errorf("agent: model call failed after %d retries: %w", st.retries, err)
 	}
 	d := cfg.LLMRetryBaseDelay << st.retries
 	if ra := llm.RetryAfter(err); ra > d {
@@ -121,45 +133,44 @@ func (r *run) backoff(st *callState, _ *llm.Request, err error) (bool, error) {
 	defer t.Stop()
 	select {
 	case <-r.ctx.Done():
-		return false, r.ctx.Err()
+		return false, nil, r.ctx.Err()
 	case <-t.C:
-		return true, nil
+		return true, nil, nil
 	}
 }
 
 // retryOnce retries a timed-out call one time.
-func (r *run) retryOnce(st *callState, _ *llm.Request, err error) (bool, error) {
+func (r *run) retryOnce(st *callState, _ []llm.Message, err error) (bool, []llm.Message, error) {
 	if st.timeoutRetry {
-		return false, fmt.Errorf("agent: model call timed out twice: %w", err)
+		return false, nil, fmt.Errorf("agent: model call timed out twice: %w", err)
 	}
 	st.timeoutRetry = true
-	return true, nil
+	return true, nil, nil
 }
 
 // shrink answers a context overflow by shortening what is sent, one defence
 // more each time: trim the history, truncate every tool result, keep only
 // the last messages; then it gives up.
-func (r *run) shrink(st *callState, req *llm.Request, err error) (bool, error) {
+func (r *run) shrink(st *callState, msgs []llm.Message, err error) (bool, []llm.Message, error) {
 	m := r.o.ctxm
 	for st.overflowStage < 3 {
 		st.overflowStage++
-		before := len(req.Messages)
+		before := len(msgs)
 		var next []llm.Message
 		switch st.overflowStage {
 		case 1:
-			next = m.Trim(req.Messages)
+			next = m.Trim(msgs)
 		case 2:
-			next = m.TruncateToolResults(req.Messages, 0)
+			next = m.TruncateToolResults(msgs, 0)
 		case 3:
-			next = m.ForceTrim(req.Messages)
+			next = m.ForceTrim(msgs)
 		}
 		if st.overflowStage == 2 || len(next) != before {
 			r.o.log.WarnContext(r.ctx, "agent: context overflow, shortening the conversation",
 				"stage", st.overflowStage, "messages_before", before, "messages_after", len(next))
-			req.Messages = next
 			r.window = next
-			return true, nil
+			return true, next, nil
 		}
 	}
-	return false, fmt.Errorf("%w: %w", ErrContextOverflow, err)
+	return false, nil, fmt.Errorf("%w: %w", ErrContextOverflow, err)
 }

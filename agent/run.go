@@ -21,9 +21,15 @@ type run struct {
 	start time.Time
 
 	window []llm.Message // what the model is sent; trimmed as needed
-	added  []llm.Message // what this message adds to the history
-	saved  int           // len(added) that forms complete turns (safe to save)
+	conv   *conversation // held for the whole run
+	base   int           // len(conv.history) before this message
+	saved  int           // len(conv.history) at the end of the last complete turn
 }
+
+// add appends messages this run produced to the conversation's history.
+// They are kept only up to r.saved: a run that fails mid-turn leaves no
+// unanswered tool call behind.
+func (r *run) add(msgs ...llm.Message) { r.conv.history = append(r.conv.history, msgs...) }
 
 func (o *Orchestrator) newRun(ctx context.Context, msg Message, emit func(Event) bool) *run {
 	return &run{o: o, ctx: ctx, msg: msg, emit: emit, start: time.Now()}
@@ -73,12 +79,13 @@ func (r *run) handle() (*Result, error) {
 
 	// Prepare the context: persona + time + capabilities, history, the message.
 	user := llm.UserMessage(msg.Text)
-	r.window = make([]llm.Message, 0, len(conv.history)+2+2*o.loop.MaxTurns)
+	r.window = make([]llm.Message, 0, len(conv.history)+2+4*o.loop.MaxTurns)
 	r.window = append(r.window, llm.SystemMessage(o.systemPrompt(msg)))
 	r.window = append(r.window, conv.history...)
 	r.window = append(r.window, user)
-	r.added = append(make([]llm.Message, 0, 1+2*o.loop.MaxTurns), user)
-	r.saved = 1
+	r.conv, r.base = conv, len(conv.history)
+	r.add(user)
+	r.saved = len(conv.history)
 	if h := o.hooks.PrepareContext; h != nil {
 		w, err := h(ctx, msg, r.window)
 		if err != nil {
@@ -88,7 +95,7 @@ func (r *run) handle() (*Result, error) {
 	}
 
 	err = r.loop()
-	o.saveHistory(conv, r.added[:r.saved])
+	o.keepHistory(conv, r.saved)
 	if err != nil {
 		return res, err
 	}
@@ -128,11 +135,11 @@ func (r *run) loop() error {
 			return nil
 		}
 		r.window = append(r.window, m)
-		r.added = append(r.added, m)
 		start := len(r.window)
 		r.window = r.runTools(m.ToolCalls, resp.Usage, r.window)
-		r.added = append(r.added, r.window[start:]...)
-		r.saved = len(r.added)
+		r.add(m)
+		r.add(r.window[start:]...)
+		r.saved = len(r.conv.history)
 		if err := r.ctx.Err(); err != nil {
 			return err
 		}
@@ -156,15 +163,16 @@ const maxTurnsNote = "You have used every step available for this request. Do no
 	"Answer the user now with what you have found, and say briefly what is still missing."
 
 func (r *run) finish(m llm.Message) {
-	r.added = append(r.added, m)
-	r.saved = len(r.added)
+	r.add(m)
+	r.saved = len(r.conv.history)
 	r.res.Response = m.Content
 }
 
-// saveHistory appends a finished exchange to the conversation, keeping the
-// newest MaxHistoryMessages messages with tool calls still paired.
-func (o *Orchestrator) saveHistory(c *conversation, added []llm.Message) {
-	h := append(c.history, added...)
+// keepHistory ends a run's changes to the conversation: what follows the
+// last complete turn is dropped, and only the newest MaxHistoryMessages
+// messages are kept, with tool calls still paired.
+func (o *Orchestrator) keepHistory(c *conversation, saved int) {
+	h := c.history[:saved]
 	if max := o.loop.MaxHistoryMessages; len(h) > max {
 		h = agentctx.RepairPairing(h[len(h)-max:])
 	}

@@ -1,6 +1,9 @@
 package agent
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/valetkit/valet/llm"
@@ -32,10 +35,14 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage, window []llm.Messa
 		}
 	}
 
+	// Calls that keep the default timeout share one deadline for the turn
+	// (they all start now); a tool with its own timeout gets its own.
+	turnCtx, cancel := context.WithTimeout(r.ctx, o.loop.ToolTimeout)
+	defer cancel()
 	outs := make([]callOutcome, len(calls))
 	execOne := func(i int) {
 		c := calls[i]
-		ctx := tool.WithExecContext(r.ctx, tool.ExecContext{
+		ctx := tool.WithExecContext(turnCtx, tool.ExecContext{
 			TenantID:       r.msg.TenantID,
 			ConversationID: r.msg.ConversationID,
 			CallID:         c.ID,
@@ -43,23 +50,30 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage, window []llm.Messa
 			Logger:         o.log,
 		})
 		t0 := time.Now()
-		outs[i].result = o.tools.Execute(ctx, c, o.loop.ToolTimeout)
-		outs[i].dur = time.Since(t0)
+		res := o.tools.Execute(ctx, c, 0)
+		if res.IsError && turnCtx.Err() == context.DeadlineExceeded && r.ctx.Err() == nil && errors.Is(res.Err, context.DeadlineExceeded) {
+			res.Content = fmt.Sprintf("tool %q timed out after %s", c.Name, o.loop.ToolTimeout)
+		}
+		outs[i] = callOutcome{result: res, dur: time.Since(t0)}
 	}
-	if len(calls) == 1 {
-		execOne(0)
-		r.record(base, calls, outs, 0)
-	} else {
-		done := make(chan int, len(calls))
-		for i := range calls {
+	// The last call runs here, on the loop's goroutine; the others each get
+	// their own. Results are recorded as they arrive.
+	last := len(calls) - 1
+	var done chan int
+	if last > 0 {
+		done = make(chan int, last)
+		for i := range last {
 			go func() {
+				growStack(i)
 				execOne(i)
 				done <- i
 			}()
 		}
-		for range calls {
-			r.record(base, calls, outs, <-done)
-		}
+	}
+	execOne(last)
+	r.record(base, calls, outs, last)
+	for range last {
+		r.record(base, calls, outs, <-done)
 	}
 	for i, c := range calls {
 		window = append(window, llm.Message{

@@ -20,16 +20,36 @@ type ExecContext struct {
 
 type execContextKey struct{}
 
+// execCtx carries an ExecContext in one allocation (context.WithValue
+// would take two: the context and the boxed struct). It runs on every tool
+// call.
+type execCtx struct {
+	context.Context
+	ec ExecContext
+}
+
+func (c *execCtx) Value(key any) any {
+	if key == (execContextKey{}) {
+		return &c.ec
+	}
+	return c.Context.Value(key)
+}
+
+func (c *execCtx) String() string { return "tool.ExecContext(" + c.ec.CallID + ")" }
+
 // WithExecContext returns a copy of ctx carrying ec.
 func WithExecContext(ctx context.Context, ec ExecContext) context.Context {
-	return context.WithValue(ctx, execContextKey{}, ec)
+	return &execCtx{Context: ctx, ec: ec}
 }
 
 // ExecContextFrom returns the ExecContext stored in ctx, or the zero value.
 // Its Logger is never nil: a logger that discards everything stands in when
 // none was set.
 func ExecContextFrom(ctx context.Context) ExecContext {
-	ec, _ := ctx.Value(execContextKey{}).(ExecContext)
+	var ec ExecContext
+	if p, ok := ctx.Value(execContextKey{}).(*ExecContext); ok {
+		ec = *p
+	}
 	if ec.Logger == nil {
 		ec.Logger = slog.New(slog.DiscardHandler)
 	}

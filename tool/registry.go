@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valetkit/valet/llm"
@@ -15,11 +16,26 @@ import (
 
 // Registry is a set of tools by name, kept in registration order. It is
 // safe for concurrent use. The zero value is an empty registry ready to use.
+//
+// Lookups read an immutable snapshot through an atomic pointer, so the
+// tool calls of a turn never contend on a lock; Add copies and replaces it.
 type Registry struct {
-	mu     sync.RWMutex
+	mu   sync.Mutex // serialises Add
+	snap atomic.Pointer[snapshot]
+}
+
+// snapshot is one immutable state of a Registry.
+type snapshot struct {
 	byName map[string]Tool
 	names  []string
-	specs  []llm.ToolSpec // rebuilt on Add, never modified in place
+	specs  []llm.ToolSpec
+}
+
+func (r *Registry) load() *snapshot {
+	if s := r.snap.Load(); s != nil {
+		return s
+	}
+	return &snapshot{}
 }
 
 // NewRegistry returns a registry holding tools, in order. It rejects a nil
@@ -49,50 +65,39 @@ func (r *Registry) Add(t Tool) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, dup := r.byName[spec.Name]; dup {
+	old := r.load()
+	if _, dup := old.byName[spec.Name]; dup {
 		return fmt.Errorf("%w: %q", ErrDuplicateTool, spec.Name)
 	}
-	if r.byName == nil {
-		r.byName = make(map[string]Tool)
+	next := &snapshot{byName: make(map[string]Tool, len(old.byName)+1)}
+	for k, v := range old.byName {
+		next.byName[k] = v
 	}
-	r.byName[spec.Name] = t
+	next.byName[spec.Name] = t
 	// Full slice expressions force a copy, so slices handed out earlier
 	// never change.
-	r.names = append(r.names[:len(r.names):len(r.names)], spec.Name)
-	r.specs = append(r.specs[:len(r.specs):len(r.specs)], spec)
+	next.names = append(old.names[:len(old.names):len(old.names)], spec.Name)
+	next.specs = append(old.specs[:len(old.specs):len(old.specs)], spec)
+	r.snap.Store(next)
 	return nil
 }
 
 // Get returns the tool registered under name.
 func (r *Registry) Get(name string) (Tool, bool) {
-	r.mu.RLock()
-	t, ok := r.byName[name]
-	r.mu.RUnlock()
+	t, ok := r.load().byName[name]
 	return t, ok
 }
 
 // Len returns the number of tools.
-func (r *Registry) Len() int {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return len(r.names)
-}
+func (r *Registry) Len() int { return len(r.load().names) }
 
 // Names returns the tools' names in registration order, in a new slice.
-func (r *Registry) Names() []string {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return slices.Clone(r.names)
-}
+func (r *Registry) Names() []string { return slices.Clone(r.load().names) }
 
 // Specs returns the tools' specs in registration order. The slice is built
 // when tools are added and shared by every caller, so Specs does not
 // allocate; do not modify it (appending to it is safe).
-func (r *Registry) Specs() []llm.ToolSpec {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return r.specs
-}
+func (r *Registry) Specs() []llm.ToolSpec { return r.load().specs }
 
 // Result is the outcome of one tool call as the model will see it.
 type Result struct {
