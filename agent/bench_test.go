@@ -243,6 +243,9 @@ func BenchmarkConversation(b *testing.B) {
 			})
 			valetT, valetA, valetB = valetT+d, valetA+a, valetB+by
 		}
+		n := float64(b.N * block)
+		b.ReportMetric(float64(bareT)/n, "bare-ns/conv")
+		b.ReportMetric(float64(valetT)/n, "valet-ns/conv")
 		b.ReportMetric(float64(valetT)/float64(bareT), "x-time")
 		b.ReportMetric(float64(valetA)/float64(bareA), "x-allocs")
 		b.ReportMetric(float64(valetB)/float64(bareB), "x-bytes")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -84,6 +85,7 @@ func (r *run) handle() (*Result, error) {
 	r.window = append(r.window, conv.history...)
 	r.window = append(r.window, user)
 	r.conv, r.base = conv, len(conv.history)
+	conv.history = slices.Grow(conv.history, 2+4*o.loop.MaxTurns)
 	r.add(user)
 	r.saved = len(conv.history)
 	if h := o.hooks.PrepareContext; h != nil {

@@ -43,8 +43,8 @@ func summarizeArgs(raw json.RawMessage) string {
 	return cut(string(b), summaryMaxLen)
 }
 
-// needsRedaction reports, without allocating, whether raw may hold a secret
-// key or a string longer than summaryMaxString.
+// needsRedaction reports, without allocating, whether raw may hold a
+// secret-looking key or a string longer than summaryMaxString.
 func needsRedaction(raw []byte) bool {
 	inStr, esc, start := false, false, 0
 	for i, c := range raw {
@@ -58,10 +58,25 @@ func needsRedaction(raw []byte) bool {
 		case c == '"':
 			inStr = false
 			s := raw[start:i]
-			if len(s) > summaryMaxString || hasSecretPart(s) {
+			if len(s) > summaryMaxString || isKey(raw[i+1:]) && hasSecretPart(s) {
 				return true
 			}
 		}
+	}
+	return false
+}
+
+// isKey reports whether the string that ended just before rest is an
+// object key: the next non-space byte is a colon.
+func isKey(rest []byte) bool {
+	for _, c := range rest {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		case ':':
+			return true
+		}
+		return false
 	}
 	return false
 }
