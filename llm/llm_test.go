@@ -61,7 +61,9 @@ func TestErrorText(t *testing.T) {
 	}
 }
 
-func call(id, name string) llm.ToolCall { return llm.ToolCall{ID: id, Name: name, Arguments: []byte(`{}`)} }
+func call(id, name string) llm.ToolCall {
+	return llm.ToolCall{ID: id, Name: name, Arguments: []byte(`{}`)}
+}
 
 func TestCheckPairing(t *testing.T) {
 	sys, user := llm.SystemMessage("s"), llm.UserMessage("u")
