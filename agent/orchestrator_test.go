@@ -522,3 +522,34 @@ func (f modelFunc) Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Ch
 		yield(llm.Chunk{Response: r}, nil)
 	}
 }
+
+func TestToolTimeoutOverride(t *testing.T) {
+	sleepy := func(d time.Duration) func(context.Context, struct{}) (string, error) {
+		return func(ctx context.Context, _ struct{}) (string, error) {
+			select {
+			case <-time.After(d):
+				return "woke up", nil
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+		}
+	}
+	patient := tool.New("patient", "has a longer timeout of its own", sleepy(150*time.Millisecond), tool.WithTimeout(5*time.Second))
+	hasty := tool.New("hasty", "has a shorter timeout of its own", sleepy(time.Second), tool.WithTimeout(20*time.Millisecond))
+	plain := tool.New("plain", "uses the loop's ToolTimeout", sleepy(150*time.Millisecond))
+	s := llmtest.NewScript(llmtest.Calls(llmtest.Call("patient", `{}`), llmtest.Call("hasty", `{}`), llmtest.Call("plain", `{}`)), llmtest.Text("ok"))
+	o := newOrch(t, paired{t, s}, agent.Config{Tools: []tool.Tool{patient, hasty, plain}, Loop: agent.LoopConfig{ToolTimeout: 50 * time.Millisecond}})
+	res, err := o.HandleMessage(context.Background(), msg("go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []bool{res.ToolCalls[0].Success, res.ToolCalls[1].Success, res.ToolCalls[2].Success}
+	if !got[0] || got[1] || got[2] {
+		t.Fatalf("success = %v, want patient ok, hasty and plain timed out: %+v", got, res.ToolCalls)
+	}
+	for _, i := range []int{1, 2} {
+		if !strings.Contains(res.ToolCalls[i].Error, "timed out") {
+			t.Errorf("call %d error = %q", i, res.ToolCalls[i].Error)
+		}
+	}
+}

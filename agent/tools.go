@@ -42,7 +42,11 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage, window []llm.Messa
 	outs := make([]callOutcome, len(calls))
 	execOne := func(i int) {
 		c := calls[i]
-		ctx := tool.WithExecContext(turnCtx, tool.ExecContext{
+		parent := turnCtx
+		if t, ok := o.tools.Get(c.Name); ok && tool.SettingsOf(t).Timeout > 0 {
+			parent = r.ctx // Execute applies the tool's own timeout
+		}
+		ctx := tool.WithExecContext(parent, tool.ExecContext{
 			TenantID:       r.msg.TenantID,
 			ConversationID: r.msg.ConversationID,
 			CallID:         c.ID,
