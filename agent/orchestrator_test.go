@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -55,6 +56,9 @@ func weatherTool() tool.Tool {
 func newOrch(t *testing.T, model llm.Client, cfg agent.Config) *agent.Orchestrator {
 	t.Helper()
 	cfg.LLM = model
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
 	if cfg.Now == nil {
 		cfg.Now = func() time.Time { return time.Date(2026, 11, 20, 9, 30, 0, 0, time.UTC) }
 	}
