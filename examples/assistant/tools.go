@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/valetkit/valet/tool"
 )
@@ -174,13 +175,13 @@ var searchIndex = []struct {
 	SearchResult
 	keywords string
 }{
-	{SearchResult{"Trattoria del Portico — Roman classics by the Pantheon",
+	{SearchResult{"Trattoria del Portico, by the Pantheon",
 		"https://example.com/rome/trattoria-del-portico",
-		"Cacio e pepe, carbonara and saltimbocca two minutes from the Pantheon. Open daily 12:00–15:00 and 19:00–23:00; book for dinner."},
+		"Roman classics two minutes from the Pantheon. Cacio e pepe, carbonara, saltimbocca; open daily 12:00–15:00 and 19:00–23:00; book for dinner."},
 		"rome trattoria pantheon restaurant dinner lunch food roman"},
-	{SearchResult{"Osteria della Minerva — family-run, fair prices",
+	{SearchResult{"Osteria della Minerva, behind the Pantheon",
 		"https://example.com/rome/osteria-della-minerva",
-		"Small osteria on Piazza della Minerva behind the Pantheon; handmade pasta, mains from €14. Closed Mondays."},
+		"Family-run, fair prices: handmade pasta, mains from €14. Closed Mondays."},
 		"rome osteria trattoria pantheon restaurant dinner cheap food"},
 	{SearchResult{"Rome in 3 days: a walking itinerary",
 		"https://example.com/guides/rome-3-days",
@@ -296,7 +297,7 @@ func evaluate(expr string) (float64, error) {
 	}
 	p.space()
 	if p.i < len(p.s) {
-		return 0, p.errorf("unexpected %q", p.s[p.i])
+		return 0, p.errorf("unexpected %q", p.next())
 	}
 	if math.IsInf(v, 0) || math.IsNaN(v) {
 		return 0, errors.New("the result is too large")
@@ -321,6 +322,12 @@ func (p *parser) space() {
 	for p.i < len(p.s) && (p.s[p.i] == ' ' || p.s[p.i] == '\t') {
 		p.i++
 	}
+}
+
+// next returns the next character (not byte) for error messages.
+func (p *parser) next() string {
+	_, n := utf8.DecodeRuneInString(p.s[p.i:])
+	return p.s[p.i : p.i+n]
 }
 
 // peek returns the next non-space byte, or 0 at the end.
@@ -407,14 +414,15 @@ func (p *parser) factor() (float64, error) {
 		for p.i < len(p.s) && ('0' <= p.s[p.i] && p.s[p.i] <= '9' || p.s[p.i] == '.') {
 			p.i++
 		}
-		v, err := strconv.ParseFloat(p.s[start:p.i], 64)
+		num := p.s[start:p.i]
+		v, err := strconv.ParseFloat(num, 64)
 		if err != nil {
 			p.i = start
-			return 0, p.errorf("bad number %q", p.s[start:p.i])
+			return 0, p.errorf("bad number %q", num)
 		}
 		return v, nil
 	default:
-		return 0, p.errorf("unexpected %q", c)
+		return 0, p.errorf("unexpected %q", p.next())
 	}
 }
 

@@ -1,0 +1,301 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/valetkit/valet/agent"
+	"github.com/valetkit/valet/llm"
+	"github.com/valetkit/valet/llm/openai"
+)
+
+const systemPrompt = `You are Valet, a concise travel and errands assistant.
+Use the tools for facts and numbers: never guess the weather, a price or a search result, and use the calculator for arithmetic.
+When a tool fails, read the error, fix what it names and try again, or tell the user what went wrong.`
+
+// options are the command-line settings of run.
+type options struct {
+	Interactive bool      // -i: chat on stdin instead of playing the demo
+	Offline     bool      // -offline: use the scripted model even if OPENAI_API_KEY is set
+	TimeZone    string    // -tz: the user's IANA time zone
+	Verbose     bool      // -v: debug logs (tool calls, retries) on Logs
+	In          io.Reader // the user's messages in interactive mode
+	EchoInput   bool      // print what is read from In (it is not a terminal, so nothing echoed it)
+	Logs        io.Writer // where logs go; nil discards them
+	Model       llm.Client
+}
+
+func main() {
+	opts := options{In: os.Stdin, Logs: os.Stderr, EchoInput: !isTerminal(os.Stdin)}
+	flag.BoolVar(&opts.Interactive, "i", false, "chat interactively: read messages from stdin")
+	flag.BoolVar(&opts.Offline, "offline", false, "use the offline scripted model even when OPENAI_API_KEY is set")
+	flag.StringVar(&opts.TimeZone, "tz", "Europe/Paris", "the user's time zone (IANA name)")
+	flag.BoolVar(&opts.Verbose, "v", false, "log debug traces to stderr")
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./examples/assistant [-i] [-offline] [-tz zone] [-v]\n\n"+
+			"Without OPENAI_API_KEY the model is a local script; with it, OPENAI_BASE_URL and OPENAI_MODEL are optional.\n\n")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+
+	// Ctrl-C cancels ctx: the running message stops, its tools see it, and
+	// the program exits.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	err := run(ctx, os.Stdout, opts)
+	stop()
+	switch {
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintln(os.Stderr, "\nassistant: interrupted")
+		os.Exit(130)
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "assistant:", err)
+		os.Exit(1)
+	}
+}
+
+// run builds the assistant and plays the demo conversation, or chats on
+// opts.In with -i.
+func run(ctx context.Context, w io.Writer, opts options) error {
+	model, err := chooseModel(w, opts)
+	if err != nil {
+		return err
+	}
+	loc := userLocation(w, opts.TimeZone)
+
+	// The whole wiring: a model, a persona, tools, a time zone.
+	o, err := agent.NewOrchestrator(agent.Config{
+		LLM:          model,
+		SystemPrompt: systemPrompt,
+		Tools:        tools(),
+		Location:     loc, // shown to the model with the current time
+		Logger:       logger(opts),
+	})
+	if err != nil {
+		return err
+	}
+
+	fmt.Fprintf(w, "tools: %s\n", toolNames(o))
+
+	conv := agent.Message{TenantID: "demo-user", ConversationID: "demo"}
+	if opts.Interactive {
+		return chat(ctx, w, o, conv, opts)
+	}
+	for _, text := range demoMessages {
+		fmt.Fprintf(w, "\nyou> %s\n", text)
+		conv.Text = text
+		if err := send(ctx, w, o, conv); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// send streams the handling of one message to w: the model's text as it is
+// written, each tool call as it starts and ends, then the run's telemetry.
+func send(ctx context.Context, w io.Writer, o *agent.Orchestrator, msg agent.Message) error {
+	for ev, err := range o.Stream(ctx, msg) {
+		switch ev.Type {
+		case agent.EventMessageStart:
+			fmt.Fprint(w, "bot> ")
+		case agent.EventMessageChunk:
+			fmt.Fprint(w, strings.ReplaceAll(ev.Text, "\n", "\n     "))
+		case agent.EventMessageEnd:
+			fmt.Fprintln(w)
+		case agent.EventToolCallStart:
+			fmt.Fprintf(w, "  → %s %s\n", ev.ToolCall.Name, ev.ToolCall.ArgsSummary)
+		case agent.EventToolResult:
+			printToolResult(w, ev.ToolCall)
+		case agent.EventStateChange:
+			fmt.Fprintf(w, "  … %s\n", ev.State)
+		case agent.EventExecutionEnd:
+			printResult(w, ev.Result)
+			if err != nil {
+				return describeError(err)
+			}
+		}
+	}
+	return nil
+}
+
+func printToolResult(w io.Writer, c *agent.ToolCallRecord) {
+	if c.Success {
+		fmt.Fprintf(w, "  ✓ %s %s: %d chars in %s\n", c.Name, c.ArgsSummary, c.ResultChars, round(c.Duration))
+		return
+	}
+	// The model reads the same error text and can correct itself.
+	fmt.Fprintf(w, "  ✗ %s %s failed in %s: %s\n", c.Name, c.ArgsSummary, round(c.Duration),
+		strings.ReplaceAll(c.Error, "\n", "\n      "))
+}
+
+func printResult(w io.Writer, r *agent.Result) {
+	failed, n := "", 0
+	for _, c := range r.ToolCalls {
+		if !c.Success {
+			n++
+		}
+	}
+	if n > 0 {
+		failed = fmt.Sprintf(" (%d failed)", n)
+	}
+	fmt.Fprintf(w, "  [%s · %s · %s · %d tokens in, %d out · %s]\n",
+		r.Status, plural(r.Turns, "turn"), plural(len(r.ToolCalls), "tool call")+failed, r.Usage.InputTokens, r.Usage.OutputTokens, round(r.Duration))
+}
+
+// chat is the interactive mode: one conversation, a message per line,
+// until EOF or "exit".
+func chat(ctx context.Context, w io.Writer, o *agent.Orchestrator, conv agent.Message, opts options) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	fmt.Fprintln(w, `Type a message; "exit" or Ctrl-D quits.`)
+	lines := readLines(ctx, opts.In)
+	for {
+		fmt.Fprint(w, "\nyou> ")
+		var text string
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case line, ok := <-lines:
+			if !ok {
+				fmt.Fprintln(w)
+				return nil
+			}
+			text = strings.TrimSpace(line)
+		}
+		if opts.EchoInput {
+			fmt.Fprintln(w, text)
+		}
+		switch text {
+		case "":
+			continue
+		case "exit", "quit":
+			return nil
+		}
+		conv.Text = text
+		err := send(ctx, w, o, conv)
+		switch {
+		case err == nil:
+		case ctx.Err() != nil, llm.KindOf(err) == llm.KindAuth:
+			return err // nothing more will work
+		default:
+			fmt.Fprintln(w, "error:", err) // this message failed; the next may not
+		}
+	}
+}
+
+// readLines sends the lines of r on the returned channel, closed at EOF.
+// Reading happens on its own goroutine so that Ctrl-C ends a waiting
+// prompt at once.
+func readLines(ctx context.Context, r io.Reader) <-chan string {
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return lines
+}
+
+// chooseModel returns the OpenAI client when OPENAI_API_KEY is set, and the
+// offline script otherwise.
+func chooseModel(w io.Writer, opts options) (llm.Client, error) {
+	if opts.Model != nil {
+		fmt.Fprintln(w, "model: supplied by the caller")
+		return opts.Model, nil
+	}
+	if !opts.Offline && os.Getenv(openai.EnvAPIKey) != "" {
+		c, err := openai.FromEnv() // OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_MODEL
+		if err != nil {
+			return nil, err
+		}
+		endpoint := os.Getenv(openai.EnvBaseURL)
+		if endpoint == "" {
+			endpoint = openai.DefaultBaseURL
+		}
+		fmt.Fprintf(w, "model: %s at %s (OPENAI_API_KEY is set)\n", c.Model(), endpoint)
+		return c, nil
+	}
+	fmt.Fprintln(w, "model: offline script (set OPENAI_API_KEY to use a real model)")
+	if opts.Interactive {
+		return replModel(), nil
+	}
+	return demoModel(), nil
+}
+
+// userLocation loads the user's time zone, falling back to UTC when the
+// system has no time zone database.
+func userLocation(w io.Writer, name string) *time.Location {
+	if name == "" {
+		name = "UTC"
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		fmt.Fprintf(w, "time zone: UTC (%s is unavailable: %v)\n", name, err)
+		return time.UTC
+	}
+	fmt.Fprintf(w, "time zone: %s\n", loc)
+	return loc
+}
+
+func logger(opts options) *slog.Logger {
+	if opts.Logs == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	level := slog.LevelWarn
+	if opts.Verbose {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(opts.Logs, &slog.HandlerOptions{Level: level}))
+}
+
+// describeError adds a hint to the errors a user can fix.
+func describeError(err error) error {
+	switch llm.KindOf(err) {
+	case llm.KindAuth:
+		return fmt.Errorf("the model rejected the credentials (check OPENAI_API_KEY, or unset it to run offline): %w", err)
+	case llm.KindUnavailable, llm.KindTimeout:
+		return fmt.Errorf("the model could not be reached (check OPENAI_BASE_URL and the network): %w", err)
+	}
+	return err
+}
+
+func round(d time.Duration) time.Duration {
+	if d >= time.Millisecond {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(time.Microsecond)
+}
+
+func toolNames(o *agent.Orchestrator) string {
+	var names []string
+	for _, t := range o.Tools() {
+		names = append(names, t.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
