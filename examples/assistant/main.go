@@ -22,11 +22,14 @@ const systemPrompt = `You are Valet, a concise travel and errands assistant.
 Use the tools for facts and numbers: never guess the weather, a price or a search result, and use the calculator for arithmetic.
 When a tool fails, read the error, fix what it names and try again, or tell the user what went wrong.`
 
+// defaultTimeZone is the demo user's time zone.
+const defaultTimeZone = "Europe/Paris"
+
 // options are the command-line settings of run.
 type options struct {
 	Interactive bool      // -i: chat on stdin instead of playing the demo
 	Offline     bool      // -offline: use the scripted model even if OPENAI_API_KEY is set
-	TimeZone    string    // -tz: the user's IANA time zone
+	TimeZone    string    // -tz: the user's IANA time zone; "" is defaultTimeZone
 	Verbose     bool      // -v: debug logs (tool calls, retries) on Logs
 	In          io.Reader // the user's messages in interactive mode
 	EchoInput   bool      // print what is read from In (it is not a terminal, so nothing echoed it)
@@ -38,7 +41,7 @@ func main() {
 	opts := options{In: os.Stdin, Logs: os.Stderr, EchoInput: !isTerminal(os.Stdin)}
 	flag.BoolVar(&opts.Interactive, "i", false, "chat interactively: read messages from stdin")
 	flag.BoolVar(&opts.Offline, "offline", false, "use the offline scripted model even when OPENAI_API_KEY is set")
-	flag.StringVar(&opts.TimeZone, "tz", "Europe/Paris", "the user's time zone (IANA name)")
+	flag.StringVar(&opts.TimeZone, "tz", defaultTimeZone, "the user's time zone (IANA name)")
 	flag.BoolVar(&opts.Verbose, "v", false, "log debug traces to stderr")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./examples/assistant [-i] [-offline] [-tz zone] [-v]\n\n"+
@@ -240,7 +243,7 @@ func chooseModel(w io.Writer, opts options) (llm.Client, error) {
 // system has no time zone database.
 func userLocation(w io.Writer, name string) *time.Location {
 	if name == "" {
-		name = "UTC"
+		name = defaultTimeZone
 	}
 	loc, err := time.LoadLocation(name)
 	if err != nil {

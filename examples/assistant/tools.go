@@ -416,6 +416,9 @@ func (p *parser) factor() (float64, error) {
 		}
 		num := p.s[start:p.i]
 		v, err := strconv.ParseFloat(num, 64)
+		if errors.Is(err, strconv.ErrRange) {
+			return 0, errors.New("a number is too large")
+		}
 		if err != nil {
 			p.i = start
 			return 0, p.errorf("bad number %q", num)
