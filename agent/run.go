@@ -25,6 +25,8 @@ type run struct {
 	conv   *conversation // held for the whole run
 	base   int           // len(conv.history) before this message
 	saved  int           // len(conv.history) at the end of the last complete turn
+
+	workers workers // run tool calls; stopped when the run ends
 }
 
 // add appends messages this run produced to the conversation's history.
@@ -97,6 +99,7 @@ func (r *run) handle() (*Result, error) {
 	}
 
 	err = r.loop()
+	r.workers.stop()
 	o.keepHistory(conv, r.saved)
 	if err != nil {
 		return res, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/valetkit/valet/llm"
@@ -66,12 +67,12 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage, window []llm.Messa
 	var done chan int
 	if last > 0 {
 		done = make(chan int, last)
+		r.workers.ensure(last)
 		for i := range last {
-			go func() {
-				growStack(i)
+			r.workers.jobs <- func() {
 				execOne(i)
 				done <- i
-			}()
+			}
 		}
 	}
 	execOne(last)
@@ -86,6 +87,42 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage, window []llm.Messa
 		})
 	}
 	return window
+}
+
+// workers run the tool calls of one message that do not run on the loop's
+// own goroutine. They are started on demand, reused from turn to turn, and
+// end with the message: stop waits for them.
+type workers struct {
+	jobs chan func() // unbuffered: a send hands a call to an idle worker
+	n    int
+	wg   sync.WaitGroup
+}
+
+// ensure starts workers until there are at least n.
+func (w *workers) ensure(n int) {
+	if w.jobs == nil {
+		w.jobs = make(chan func())
+	}
+	for ; w.n < n; w.n++ {
+		w.wg.Add(1)
+		go w.work()
+	}
+}
+
+func (w *workers) work() {
+	defer w.wg.Done()
+	growStack(w.n)
+	for job := range w.jobs {
+		job()
+	}
+}
+
+// stop ends the workers once their current calls return.
+func (w *workers) stop() {
+	if w.jobs != nil {
+		close(w.jobs)
+		w.wg.Wait()
+	}
 }
 
 // record fills the telemetry of call i once it has finished, truncates its

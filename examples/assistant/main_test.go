@@ -293,3 +293,39 @@ func TestModelFailure(t *testing.T) {
 		t.Errorf("no telemetry for the failed message:\n%s", out.String())
 	}
 }
+
+// TestRealMode runs the demo the way it runs with OPENAI_API_KEY set: the
+// OpenAI client, over HTTP, against valet's fake OpenAI-compatible server
+// playing the demo script.
+func TestRealMode(t *testing.T) {
+	srv := llmtest.NewServer(demoModel(), llmtest.WithAPIKey("sk-test-secret"))
+	defer srv.Close()
+	t.Setenv("OPENAI_API_KEY", "sk-test-secret")
+	t.Setenv("OPENAI_BASE_URL", srv.URL)
+	t.Setenv("OPENAI_MODEL", "gpt-test")
+
+	var out bytes.Buffer
+	if err := run(context.Background(), &out, options{}); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	got := out.String()
+	for _, want := range []string{
+		"model: gpt-test at " + srv.URL,
+		`✗ calculator {"expr":"(3 * 120 + 45) / 2"} failed`,
+		"bot> Each of you pays €202.50",
+		"tomorrow is best for a walk in Rome",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "sk-test-secret") {
+		t.Error("the API key was printed")
+	}
+
+	// -offline ignores the key.
+	out.Reset()
+	if err := run(context.Background(), &out, options{Offline: true}); err != nil || !strings.Contains(out.String(), "model: offline script") {
+		t.Errorf("-offline: %v\n%s", err, out.String())
+	}
+}

@@ -127,7 +127,7 @@ func budgetStep(results []llm.Message) llmtest.Reply {
 // needed. Without it, the model would fetch the forecast.
 func walkStep(msgs []llm.Message) llmtest.Reply {
 	var rome *Forecast
-	for _, m := range msgs {
+	for _, m := range toolResults(msgs) {
 		var f Forecast
 		if m.Role == llm.RoleTool && m.Name == "get_weather" && !m.IsError &&
 			json.Unmarshal([]byte(m.Content), &f) == nil && f.City == "Rome" {
@@ -212,6 +212,7 @@ func summarise(results []llm.Message) string {
 // currentTurn returns the last user message and the tool results that
 // followed it (the results of the calls made for this message so far).
 func currentTurn(msgs []llm.Message) (user string, results []llm.Message) {
+	msgs = toolResults(msgs)
 	for i := len(msgs) - 1; i >= 0; i-- {
 		switch msgs[i].Role {
 		case llm.RoleTool:
@@ -223,6 +224,28 @@ func currentTurn(msgs []llm.Message) (user string, results []llm.Message) {
 	}
 	slices.Reverse(results)
 	return "", results
+}
+
+// toolResults reads the tool messages the way a model does. Over the
+// OpenAI wire a tool message carries only its content and the id of the
+// call it answers: the tool's name comes from that call, and a failure is
+// recognised by its text (these tools answer JSON objects when they
+// succeed). It returns a copy of msgs with Name and IsError filled in.
+func toolResults(msgs []llm.Message) []llm.Message {
+	msgs = slices.Clone(msgs)
+	names := map[string]string{}
+	for i, m := range msgs {
+		for _, c := range m.ToolCalls {
+			names[c.ID] = c.Name
+		}
+		if m.Role == llm.RoleTool {
+			if m.Name == "" {
+				msgs[i].Name = names[m.ToolCallID]
+			}
+			msgs[i].IsError = m.IsError || !strings.HasPrefix(m.Content, "{") || !json.Valid([]byte(m.Content))
+		}
+	}
+	return msgs
 }
 
 // lastResult returns the newest result of the named tool, and whether it
