@@ -105,13 +105,13 @@ func (w *workers) ensure(n int) {
 	}
 	for ; w.n < n; w.n++ {
 		w.wg.Add(1)
-		go w.work()
+		go w.work(w.n)
 	}
 }
 
-func (w *workers) work() {
+func (w *workers) work(id int) {
 	defer w.wg.Done()
-	growStack(w.n)
+	growStack(id)
 	for job := range w.jobs {
 		job()
 	}
