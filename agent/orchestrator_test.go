@@ -557,3 +557,33 @@ func TestToolTimeoutOverride(t *testing.T) {
 		}
 	}
 }
+
+func TestMissingAndDuplicateCallIDsAreRepaired(t *testing.T) {
+	turn := 0
+	model := modelFunc(func(ctx context.Context, req llm.Request) (*llm.Response, error) {
+		if err := llm.CheckPairing(req.Messages); err != nil {
+			return nil, &llm.Error{Kind: llm.KindBadRequest, Message: err.Error()}
+		}
+		turn++
+		if turn == 1 {
+			return &llm.Response{Message: llm.AssistantMessage("",
+				llm.ToolCall{Name: "get_weather", Arguments: []byte(`{"city":"Paris"}`)},
+				llm.ToolCall{ID: "x", Name: "get_weather", Arguments: []byte(`{"city":"Rome"}`)},
+				llm.ToolCall{ID: "x", Name: "get_weather", Arguments: []byte(`{"city":"Oslo"}`)},
+			)}, nil
+		}
+		return &llm.Response{Message: llm.AssistantMessage("done")}, nil
+	})
+	o := newOrch(t, model, agent.Config{Tools: []tool.Tool{weatherTool()}})
+	res, err := o.HandleMessage(context.Background(), msg("three cities"))
+	if err != nil || res.Response != "done" {
+		t.Fatalf("res=%+v err=%v", res, err)
+	}
+	ids := map[string]bool{}
+	for _, c := range res.ToolCalls {
+		if c.ID == "" || ids[c.ID] || !c.Success {
+			t.Fatalf("records = %+v", res.ToolCalls)
+		}
+		ids[c.ID] = true
+	}
+}

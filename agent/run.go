@@ -139,6 +139,7 @@ func (r *run) loop() error {
 			r.finish(m)
 			return nil
 		}
+		m.ToolCalls = uniqueCallIDs(m.ToolCalls, r.res.Turns)
 		r.window = append(r.window, m)
 		start := len(r.window)
 		r.window = r.runTools(m.ToolCalls, resp.Usage, r.window)
@@ -182,4 +183,37 @@ func (o *Orchestrator) keepHistory(c *conversation, saved int) {
 		h = agentctx.RepairPairing(h[len(h)-max:])
 	}
 	c.history = h
+}
+
+// uniqueCallIDs gives every call of a turn a non-empty ID that no other call
+// of the turn has, so each result can answer exactly one call. Clients
+// normally do this; a custom one may not. The slice is copied only when an
+// ID changes.
+func uniqueCallIDs(calls []llm.ToolCall, turn int) []llm.ToolCall {
+	ok := true
+	for i, c := range calls {
+		if c.ID == "" {
+			ok = false
+			break
+		}
+		for _, d := range calls[:i] {
+			if d.ID == c.ID {
+				ok = false
+				break
+			}
+		}
+	}
+	if ok {
+		return calls
+	}
+	out := make([]llm.ToolCall, len(calls))
+	seen := make(map[string]bool, len(calls))
+	for i, c := range calls {
+		if c.ID == "" || seen[c.ID] {
+			c.ID = fmt.Sprintf("call_t%d_%d", turn, i)
+		}
+		seen[c.ID] = true
+		out[i] = c
+	}
+	return out
 }
