@@ -245,7 +245,7 @@ func TestInteractive(t *testing.T) {
 		`→ get_weather {"city":"Rome","days":1}`,
 		"bot> Rome: sunny 25°C today.",
 		`✗ calculator {"expression":"7 / (2 - 2)"} failed`,
-		"bot> The calculator tool failed: tool \"calculator\" failed: division by zero",
+		"bot> The calculator tool failed: division by zero\n",
 		"bot> 2 + 3 * 4 = 14",
 		`→ web_search {"query":"trattoria near the Pantheon"}`,
 		"Trattoria del Portico, by the Pantheon",

@@ -182,7 +182,8 @@ func summarise(results []llm.Message) string {
 	var parts []string
 	for _, r := range results {
 		if r.IsError {
-			parts = append(parts, fmt.Sprintf("The %s tool failed: %s", r.Name, firstLine(r.Content)))
+			why := strings.TrimPrefix(firstLine(r.Content), fmt.Sprintf("tool %q failed: ", r.Name))
+			parts = append(parts, fmt.Sprintf("The %s tool failed: %s", r.Name, why))
 			continue
 		}
 		switch r.Name {
