@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/valetkit/valet/agent"
 	"github.com/valetkit/valet/llm"
@@ -100,5 +101,41 @@ func TestStreamStoppedEarlyCancelsTheRun(t *testing.T) {
 			t.Fatalf("tool saw %v", sawCancel)
 		}
 	default:
+	}
+}
+
+// TestStreamToolResultsInFinishingOrder: results are reported as calls
+// finish, whichever goroutine ran them. The last call of a turn runs on the
+// loop's goroutine; here it is the slow one, so the first call's result must
+// come out first.
+func TestStreamToolResultsInFinishingOrder(t *testing.T) {
+	fastDone := make(chan struct{})
+	fast := tool.New("fast", "", func(ctx context.Context, in struct{}) (string, error) {
+		close(fastDone)
+		return "fast done", nil
+	})
+	slow := tool.New("slow", "", func(ctx context.Context, in struct{}) (string, error) {
+		select {
+		case <-fastDone:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+		// Give the fast call's goroutine time to hand its result over.
+		time.Sleep(100 * time.Millisecond)
+		return "slow done", nil
+	})
+	s := llmtest.NewScript(llmtest.Calls(llmtest.Call("fast", `{}`), llmtest.Call("slow", `{}`)), llmtest.Text("ok"))
+	o := newOrch(t, s, agent.Config{Tools: []tool.Tool{slow, fast}})
+	var order []string
+	for ev, err := range o.Stream(context.Background(), msg("go")) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type == agent.EventToolResult {
+			order = append(order, ev.ToolCall.Name)
+		}
+	}
+	if len(order) != 2 || order[0] != "fast" || order[1] != "slow" {
+		t.Fatalf("results reported in order %v, want fast then slow", order)
 	}
 }

@@ -61,8 +61,8 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage, window []llm.Messa
 		}
 		outs[i] = callOutcome{result: res, dur: time.Since(t0)}
 	}
-	// The last call runs here, on the loop's goroutine; the others each get
-	// their own. Results are recorded as they arrive.
+	// The last call runs here, on the loop's goroutine; the others go to
+	// the run's workers.
 	last := len(calls) - 1
 	var done chan int
 	if last > 0 {
@@ -76,8 +76,20 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage, window []llm.Messa
 		}
 	}
 	execOne(last)
+	// Record in the order calls finished: first those done before the
+	// inline one, then it, then the rest as they come.
+	waiting := last
+	for drained := false; waiting > 0 && !drained; {
+		select {
+		case i := <-done:
+			r.record(base, calls, outs, i)
+			waiting--
+		default:
+			drained = true
+		}
+	}
 	r.record(base, calls, outs, last)
-	for range last {
+	for ; waiting > 0; waiting-- {
 		r.record(base, calls, outs, <-done)
 	}
 	for i, c := range calls {

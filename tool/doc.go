@@ -26,6 +26,9 @@
 //     description=..., minimum=1, maximum=7, exclusiveMinimum=0,
 //     minLength=2, maxLength=64, pattern=^[a-z]+$, enum=a,enum=b,
 //     format=email (also date-time, uri, uuid, ipv4, ...), minItems=1, ...
+//     A comma inside a value is written \, — or put the description in
+//     its own tag, which takes commas as they are:
+//     jsonschema_description:"City, region or airport code".
 //   - Objects reject unknown fields (additionalProperties false).
 //   - Nested structs, slices and maps are inlined: the schema has no $ref,
 //     $defs, $schema or $id. Recursive types are rejected.

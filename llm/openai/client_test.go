@@ -561,3 +561,14 @@ func TestRequestMapping(t *testing.T) {
 		t.Errorf("bad schema: %v", err)
 	}
 }
+
+func TestBaseURLAndModelAccessors(t *testing.T) {
+	c := New(Config{})
+	if c.BaseURL() != DefaultBaseURL || c.Model() != DefaultModel {
+		t.Fatalf("defaults: %q %q", c.BaseURL(), c.Model())
+	}
+	c = New(Config{BaseURL: "http://localhost:11434/v1", Model: "llama3.1"})
+	if c.BaseURL() != "http://localhost:11434/v1" || c.Model() != "llama3.1" {
+		t.Fatalf("set: %q %q", c.BaseURL(), c.Model())
+	}
+}

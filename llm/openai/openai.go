@@ -95,9 +95,10 @@ func headerNames(h map[string]string) string {
 // Client is an [llm.Client] for the OpenAI Chat Completions API and servers
 // compatible with it. It is safe for concurrent use.
 type Client struct {
-	svc    oa.ChatCompletionService
-	model  string
-	secret string // the API key, only to scrub it from error messages
+	svc     oa.ChatCompletionService
+	model   string
+	baseURL string
+	secret  string // the API key, only to scrub it from error messages
 	// completionTokensField is "max_completion_tokens" for OpenAI and Azure,
 	// "max_tokens" for other servers.
 	completionTokensField string
@@ -162,6 +163,7 @@ func New(cfg Config) *Client {
 	return &Client{
 		svc:                   oa.NewChatCompletionService(opts...),
 		model:                 model,
+		baseURL:               base,
 		secret:                cfg.APIKey,
 		completionTokensField: field,
 	}
@@ -179,6 +181,10 @@ func FromEnv() (*Client, error) {
 
 // Model returns the configured model (the one used when a request names none).
 func (c *Client) Model() string { return c.model }
+
+// BaseURL returns the endpoint the client sends to (DefaultBaseURL when
+// Config.BaseURL was empty).
+func (c *Client) BaseURL() string { return c.baseURL }
 
 // Complete sends req and returns the whole reply.
 func (c *Client) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
