@@ -18,6 +18,7 @@ const (
 	DefaultMaxTurns           = 10
 	DefaultToolTimeout        = 30 * time.Second
 	DefaultAgentToolTimeout   = 120 * time.Second
+	DefaultMaxParallelTools   = 16
 	DefaultMaxToolResultShare = agentctx.DefaultMaxToolResultShare
 	DefaultMaxToolResultChars = agentctx.DefaultMaxToolResultChars
 	DefaultContextTokenLimit  = agentctx.DefaultTokenLimit
@@ -41,6 +42,9 @@ type LoopConfig struct {
 	ToolTimeout time.Duration
 	// AgentToolTimeout bounds one Agent-Tool run. Default 120s.
 	AgentToolTimeout time.Duration
+	// MaxParallelTools caps how many tool calls of one turn run at the same
+	// time; further calls wait for a free slot. Default 16.
+	MaxParallelTools int
 	// MaxToolResultShare is the largest share of ContextTokenLimit a single
 	// tool result may take before it is truncated. Default 0.3.
 	MaxToolResultShare float64
@@ -67,7 +71,7 @@ type LoopConfig struct {
 }
 
 func (c LoopConfig) withDefaults() (LoopConfig, error) {
-	if c.MaxTurns < 0 || c.ToolTimeout < 0 || c.AgentToolTimeout < 0 || c.MaxToolResultShare < 0 ||
+	if c.MaxTurns < 0 || c.ToolTimeout < 0 || c.AgentToolTimeout < 0 || c.MaxParallelTools < 0 || c.MaxToolResultShare < 0 ||
 		c.MaxToolResultShare > 1 || c.MaxToolResultChars < 0 || c.ContextTokenLimit < 0 || c.TrimThreshold < 0 ||
 		c.TrimThreshold > 1 || c.MaxHistoryMessages < 0 || c.LLMMaxRetries < 0 || c.LLMRetryBaseDelay < 0 ||
 		c.LLMMaxRetryDelay < 0 || c.ApprovalTimeout < 0 {
@@ -91,6 +95,7 @@ func (c LoopConfig) withDefaults() (LoopConfig, error) {
 	def(&c.MaxTurns, DefaultMaxTurns)
 	defD(&c.ToolTimeout, DefaultToolTimeout)
 	defD(&c.AgentToolTimeout, DefaultAgentToolTimeout)
+	def(&c.MaxParallelTools, DefaultMaxParallelTools)
 	defF(&c.MaxToolResultShare, DefaultMaxToolResultShare)
 	def(&c.MaxToolResultChars, DefaultMaxToolResultChars)
 	def(&c.ContextTokenLimit, DefaultContextTokenLimit)

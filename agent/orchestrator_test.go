@@ -587,3 +587,52 @@ func TestMissingAndDuplicateCallIDsAreRepaired(t *testing.T) {
 		ids[c.ID] = true
 	}
 }
+
+func TestMaxParallelToolsCapsConcurrency(t *testing.T) {
+	for _, limit := range []int32{1, 3} {
+		t.Run(fmt.Sprint(limit), func(t *testing.T) { testMaxParallel(t, limit) })
+	}
+}
+
+func testMaxParallel(t *testing.T, limit int32) {
+	var running, peak atomic.Int32
+	work := tool.New("work", "", func(ctx context.Context, in struct {
+		N int `json:"n"`
+	}) (string, error) {
+		n := running.Add(1)
+		defer running.Add(-1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+		return fmt.Sprint(in.N), nil
+	})
+	var calls []llm.ToolCall
+	for i := range 12 {
+		calls = append(calls, llmtest.Call("work", fmt.Sprintf(`{"n":%d}`, i)))
+	}
+	s := llmtest.NewScript(llmtest.Calls(calls...), llmtest.Text("done"))
+	o := newOrch(t, paired{t, s}, agent.Config{Tools: []tool.Tool{work}, Loop: agent.LoopConfig{MaxParallelTools: int(limit)}})
+	res, err := o.HandleMessage(context.Background(), msg("go"))
+	if err != nil || len(res.ToolCalls) != 12 {
+		t.Fatalf("res=%+v err=%v", res, err)
+	}
+	for i, rec := range res.ToolCalls {
+		if !rec.Success {
+			t.Fatalf("call %d: %+v", i, rec)
+		}
+	}
+	if p := peak.Load(); p > limit || p < min(2, limit) {
+		t.Fatalf("peak concurrency %d with MaxParallelTools %d", p, limit)
+	}
+	// The results still answer the calls in order.
+	sent := s.Requests()[1].Messages
+	for i := range 12 {
+		if got := sent[len(sent)-12+i].Content; got != fmt.Sprint(i) {
+			t.Fatalf("result %d = %q", i, got)
+		}
+	}
+}

@@ -62,35 +62,45 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage, window []llm.Messa
 		outs[i] = callOutcome{result: res, dur: time.Since(t0)}
 	}
 	// The last call runs here, on the loop's goroutine; the others go to
-	// the run's workers.
+	// the run's workers, at most MaxParallelTools-1 of them, so at most
+	// MaxParallelTools calls run at once (a hand-over waits for a free
+	// worker). With MaxParallelTools 1 every call runs here, in order.
 	last := len(calls) - 1
-	var done chan int
-	if last > 0 {
-		done = make(chan int, last)
-		r.workers.ensure(last)
-		for i := range last {
-			r.workers.jobs <- func() {
-				execOne(i)
-				done <- i
+	if o.loop.MaxParallelTools == 1 {
+		for i := range calls {
+			execOne(i)
+			r.record(base, calls, outs, i)
+		}
+		last = 0
+	} else {
+		var done chan int
+		if last > 0 {
+			done = make(chan int, last)
+			r.workers.ensure(min(last, o.loop.MaxParallelTools-1))
+			for i := range last {
+				r.workers.jobs <- func() {
+					execOne(i)
+					done <- i
+				}
 			}
 		}
-	}
-	execOne(last)
-	// Record in the order calls finished: first those done before the
-	// inline one, then it, then the rest as they come.
-	waiting := last
-	for drained := false; waiting > 0 && !drained; {
-		select {
-		case i := <-done:
-			r.record(base, calls, outs, i)
-			waiting--
-		default:
-			drained = true
+		execOne(last)
+		// Record in the order calls finished: first those done before the
+		// inline one, then it, then the rest as they come.
+		waiting := last
+		for drained := false; waiting > 0 && !drained; {
+			select {
+			case i := <-done:
+				r.record(base, calls, outs, i)
+				waiting--
+			default:
+				drained = true
+			}
 		}
-	}
-	r.record(base, calls, outs, last)
-	for ; waiting > 0; waiting-- {
-		r.record(base, calls, outs, <-done)
+		r.record(base, calls, outs, last)
+		for ; waiting > 0; waiting-- {
+			r.record(base, calls, outs, <-done)
+		}
 	}
 	for i, c := range calls {
 		window = append(window, llm.Message{
