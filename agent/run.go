@@ -23,7 +23,6 @@ type run struct {
 
 	window []llm.Message // what the model is sent; trimmed as needed
 	conv   *conversation // held for the whole run
-	base   int           // len(conv.history) before this message
 	saved  int           // len(conv.history) at the end of the last complete turn
 
 	workers workers // run tool calls; stopped when the run ends
@@ -86,7 +85,7 @@ func (r *run) handle() (*Result, error) {
 	r.window = append(r.window, llm.SystemMessage(o.systemPrompt(msg)))
 	r.window = append(r.window, conv.history...)
 	r.window = append(r.window, user)
-	r.conv, r.base = conv, len(conv.history)
+	r.conv = conv
 	conv.history = slices.Grow(conv.history, 2+4*o.loop.MaxTurns)
 	r.add(user)
 	r.saved = len(conv.history)
