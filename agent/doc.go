@@ -41,7 +41,8 @@
 //     fails with ErrContextOverflow; an auth or bad-request error is returned
 //     at once;
 //   - no tool calls: that is the answer;
-//   - otherwise every tool call runs concurrently with its own timeout. A
+//   - otherwise every tool call runs concurrently (up to
+//     LoopConfig.MaxParallelTools at once) with its own timeout. A
 //     failure — bad arguments, an unknown tool, an error, a panic, a timeout —
 //     becomes an error tool result the model reads and can recover from; it
 //     never aborts the loop. Each result is cut to its share of the window.
@@ -58,4 +59,11 @@
 // leaves no goroutine behind; the Result then has StatusCancelled, and the
 // completed turns are kept in the history. Arguments are summarised for
 // telemetry with secret-looking fields masked.
+//
+// # History
+//
+// Until a memory provider is configured, each conversation's history lives
+// in the orchestrator's memory: the newest LoopConfig.MaxHistoryMessages
+// messages per (tenant, conversation), kept until the process ends or
+// [Orchestrator.Forget] drops them. [Orchestrator.History] returns a copy.
 package agent
