@@ -24,6 +24,7 @@ const (
 	DefaultContextTokenLimit  = agentctx.DefaultTokenLimit
 	DefaultTrimThreshold      = agentctx.DefaultTrimThreshold
 	DefaultMaxHistoryMessages = agentctx.DefaultMaxHistoryMessages
+	DefaultLLMTimeout         = 2 * time.Minute
 	DefaultLLMMaxRetries      = 2
 	DefaultLLMRetryBaseDelay  = time.Second
 	DefaultLLMMaxRetryDelay   = 30 * time.Second
@@ -58,6 +59,9 @@ type LoopConfig struct {
 	// MaxHistoryMessages is the number of past messages of a conversation
 	// kept and sent to the model. Default 40.
 	MaxHistoryMessages int
+	// LLMTimeout bounds one model call (a stream included); a call that
+	// times out is retried once. Default 2m.
+	LLMTimeout time.Duration
 	// LLMMaxRetries is how many times a rate-limited or unavailable model
 	// call is retried. Default 2. A timed-out call is retried once.
 	LLMMaxRetries int
@@ -73,7 +77,7 @@ type LoopConfig struct {
 func (c LoopConfig) withDefaults() (LoopConfig, error) {
 	if c.MaxTurns < 0 || c.ToolTimeout < 0 || c.AgentToolTimeout < 0 || c.MaxParallelTools < 0 || c.MaxToolResultShare < 0 ||
 		c.MaxToolResultShare > 1 || c.MaxToolResultChars < 0 || c.ContextTokenLimit < 0 || c.TrimThreshold < 0 ||
-		c.TrimThreshold > 1 || c.MaxHistoryMessages < 0 || c.LLMMaxRetries < 0 || c.LLMRetryBaseDelay < 0 ||
+		c.TrimThreshold > 1 || c.MaxHistoryMessages < 0 || c.LLMTimeout < 0 || c.LLMMaxRetries < 0 || c.LLMRetryBaseDelay < 0 ||
 		c.LLMMaxRetryDelay < 0 || c.ApprovalTimeout < 0 {
 		return c, fmt.Errorf("%w: LoopConfig has a negative value or a share above 1: %+v", ErrInvalidConfig, c)
 	}
@@ -101,6 +105,7 @@ func (c LoopConfig) withDefaults() (LoopConfig, error) {
 	def(&c.ContextTokenLimit, DefaultContextTokenLimit)
 	defF(&c.TrimThreshold, DefaultTrimThreshold)
 	def(&c.MaxHistoryMessages, DefaultMaxHistoryMessages)
+	defD(&c.LLMTimeout, DefaultLLMTimeout)
 	def(&c.LLMMaxRetries, DefaultLLMMaxRetries)
 	defD(&c.LLMRetryBaseDelay, DefaultLLMRetryBaseDelay)
 	defD(&c.LLMMaxRetryDelay, DefaultLLMMaxRetryDelay)

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -74,20 +75,79 @@ func (r *run) callLLM(req llm.Request) (*llm.Response, error) {
 }
 
 func (r *run) send(req llm.Request) (*llm.Response, error) {
+	ctx := r.clock.start()
+	var (
+		resp *llm.Response
+		err  error
+	)
 	if r.emit == nil {
-		return r.o.llm.Complete(r.ctx, req)
+		resp, err = r.o.llm.Complete(ctx, req)
+	} else {
+		resp, err = r.sendStream(ctx, req)
 	}
-	return r.sendStream(req)
+	timedOut := r.clock.stop()
+	if err != nil && timedOut && r.ctx.Err() == nil && llm.KindOf(err) != llm.KindTimeout {
+		err = &llm.Error{Kind: llm.KindTimeout, Message: "no reply within LLMTimeout " + r.o.loop.LLMTimeout.String(), Err: err}
+	}
+	return resp, err
+}
+
+// errLLMTimeout is the cause of a model call's ctx when LLMTimeout ran out.
+var errLLMTimeout = errors.New("agent: model call exceeded LLMTimeout")
+
+// callClock bounds each model call of a run by LLMTimeout with one context
+// and one timer for the whole run, re-armed per call, instead of a new
+// context and timer per call. Only a call that really times out costs a
+// new pair. It is used by the run's goroutine only.
+type callClock struct {
+	parent context.Context
+	d      time.Duration
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	timer  *time.Timer
+}
+
+// start returns the ctx for the next call, with the timer armed.
+func (c *callClock) start() context.Context {
+	if c.ctx != nil && c.ctx.Err() == nil {
+		c.timer.Reset(c.d)
+		return c.ctx
+	}
+	c.close()
+	ctx, cancel := context.WithCancelCause(c.parent)
+	c.ctx, c.cancel = ctx, cancel
+	c.timer = time.AfterFunc(c.d, func() { cancel(errLLMTimeout) })
+	return ctx
+}
+
+// stop disarms the timer after a call and reports whether it had fired
+// (then the next call gets a fresh ctx).
+func (c *callClock) stop() (timedOut bool) {
+	if c.timer.Stop() {
+		return false
+	}
+	timedOut = context.Cause(c.ctx) == errLLMTimeout || c.ctx.Err() == nil
+	c.ctx = nil // the timer fired or is firing: never reuse this ctx
+	return timedOut
+}
+
+// close releases the ctx and timer at the end of the run.
+func (c *callClock) close() {
+	if c.cancel != nil {
+		c.timer.Stop()
+		c.cancel(nil)
+		c.ctx, c.cancel, c.timer = nil, nil, nil
+	}
 }
 
 // sendStream calls the model's Stream and emits text events as they come.
-func (r *run) sendStream(req llm.Request) (*llm.Response, error) {
+func (r *run) sendStream(ctx context.Context, req llm.Request) (*llm.Response, error) {
 	var (
 		final   *llm.Response
 		text    strings.Builder
 		started bool
 	)
-	for c, err := range r.o.llm.Stream(r.ctx, req) {
+	for c, err := range r.o.llm.Stream(ctx, req) {
 		if err != nil {
 			return nil, err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -134,5 +135,51 @@ func TestLongHistoryIsTrimmedBeforeTheCall(t *testing.T) {
 	reqs := s.Requests()
 	if n := len(reqs[len(reqs)-1].Messages); n > 1+6+1 {
 		t.Fatalf("last request had %d messages with MaxHistoryMessages 6", n)
+	}
+}
+
+func TestLLMTimeoutBoundsAHungModelAndIsRetriedOnce(t *testing.T) {
+	var calls atomic.Int32
+	hung := modelFunc(func(ctx context.Context, req llm.Request) (*llm.Response, error) {
+		if calls.Add(1) == 3 {
+			return &llm.Response{Message: llm.AssistantMessage("unreachable")}, nil
+		}
+		<-ctx.Done() // a connection that never answers
+		return nil, ctx.Err()
+	})
+	o := newOrch(t, hung, agent.Config{Loop: agent.LoopConfig{LLMTimeout: 30 * time.Millisecond}})
+	for _, stream := range []bool{false, true} {
+		calls.Store(0)
+		var err error
+		var res *agent.Result
+		if stream {
+			for ev, e := range o.Stream(context.Background(), msg("hi")) {
+				res, err = ev.Result, e
+			}
+		} else {
+			res, err = o.HandleMessage(context.Background(), msg("hi"))
+		}
+		if llm.KindOf(err) != llm.KindTimeout || calls.Load() != 2 || res.Status != agent.StatusError {
+			t.Fatalf("stream=%v: err=%v calls=%d res=%+v", stream, err, calls.Load(), res)
+		}
+	}
+}
+
+func TestLLMTimeoutThenASuccessfulRetry(t *testing.T) {
+	var calls atomic.Int32
+	model := modelFunc(func(ctx context.Context, req llm.Request) (*llm.Response, error) {
+		if calls.Add(1) == 1 {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err // a reused, already-cancelled ctx would fail here
+		}
+		return &llm.Response{Message: llm.AssistantMessage("second try worked")}, nil
+	})
+	o := newOrch(t, model, agent.Config{Loop: agent.LoopConfig{LLMTimeout: 30 * time.Millisecond}})
+	res, err := o.HandleMessage(context.Background(), msg("hi"))
+	if err != nil || res.Response != "second try worked" || calls.Load() != 2 {
+		t.Fatalf("res=%+v err=%v calls=%d", res, err, calls.Load())
 	}
 }

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -25,7 +24,8 @@ type run struct {
 	conv   *conversation // held for the whole run
 	saved  int           // len(conv.history) at the end of the last complete turn
 
-	workers workers // run tool calls; stopped when the run ends
+	workers workers   // run tool calls; stopped when the run ends
+	clock   callClock // bounds each model call by LLMTimeout
 }
 
 // add appends messages this run produced to the conversation's history.
@@ -34,7 +34,7 @@ type run struct {
 func (r *run) add(msgs ...llm.Message) { r.conv.history = append(r.conv.history, msgs...) }
 
 func (o *Orchestrator) newRun(ctx context.Context, msg Message, emit func(Event) bool) *run {
-	return &run{o: o, ctx: ctx, msg: msg, emit: emit, start: time.Now()}
+	return &run{o: o, ctx: ctx, msg: msg, emit: emit, start: time.Now(), clock: callClock{parent: ctx, d: o.loop.LLMTimeout}}
 }
 
 func (r *run) execute() (*Result, error) {
@@ -42,7 +42,7 @@ func (r *run) execute() (*Result, error) {
 	res.Duration = time.Since(r.start)
 	switch {
 	case err == nil:
-	case errors.Is(err, context.Canceled) || r.ctx.Err() != nil && errors.Is(err, r.ctx.Err()):
+	case r.ctx.Err() != nil: // the caller's ctx ended (or a Stream consumer left)
 		res.Status = StatusCancelled
 	default:
 		res.Status = StatusError
@@ -99,6 +99,7 @@ func (r *run) handle() (*Result, error) {
 
 	err = r.loop()
 	r.workers.stop()
+	r.clock.close()
 	o.keepHistory(conv, r.saved)
 	if err != nil {
 		return res, err
