@@ -57,7 +57,9 @@
 // result after it, through trimming, overflow handling and cancellation. A
 // cancelled ctx ends the run promptly (tools see it through their ctx) and
 // leaves no goroutine behind; the Result then has StatusCancelled, and the
-// completed turns are kept in the history. Arguments are summarised for
+// completed turns are kept in the history. Tools must honour their ctx: a
+// tool that ignores it keeps its message waiting until it returns, because
+// the loop never abandons a running call. Arguments are summarised for
 // telemetry with secret-looking fields masked.
 //
 // # History
