@@ -86,6 +86,9 @@ func (r *run) send(req llm.Request) (*llm.Response, error) {
 		resp, err = r.sendStream(ctx, req)
 	}
 	timedOut := r.clock.stop()
+	if err == nil && resp == nil {
+		err = &llm.Error{Kind: llm.KindUnknown, Message: "the model client returned neither a response nor an error"}
+	}
 	if err != nil && timedOut && r.ctx.Err() == nil && llm.KindOf(err) != llm.KindTimeout {
 		err = &llm.Error{Kind: llm.KindTimeout, Message: "no reply within LLMTimeout " + r.o.loop.LLMTimeout.String(), Err: err}
 	}

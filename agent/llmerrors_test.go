@@ -183,3 +183,17 @@ func TestLLMTimeoutThenASuccessfulRetry(t *testing.T) {
 		t.Fatalf("res=%+v err=%v calls=%d", res, err, calls.Load())
 	}
 }
+
+func TestClientReturningNothingIsAnErrorNotAPanic(t *testing.T) {
+	nothing := modelFunc(func(ctx context.Context, req llm.Request) (*llm.Response, error) { return nil, nil })
+	o := newOrch(t, nothing, agent.Config{})
+	res, err := o.HandleMessage(context.Background(), msg("hi"))
+	if err == nil || res.Status != agent.StatusError {
+		t.Fatalf("res=%+v err=%v", res, err)
+	}
+	for _, err := range o.Stream(context.Background(), msg("hi")) {
+		if err == nil {
+			t.Fatal("stream: no error for an empty reply")
+		}
+	}
+}
