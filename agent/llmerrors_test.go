@@ -186,7 +186,7 @@ func TestLLMTimeoutThenASuccessfulRetry(t *testing.T) {
 
 func TestClientReturningNothingIsAnErrorNotAPanic(t *testing.T) {
 	nothing := modelFunc(func(ctx context.Context, req llm.Request) (*llm.Response, error) { return nil, nil })
-	o := newOrch(t, nothing, agent.Config{})
+	o := newOrch(t, nothing, agent.Config{Loop: fastRetries})
 	res, err := o.HandleMessage(context.Background(), msg("hi"))
 	if err == nil || res.Status != agent.StatusError {
 		t.Fatalf("res=%+v err=%v", res, err)
