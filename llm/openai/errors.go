@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -248,25 +249,24 @@ func isNumber(raw json.RawMessage) bool {
 }
 
 // retryAfter reads retry-after-ms (OpenAI, milliseconds) or Retry-After
-// (seconds or an HTTP date).
+// (seconds or an HTTP date). Waits too long for a time.Duration (or
+// infinite) are capped at the longest one rather than wrapping round to a
+// negative value; NaN, negative and unreadable values count as absent.
 func retryAfter(h http.Header, now time.Time) time.Duration {
 	if h == nil {
 		return 0
 	}
 	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
-			return time.Duration(ms * float64(time.Millisecond))
+		if d := scaledDuration(v, time.Millisecond); d > 0 {
+			return d
 		}
 	}
 	v := strings.TrimSpace(h.Get("Retry-After"))
 	if v == "" {
 		return 0
 	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s > 0 {
-			return time.Duration(s * float64(time.Second))
-		}
-		return 0
+	if _, err := strconv.ParseFloat(v, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		return scaledDuration(v, time.Second)
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		if d := t.Sub(now); d > 0 {
@@ -274,6 +274,22 @@ func retryAfter(h http.Header, now time.Time) time.Duration {
 		}
 	}
 	return 0
+}
+
+// scaledDuration parses v as a number of units, capping it at the longest
+// time.Duration; it returns 0 for anything not a positive number.
+func scaledDuration(v string, unit time.Duration) time.Duration {
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil && !(errors.Is(err, strconv.ErrRange) && f > 0) {
+		return 0
+	}
+	if math.IsNaN(f) || f <= 0 {
+		return 0
+	}
+	if x := f * float64(unit); x < float64(math.MaxInt64) { // float64(MaxInt64) is 2^63
+		return time.Duration(x)
+	}
+	return time.Duration(math.MaxInt64)
 }
 
 // scrub removes the API key from text that goes into an error.
