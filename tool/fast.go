@@ -21,6 +21,7 @@ import (
 type fastNode struct {
 	types    uint8 // bit set of fastType*; 0 means any type
 	props    map[string]*fastNode
+	propBit  map[string]uint // index of each property, to spot a repeated key
 	required []string
 	reqBit   map[string]uint // index of each required name
 	reqAll   uint64          // all required bits set
@@ -108,12 +109,17 @@ func (n *fastNode) set(k string, v any) bool {
 		if !ok {
 			return false
 		}
+		if len(m) > 64 {
+			return false // too many to track repeated keys in a bit set
+		}
 		n.props = make(map[string]*fastNode, len(m))
+		n.propBit = make(map[string]uint, len(m))
 		for name, sub := range m {
 			f := buildFast(sub)
 			if f == nil {
 				return false
 			}
+			n.propBit[name] = uint(len(n.props))
 			n.props[name] = f
 		}
 		return true
@@ -314,12 +320,20 @@ func (n *fastNode) scan(data []byte, i int) (int, bool) {
 	return i, false
 }
 
+// maxUntrackedKeys bounds the keys of one object that scanObject checks
+// for repetition by rescanning the object (keys that are not properties:
+// map entries, members of a free-form value); past it the full validator
+// decides, so the rescans stay cheap.
+const maxUntrackedKeys = 16
+
 func (n *fastNode) scanObject(data []byte, i int) (int, bool) {
 	if n != nil && (!n.typeOK(fastObject) || n.enum != nil) {
 		return i, false
 	}
-	var seen uint64
+	var seen, props uint64
+	untracked := 0
 	i = skipWS(data, i+1)
+	first := i
 	if i < len(data) && data[i] == '}' {
 		return i + 1, n == nil || len(n.required) == 0
 	}
@@ -327,6 +341,7 @@ func (n *fastNode) scanObject(data []byte, i int) (int, bool) {
 		if i >= len(data) || data[i] != '"' {
 			return i, false
 		}
+		keyStart := i
 		next, key, escaped, ok := scanString(data, i)
 		if !ok || escaped {
 			return next, false
@@ -336,10 +351,20 @@ func (n *fastNode) scanObject(data []byte, i int) (int, bool) {
 			return i, false
 		}
 		i = skipWS(data, i+1)
+		// A repeated key is invalid (the full validator rejects it): the
+		// validator would see only the last value while encoding/json
+		// merges repeated objects into one struct.
 		var sub *fastNode
+		tracked := false
 		if n != nil {
 			if p, known := n.props[string(key)]; known {
 				sub = p
+				tracked = true
+				bit := uint64(1) << n.propBit[string(key)]
+				if props&bit != 0 {
+					return i, false
+				}
+				props |= bit
 				if bit, req := n.reqBit[string(key)]; req {
 					seen |= 1 << bit
 				}
@@ -347,6 +372,11 @@ func (n *fastNode) scanObject(data []byte, i int) (int, bool) {
 				return i, false
 			} else {
 				sub = n.extra
+			}
+		}
+		if !tracked {
+			if untracked++; untracked > maxUntrackedKeys || keyBefore(data, first, keyStart, key) {
+				return i, false
 			}
 		}
 		if i, ok = sub.scan(data, i); !ok {
@@ -365,6 +395,24 @@ func (n *fastNode) scanObject(data []byte, i int) (int, bool) {
 			return i, false
 		}
 	}
+}
+
+// keyBefore reports whether key is one of the keys of the object members
+// that lie in data[from:end], members the caller has already scanned (so
+// well formed, with unescaped keys). When in doubt it reports true.
+func keyBefore(data []byte, from, end int, key []byte) bool {
+	for i := from; i < end; {
+		next, k, _, ok := scanString(data, i)
+		if !ok || string(k) == string(key) {
+			return true
+		}
+		i = skipWS(data, skipWS(data, next)+1) // past the colon
+		if i, ok = (*fastNode)(nil).scan(data, i); !ok {
+			return true
+		}
+		i = skipWS(data, skipWS(data, i)+1) // past the comma
+	}
+	return false
 }
 
 func (n *fastNode) scanArray(data []byte, i int) (int, bool) {

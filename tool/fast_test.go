@@ -43,6 +43,22 @@ var fastSeeds = []string{
 	`{"name":"ab","list":[{"v":0},{"v":-1}]}`, `{"name":"ab","list":[{"v":1}]}`, `{"name":"ab","name":"x"}`, `{"name":"x","name":"ab"}`,
 	`{"name":"ab",}`, `{"name":"ab"`, `{"name":"ab"} x`, `{"nam\u0065":"ab"}`, `{"name":"ab","extra":1}`, `{}`, `null`, `[]`, `"x"`,
 	`{"name":"ab","count":-}`, `{"name":"ab","count":01}`, `{"name":tru}`, `{"name":"ab","ok":nul}`, ``, `{`, `{"`,
+	// repeated keys, escaped keys, case variants
+	`{"name":"ab","inner":{"id":"x"},"inner":{"id":"y"}}`, `{"name":"ab","inner":{"id":"x","id":"y"}}`,
+	`{"name":"ab","labels":{"a":1,"a":2}}`, `{"name":"ab","labels":{"a":1,"b":2,"c":3}}`,
+	`{"name":"ab","any":{"x":1,"x":2}}`, `{"name":"ab","any":[{"x":1},{"x":1}]}`, `{"name":"ab","list":[{"v":1,"v":2}]}`,
+	`{"name":"ab","tags":["x"],"tags":["y"]}`, `{"\u006eame":"ab"}`, `{"NAME":"ab"}`, `{"Name":"ab","name":"ab"}`,
+	// escapes against string constraints
+	`{"name":"a\u0062c"}`, `{"name":"\u0041b"}`, `{"name":"ab","kind":"\u0061"}`, `{"name":"ab","email":"x\u0040y.z"}`,
+	`{"name":"ab\n"}`, `{"name":"ab\""}`, `{"name":"\ud83d\ude00ab"}`, "{\"name\":\"ab\xff\"}", "{\"name\":\"a\xc3\xa9\"}",
+	"{\"name\":\"ab\",\"email\":\"\xff@y.z\"}", "{\"name\":\"ab\",\"kind\":\"a\x00\"}",
+	// numbers
+	`{"name":"ab","level":1e0}`, `{"name":"ab","level":-0}`, `{"name":"ab","level":1E0}`, `{"name":"ab","count":-0}`,
+	`{"name":"ab","count":1e400}`, `{"name":"ab","score":1e-400}`, `{"name":"ab","score":-1e400}`, `{"name":"ab","count":3.0000000000000001}`,
+	`{"name":"ab","count":99999999999999999999}`, `{"name":"ab","score":0.50000000000000001}`, `{"name":"ab","count":--1}`, `{"name":"ab","count":1-2}`,
+	// null for non-nullable fields, nested required
+	`{"name":null}`, `{"name":"ab","tags":null}`, `{"name":"ab","inner":null}`, `{"name":"ab","list":[null]}`, `{"name":"ab","list":[{}]}`,
+	`{"name":"ab","labels":null}`, `{"name":"ab","when":null}`, `{"name":"ab","kind":null}`,
 }
 
 // fullValid is the authority: the compiled santhosh-tekuri schema.

@@ -168,6 +168,10 @@ func (s *Schema) validate(args []byte) *ArgumentError {
 func (s *Schema) validateFull(args []byte) *ArgumentError {
 	inst, err := decodeInstance(args)
 	if err != nil {
+		var de *duplicateKeyError
+		if errors.As(err, &de) {
+			return &ArgumentError{Problems: []FieldError{{Field: de.field, Rule: "json", Message: "the field appears more than once; send each field once"}}}
+		}
 		return &ArgumentError{Problems: []FieldError{{Rule: "json", Message: "the arguments are not valid JSON: " + strings.TrimPrefix(err.Error(), "json: ")}}}
 	}
 	err = s.compiled.Validate(inst)
@@ -192,7 +196,65 @@ func decodeInstance(args []byte) (any, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, errors.New("unexpected data after the JSON value")
 	}
+	if field, dup := duplicateKey(args); dup {
+		return nil, &duplicateKeyError{field: field}
+	}
 	return v, nil
+}
+
+// duplicateKeyError reports an object that repeats a key. Such arguments
+// are rejected: the decoded value the validator checks keeps only the last
+// occurrence, while encoding/json merges repeated objects into the same
+// struct field, so checked and delivered values would differ.
+type duplicateKeyError struct{ field string }
+
+func (e *duplicateKeyError) Error() string { return "repeated field " + e.field }
+
+// duplicateKey reports the path (JSON-pointer style, without the leading
+// slash) of the first repeated key of an object in data, a valid JSON
+// document.
+func duplicateKey(data []byte) (string, bool) {
+	if !bytes.Contains(data, []byte{':'}) {
+		return "", false // no object member at all
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var walk func(path string) (string, bool)
+	walk = func(path string) (string, bool) {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		switch tok {
+		case json.Delim('{'):
+			seen := make(map[string]struct{})
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return "", false
+				}
+				k, _ := kt.(string)
+				field := joinField(path, strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1"))
+				if _, dup := seen[k]; dup {
+					return field, true
+				}
+				seen[k] = struct{}{}
+				if f, dup := walk(field); dup {
+					return f, true
+				}
+			}
+			dec.Token() // '}'
+		case json.Delim('['):
+			for i := 0; dec.More(); i++ {
+				if f, dup := walk(joinField(path, strconv.Itoa(i))); dup {
+					return f, true
+				}
+			}
+			dec.Token() // ']'
+		}
+		return "", false
+	}
+	return walk("")
 }
 
 func unmarshalProblem(err error) FieldError {
