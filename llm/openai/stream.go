@@ -37,12 +37,14 @@ func (c *Client) readStream(ctx context.Context, res *http.Response, yield func(
 	dispatch := func() (more bool) {
 		defer func() { event = ""; data.Reset() }()
 		payload := bytes.TrimSpace(data.Bytes())
-		if len(payload) == 0 && event == "" {
-			return true
-		}
 		if event == "error" {
 			yield(llm.Chunk{}, c.classify(ctx, failure{body: payload, inline: true}))
 			return false
+		}
+		if len(payload) == 0 {
+			// No data: nothing to dispatch (the SSE spec), whatever the
+			// event's name, e.g. "event: ping" keep-alives.
+			return true
 		}
 		if bytes.Equal(payload, []byte("[DONE]")) {
 			yield(llm.Chunk{Response: acc.response()}, nil)
