@@ -166,23 +166,34 @@ func (m *Manager) ToolResultLimit() int { return m.resultLimit }
 // tokenizer is configured, otherwise the estimate ceil(len(text) /
 // CharsPerToken) — a quarter of the byte length by default, which is close
 // for English prose and code and errs on the high side for most other text.
-// The estimate does not allocate.
+// The estimate does not allocate. The result is always in [0,
+// MaxTokensPerText].
 func (m *Manager) CountTokens(text string) int {
 	if m.cfg.CountTokens != nil {
-		return m.cfg.CountTokens(text)
+		return clampTokens(m.cfg.CountTokens(text))
 	}
 	return m.estimate(len(text))
 }
+
+// MaxTokensPerText is the most tokens one text counts for: larger counts,
+// from a tokenizer or from a tiny CharsPerToken, are cut to it so that sums
+// over a history cannot overflow. Negative counts from a tokenizer count as
+// zero.
+const MaxTokensPerText = 1 << 40
+
+func clampTokens(n int) int { return min(max(n, 0), MaxTokensPerText) }
 
 func (m *Manager) estimate(n int) int {
 	if n <= 0 {
 		return 0
 	}
-	return int(math.Ceil(float64(n) / m.cfg.CharsPerToken))
+	t := math.Ceil(float64(n) / m.cfg.CharsPerToken)
+	if !(t < MaxTokensPerText) { // also catches +Inf
+		return MaxTokensPerText
+	}
+	return int(t)
 }
 
-// count is CountTokens for the parts of a message: an empty part costs
-// nothing, even under a tokenizer that would count a start token for it.
 func (m *Manager) count(text string) int {
 	if text == "" {
 		return 0
@@ -195,7 +206,7 @@ func (m *Manager) countBytes(b []byte) int {
 		if len(b) == 0 {
 			return 0
 		}
-		return m.cfg.CountTokens(string(b))
+		return clampTokens(m.cfg.CountTokens(string(b)))
 	}
 	return m.estimate(len(b))
 }
