@@ -35,4 +35,3 @@ func TestRetryAfterHuge(t *testing.T) {
 		}
 	}
 }
-

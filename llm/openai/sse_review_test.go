@@ -50,4 +50,3 @@ func TestSSEVeryLongLine(t *testing.T) {
 		t.Fatalf("calls %d", len(resp.Message.ToolCalls))
 	}
 }
-

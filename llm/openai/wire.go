@@ -228,11 +228,40 @@ func finishCalls(calls []llm.ToolCall) []llm.ToolCall {
 
 // callBuilder accumulates one streamed tool call.
 type callBuilder struct {
-	index int
+	index int // the wire index (or one past the largest, for calls without one)
+	seq   int // creation order, to order calls that share an index
 	id    string
 	name  string
-	args  bytes.Buffer
-	obj   json.RawMessage // arguments sent whole as an object
+	// args holds the argument fragments as they were written inside their
+	// JSON strings, still escaped, so that a character split across two
+	// deltas (raw UTF-8 bytes, or the halves of a \ud83d\ude00 pair) is
+	// decoded whole at the end instead of becoming U+FFFD twice.
+	args bytes.Buffer
+	obj  json.RawMessage // arguments sent whole as an object
+}
+
+// arguments returns the text of the call's arguments.
+func (b *callBuilder) arguments() json.RawMessage {
+	if b.obj != nil {
+		return b.obj
+	}
+	if b.args.Len() == 0 {
+		return nil
+	}
+	var s string
+	if json.Unmarshal(append(append([]byte{'"'}, b.args.Bytes()...), '"'), &s) == nil {
+		return json.RawMessage(s)
+	}
+	return json.RawMessage(b.args.String()) // cannot happen: each piece was a valid string
+}
+
+// complete reports whether the call's arguments already form a JSON object.
+func (b *callBuilder) complete() bool {
+	if b.obj != nil {
+		return true
+	}
+	t := bytes.TrimSpace(b.arguments())
+	return len(t) > 0 && t[0] == '{' && json.Valid(t)
 }
 
 // accumulator assembles a streamed reply.
@@ -242,7 +271,9 @@ type accumulator struct {
 	refusal strings.Builder
 	finish  string
 	usage   *wireUsage
-	calls   map[int]*callBuilder
+	calls   []*callBuilder
+	byIndex map[int]*callBuilder    // the latest call opened at each wire index
+	byID    map[string]*callBuilder // every call by id
 	last    *callBuilder
 }
 
@@ -276,33 +307,52 @@ func (a *accumulator) add(w *wireCompletion) string {
 	return text
 }
 
-func (a *accumulator) addCall(tc wireToolCall) {
-	if a.calls == nil {
-		a.calls = make(map[int]*callBuilder)
+// startsNew reports whether delta tc opens a call other than b: it names
+// another id, or b's arguments are complete and tc brings a named call with
+// arguments of its own (servers that send parallel calls whole, with one
+// index for all or none).
+func startsNew(b *callBuilder, tc *wireToolCall) bool {
+	if tc.ID != "" && b.id != "" && tc.ID != b.id {
+		return true
 	}
-	var b *callBuilder
+	return tc.ID == "" && tc.Function.Name != "" && hasArguments(tc.Function.Arguments) && b.complete()
+}
+
+func hasArguments(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && !bytes.Equal(raw, []byte("null")) && !bytes.Equal(raw, []byte(`""`))
+}
+
+func (a *accumulator) addCall(tc wireToolCall) {
+	if a.byIndex == nil {
+		a.byIndex = make(map[int]*callBuilder)
+		a.byID = make(map[string]*callBuilder)
+	}
+	b := a.byID[tc.ID] // an id seen before continues its call, wherever it is sent
 	switch {
+	case b != nil:
 	case tc.Index != nil:
-		b = a.calls[*tc.Index]
-		if b == nil {
-			b = &callBuilder{index: *tc.Index}
-			a.calls[*tc.Index] = b
+		// Indexes are not always unique: Ollama sends every parallel call
+		// with index 0; a new id at a used index is a new call.
+		b = a.byIndex[*tc.Index]
+		if b == nil || startsNew(b, &tc) {
+			b = a.open(*tc.Index)
 		}
-	case a.last != nil && (tc.ID == "" || tc.ID == a.last.id) && (tc.Function.Name == "" || tc.Function.Name == a.last.name):
+	case a.last != nil && (tc.ID == "" || tc.ID == a.last.id) && (tc.Function.Name == "" || tc.Function.Name == a.last.name) && !startsNew(a.last, &tc):
 		b = a.last // a continuation without an index
 	default:
 		n := 0
-		for i := range a.calls {
-			if i >= n {
-				n = i + 1
+		for _, c := range a.calls {
+			if c.index >= n {
+				n = c.index + 1
 			}
 		}
-		b = &callBuilder{index: n}
-		a.calls[n] = b
+		b = a.open(n)
 	}
 	a.last = b
 	if tc.ID != "" && b.id == "" {
 		b.id = tc.ID
+		a.byID[tc.ID] = b
 	}
 	if tc.Function.Name != "" {
 		if b.name == "" || b.name == tc.Function.Name {
@@ -316,12 +366,20 @@ func (a *accumulator) addCall(tc wireToolCall) {
 	case len(raw) == 0 || bytes.Equal(raw, []byte("null")):
 	case raw[0] == '"':
 		var s string
-		if json.Unmarshal(raw, &s) == nil {
-			b.args.WriteString(s)
+		if json.Unmarshal(raw, &s) == nil { // a valid string: keep its escaped text
+			b.args.Write(raw[1 : len(raw)-1])
 		}
 	default:
 		b.obj = append(json.RawMessage(nil), raw...)
 	}
+}
+
+// open starts a call at wire index i.
+func (a *accumulator) open(i int) *callBuilder {
+	b := &callBuilder{index: i, seq: len(a.calls)}
+	a.calls = append(a.calls, b)
+	a.byIndex[i] = b
+	return b
 }
 
 func (a *accumulator) response() *llm.Response {
@@ -334,19 +392,11 @@ func (a *accumulator) response() *llm.Response {
 	if r.Message.Content == "" {
 		r.Message.Content = a.refusal.String()
 	}
-	idx := make([]int, 0, len(a.calls))
-	for i := range a.calls {
-		idx = append(idx, i)
-	}
-	sort.Ints(idx)
-	calls := make([]llm.ToolCall, 0, len(idx))
-	for _, i := range idx {
-		b := a.calls[i]
-		args := json.RawMessage(b.args.String())
-		if b.obj != nil {
-			args = b.obj
-		}
-		calls = append(calls, llm.ToolCall{ID: b.id, Name: b.name, Arguments: args})
+	order := append([]*callBuilder(nil), a.calls...)
+	sort.SliceStable(order, func(i, j int) bool { return order[i].index < order[j].index })
+	calls := make([]llm.ToolCall, 0, len(order))
+	for _, b := range order {
+		calls = append(calls, llm.ToolCall{ID: b.id, Name: b.name, Arguments: b.arguments()})
 	}
 	r.Message.ToolCalls = finishCalls(calls)
 	return r
