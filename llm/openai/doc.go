@@ -100,5 +100,8 @@
 //     context.Canceled) holds (kind KindUnknown, never retryable).
 //
 // The API key is never part of an error: messages that echo it have it
-// replaced by REDACTED, and [Config] prints and logs it as REDACTED.
+// replaced by REDACTED, and [Config] prints and logs it as REDACTED. The same
+// holds for the values of credential headers in [Config.Headers] (Azure's
+// "api-key", any name containing key, token, secret, auth...) and for
+// credential query parameters or a password in [Config.BaseURL].
 package openai

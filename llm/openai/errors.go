@@ -9,10 +9,13 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/valetkit/valet/llm"
 )
@@ -81,7 +84,7 @@ func (c *Client) classify(ctx context.Context, f failure) error {
 		case f.malformed:
 			e.Kind = llm.KindUnavailable
 			if len(f.body) > 0 {
-				e.Message = "undecodable reply: " + c.scrub(snippet(f.body))
+				e.Message = "undecodable reply: " + snippet(c.scrub(string(f.body)))
 			}
 		default:
 			e.Kind = transportKind(f.err)
@@ -92,11 +95,11 @@ func (c *Client) classify(ctx context.Context, f failure) error {
 	}
 
 	p := parseErrorBody(f.body)
-	e.Code = p.code
+	e.Code = c.scrub(p.code)
 	if p.message != "" {
 		e.Message = c.scrub(p.message)
 	} else if e.Message == "" && len(f.body) > 0 {
-		e.Message = c.scrub(snippet(f.body))
+		e.Message = snippet(c.scrub(string(f.body)))
 	}
 	if e.Message == "" && f.status != 0 {
 		e.Message = http.StatusText(f.status)
@@ -292,20 +295,113 @@ func scaledDuration(v string, unit time.Duration) time.Duration {
 	return time.Duration(math.MaxInt64)
 }
 
-// scrub removes the API key from text that goes into an error.
+// scrub removes the credentials (the API key, credential headers and
+// query parameters, a password in BaseURL) from text that goes into an
+// error.
 func (c *Client) scrub(s string) string {
-	if c.secret != "" {
-		s = strings.ReplaceAll(s, c.secret, "REDACTED")
+	for _, secret := range c.secrets {
+		s = strings.ReplaceAll(s, secret, "REDACTED")
 	}
 	return s
 }
 
-func snippet(b []byte) string {
-	s := strings.TrimSpace(string(b))
+// snippet returns s trimmed and cut to about 300 bytes, on a character
+// boundary. Scrub s before: a cut could leave part of a secret.
+func snippet(s string) string {
+	s = strings.TrimSpace(s)
 	if len(s) > 300 {
-		s = s[:300] + "…"
+		n := 300
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n] + "…"
 	}
 	return s
+}
+
+// minSecretLen is the length below which a configured value is not treated
+// as a secret to scrub: replacing every "x" of a message because a local
+// server was given the key "x" would only garble it.
+const minSecretLen = 4
+
+// credentialName reports whether a header or query parameter name is one
+// whose value is a credential.
+func credentialName(name string) bool {
+	n := strings.ToLower(name)
+	for _, w := range []string{"key", "token", "secret", "auth", "password", "cookie", "signature", "credential"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return n == "sig" || n == "code"
+}
+
+// secretsOf lists the credentials of cfg, longest first.
+func secretsOf(cfg Config) []string {
+	var out []string
+	add := func(v string) {
+		v = strings.TrimSpace(v)
+		if len(v) >= minSecretLen {
+			out = append(out, v)
+			if bearer, ok := strings.CutPrefix(v, "Bearer "); ok && len(bearer) >= minSecretLen {
+				out = append(out, bearer)
+			}
+		}
+	}
+	add(cfg.APIKey)
+	for k, v := range cfg.Headers {
+		if credentialName(k) {
+			add(v)
+		}
+	}
+	if u, err := url.Parse(cfg.BaseURL); err == nil {
+		if pw, ok := u.User.Password(); ok {
+			add(pw)
+			if esc := url.QueryEscape(pw); esc != pw {
+				add(esc)
+			}
+		}
+		for k, vs := range u.Query() {
+			if credentialName(k) {
+				for _, v := range vs {
+					add(v)
+					if esc := url.QueryEscape(v); esc != v {
+						add(esc)
+					}
+				}
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	return out
+}
+
+// redactURL returns base with its password and credential query values
+// replaced by REDACTED, for printing.
+func redactURL(base string) string {
+	u, err := url.Parse(base)
+	if err != nil {
+		return base
+	}
+	changed := false
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "REDACTED")
+		changed = true
+	}
+	q := u.Query()
+	for k, vs := range q {
+		if credentialName(k) {
+			for i := range vs {
+				vs[i] = "REDACTED"
+			}
+			changed = true
+		}
+	}
+	if !changed {
+		return base
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 func containsAny(s string, subs []string) bool {

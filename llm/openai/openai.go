@@ -62,14 +62,14 @@ type Config struct {
 // String prints the configuration without its secrets.
 func (c Config) String() string {
 	return fmt.Sprintf("openai.Config{Model: %q, BaseURL: %q, APIKey: %s, Headers: %s}",
-		c.Model, c.BaseURL, redacted(c.APIKey), headerNames(c.Headers))
+		c.Model, redactURL(c.BaseURL), redacted(c.APIKey), headerNames(c.Headers))
 }
 
 // LogValue logs the configuration without its secrets.
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("model", c.Model),
-		slog.String("base_url", c.BaseURL),
+		slog.String("base_url", redactURL(c.BaseURL)),
 		slog.String("api_key", redacted(c.APIKey)),
 		slog.String("headers", headerNames(c.Headers)),
 	)
@@ -98,7 +98,7 @@ type Client struct {
 	svc     oa.ChatCompletionService
 	model   string
 	baseURL string
-	secret  string // the API key, only to scrub it from error messages
+	secrets []string // the credentials, only to scrub them from error messages
 	// completionTokensField is "max_completion_tokens" for OpenAI and Azure,
 	// "max_tokens" for other servers.
 	completionTokensField string
@@ -164,7 +164,7 @@ func New(cfg Config) *Client {
 		svc:                   oa.NewChatCompletionService(opts...),
 		model:                 model,
 		baseURL:               base,
-		secret:                cfg.APIKey,
+		secrets:               secretsOf(cfg),
 		completionTokensField: field,
 	}
 }
