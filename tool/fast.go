@@ -343,7 +343,10 @@ func (n *fastNode) scanObject(data []byte, i int) (int, bool) {
 		}
 		keyStart := i
 		next, key, escaped, ok := scanString(data, i)
-		if !ok || escaped {
+		// Keys that are not valid UTF-8 decode with U+FFFD in place of the
+		// bad bytes, so distinct raw keys may decode alike: leave them to
+		// the full validator.
+		if !ok || escaped || !utf8.Valid(key) {
 			return next, false
 		}
 		i = skipWS(data, next)
@@ -461,8 +464,8 @@ func (n *fastNode) stringOK(content []byte, escaped bool) bool {
 	if !constrained {
 		return true
 	}
-	if escaped {
-		return false // leave unescaping to the full validator
+	if escaped || !utf8.Valid(content) {
+		return false // leave unescaping (and U+FFFD replacement) to the full validator
 	}
 	if n.enum != nil {
 		found := false
