@@ -51,6 +51,9 @@ func SchemaForType(t reflect.Type) (s *Schema, err error) {
 	if cyc := findCycle(st, nil); cyc != nil {
 		return nil, fmt.Errorf("%w: input type %s is recursive (through %s); recursive schemas are not supported", ErrInvalidTool, t, cyc)
 	}
+	if name, where := findCollision(st, nil); name != "" {
+		return nil, fmt.Errorf("%w: input type %s: the JSON field %q is declared more than once (%s); encoding/json and the schema would disagree about which field the model fills, so rename or tag one of them", ErrInvalidTool, t, name, where)
+	}
 	defer func() {
 		// invopop panics on some malformed tags; New must never panic.
 		if r := recover(); r != nil {
@@ -513,4 +516,75 @@ func findCycle(t reflect.Type, path []reflect.Type) reflect.Type {
 		}
 	}
 	return nil
+}
+
+var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+
+// findCollision reports a JSON name that two fields of a struct reachable
+// from t share once embedded structs are flattened as encoding/json
+// flattens them, with the Go fields declaring it; or "". encoding/json
+// resolves such a collision by depth (or drops the name when ambiguous)
+// while invopop/jsonschema lets the last declaration define the schema, so
+// the schema could check one field while the arguments fill another.
+func findCollision(t reflect.Type, seen []reflect.Type) (name, where string) {
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
+		return findCollision(t.Elem(), seen)
+	case reflect.Struct:
+	default:
+		return "", ""
+	}
+	if slices.Contains(seen, t) || reflect.PointerTo(t).Implements(unmarshalerType) {
+		return "", ""
+	}
+	seen = append(seen, t)
+	names := map[string][]string{}
+	collectJSONNames(t, "", names, nil)
+	for _, n := range sortedKeys(names) {
+		if fields := names[n]; len(fields) > 1 {
+			return n, t.String() + "." + strings.Join(fields, ", "+t.String()+".")
+		}
+	}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if (!f.IsExported() && !f.Anonymous) || f.Tag.Get("json") == "-" {
+			continue
+		}
+		if n, w := findCollision(f.Type, seen); n != "" {
+			return n, w
+		}
+	}
+	return "", ""
+}
+
+// collectJSONNames maps each JSON name of struct t to the Go fields that
+// declare it, descending into embedded structs without a JSON name.
+func collectJSONNames(t reflect.Type, prefix string, names map[string][]string, path []reflect.Type) {
+	if slices.Contains(path, t) {
+		return
+	}
+	path = append(path, t)
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if f.Anonymous && name == "" && ft.Kind() == reflect.Struct {
+			collectJSONNames(ft, prefix+f.Name+".", names, path)
+			continue
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		names[name] = append(names[name], prefix+f.Name)
+	}
 }
