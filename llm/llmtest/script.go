@@ -107,24 +107,27 @@ func (s *Script) Reset() {
 }
 
 func (s *Script) take(req llm.Request) (Reply, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	req.Messages = append([]llm.Message(nil), req.Messages...)
+	s.mu.Lock()
 	s.requests = append(s.requests, req)
+	fn := s.fn
 	var r Reply
 	switch {
-	case s.fn != nil:
+	case fn != nil:
 		// Call fn without the lock, so that it may use the Script (e.g.
-		// s.Calls()) to decide.
+		// s.Calls()) to decide, and so that a panic in it (or a t.FailNow)
+		// leaves the Script usable.
 		s.mu.Unlock()
-		r = s.fn(req)
+		r = fn(req)
 		s.mu.Lock()
 	case s.next < len(s.replies):
 		r = s.replies[s.next]
 		s.next++
 	default:
+		s.mu.Unlock()
 		return Reply{}, ErrScriptExhausted
 	}
+	defer s.mu.Unlock()
 	if len(r.ToolCalls) > 0 {
 		calls := make([]llm.ToolCall, len(r.ToolCalls))
 		for i, c := range r.ToolCalls {
