@@ -6,8 +6,10 @@ import (
 	"testing"
 )
 
+// The names come from the Go field names, not from tags, so that go vet's
+// structtag check (which flags repeated json tags) stays quiet.
 type ShadowBase struct {
-	Amount int    `json:"amount"`
+	Amount int
 	Memo   string `json:"memo,omitempty"`
 }
 
@@ -15,15 +17,15 @@ type ShadowBase struct {
 // wins), but invopop lets the embedded one, declared later, define the
 // schema: its bounds would never be checked.
 type shadowIn struct {
-	Amount int `json:"amount" jsonschema:"minimum=1,maximum=100"`
+	Amount int `jsonschema:"minimum=1,maximum=100"`
 	ShadowBase
 }
 
 type AmbA struct {
-	Name string `json:"name"`
+	Name string
 }
 type AmbB struct {
-	Name string `json:"name"`
+	Name string
 }
 
 // encoding/json drops an ambiguous name entirely, yet the schema requires it.
@@ -43,7 +45,7 @@ func TestCollidingFieldNamesRejected(t *testing.T) {
 		return "paid", nil
 	})
 	if err := Err(pay); !errors.Is(err, ErrInvalidTool) {
-		_, callErr := pay.Call(context.Background(), []byte(`{"amount":1000000}`))
+		_, callErr := pay.Call(context.Background(), []byte(`{"Amount":1000000}`))
 		t.Errorf("Err = %v; a call with amount 1000000 gave %v and delivered %d", err, callErr, got)
 	}
 	if err := Err(New("amb", "amb", func(ctx context.Context, in ambiguousIn) (string, error) { return "", nil })); !errors.Is(err, ErrInvalidTool) {
