@@ -260,6 +260,11 @@ func (b *callBuilder) complete() bool {
 	if b.obj != nil {
 		return true
 	}
+	// Cheap test first: this runs on every delta of servers that repeat the
+	// name, and decoding the whole text each time would be quadratic.
+	if raw := bytes.TrimRight(b.args.Bytes(), " \t\r\n"); len(raw) == 0 || raw[len(raw)-1] != '}' {
+		return false
+	}
 	t := bytes.TrimSpace(b.arguments())
 	return len(t) > 0 && t[0] == '{' && json.Valid(t)
 }
