@@ -8,10 +8,11 @@
 // ExpiresAt. All requests raised in one turn are shown to the user at once,
 // and [Present] writes them as plain text:
 //
-//	1. Send an email to team@example.com
-//	   subject: Weekly report
-//	   to: team@example.com
-//	   Reply: approve, edit or cancel (expires 2025-06-01T15:04:05Z)
+//	fmt.Print(approval.Present(pending))
+//	// 1. Send an email to team@example.com
+//	//    subject: Weekly report
+//	//    to: team@example.com
+//	//    Reply: approve, edit or cancel (expires 2025-06-01T15:04:05Z)
 //
 // The user's answer is a [Decision] per request: [Approve], [Edit] with the
 // changed fields, or [Cancel]. A UI can build decisions directly (and check

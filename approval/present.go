@@ -50,12 +50,13 @@ const ExpiryLayout = time.RFC3339
 
 // Present returns a compact plain-text listing of pending requests, meant
 // both for a model's prompt and as the text shown to a user. The output
-// depends only on pending, so the same requests always read the same:
+// depends only on pending, so the same requests always read the same. One
+// request reads
 //
-//  1. Send an email to team@example.com
-//     subject: Weekly report
-//     to: team@example.com
-//     Reply: approve, edit or cancel (expires 2025-06-01T15:04:05Z)
+//	| 1. Send an email to team@example.com
+//	|    subject: Weekly report
+//	|    to: team@example.com
+//	|    Reply: approve, edit or cancel (expires 2025-06-01T15:04:05Z)
 //
 // Requests are numbered in the order given. Details follow, one per line,
 // sorted by key; strings are written as they are (continuation lines of a
