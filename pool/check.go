@@ -1,0 +1,31 @@
+package pool
+
+import "fmt"
+
+// Valid reports whether s is one of the statuses an entry may have in the
+// pool.
+func (s Status) Valid() bool {
+	return s == StatusWaitingForInput || s == StatusWaitingForApproval
+}
+
+// Check reports whether e can be stored: it needs ID, TenantID, AgentName,
+// a valid Status and a non-zero ExpiresAt. The error wraps ErrInvalidEntry
+// and names the first problem. Stores call it in Create and Update.
+func (e *Entry) Check() error {
+	switch {
+	case e == nil:
+		return fmt.Errorf("%w: nil entry", ErrInvalidEntry)
+	case e.ID == "":
+		return fmt.Errorf("%w: empty ID", ErrInvalidEntry)
+	case e.TenantID == "":
+		return fmt.Errorf("%w: empty TenantID (entry %q)", ErrInvalidEntry, e.ID)
+	case e.AgentName == "":
+		return fmt.Errorf("%w: empty AgentName (entry %q)", ErrInvalidEntry, e.ID)
+	case !e.Status.Valid():
+		return fmt.Errorf("%w: status %q (want %q or %q) (entry %q)",
+			ErrInvalidEntry, e.Status, StatusWaitingForInput, StatusWaitingForApproval, e.ID)
+	case e.ExpiresAt.IsZero():
+		return fmt.Errorf("%w: zero ExpiresAt (entry %q)", ErrInvalidEntry, e.ID)
+	}
+	return nil
+}
