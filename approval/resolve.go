@@ -184,7 +184,8 @@ type decisionArgs struct {
 // was already decided by an earlier entry (the first one wins), when its
 // action is not one of the request's [Request.Choices] (an edit of a request
 // that does not allow modification, say), or when it is an edit without a
-// non-empty "fields" object. Fields are dropped from approve and cancel.
+// non-empty "fields" object. Fields are dropped from approve and cancel, and
+// kept compacted (no insignificant white space) for edit.
 // Arguments that are not a JSON object with a "decisions" array (missing or
 // null counts as empty) are an error wrapping [ErrInvalidDecision].
 func ParseDecisions(args json.RawMessage, pending []Request) (decided []Decided, ignored []string, err error) {
@@ -229,7 +230,7 @@ func ParseDecisions(args json.RawMessage, pending []Request) (decided []Decided,
 				ignored = append(ignored, d.ID+": edit without changed fields")
 				continue
 			}
-			dec.Fields = append(json.RawMessage(nil), bytes.TrimSpace(d.Fields)...)
+			dec.Fields = json.RawMessage(compactJSON(d.Fields))
 		}
 		if err := dec.Check(); err != nil {
 			ignored = append(ignored, d.ID+": "+err.Error())

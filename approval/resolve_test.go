@@ -160,8 +160,9 @@ func TestParseDecisions(t *testing.T) {
 		},
 		{
 			name: "edit with fields",
-			args: `{"decisions":[{"id":"r1","action":"edit","fields": {"to":"me@example.com"} }]}`,
-			want: []want{{"r1", approval.Edit, `{"to":"me@example.com"}`, ""}},
+			args: `{"decisions":[{"id":"r1","action":"edit","fields": { "to" : "me@example.com",
+				"cc": ["a", "b"] } }]}`,
+			want: []want{{"r1", approval.Edit, `{"to":"me@example.com","cc":["a","b"]}`, ""}},
 		},
 		{
 			name: "fields dropped from approve and cancel",
