@@ -10,6 +10,7 @@ import (
 	agentctx "github.com/valetkit/valet/context"
 	"github.com/valetkit/valet/credentials"
 	"github.com/valetkit/valet/llm"
+	"github.com/valetkit/valet/pool"
 	"github.com/valetkit/valet/tool"
 )
 
@@ -29,6 +30,7 @@ const (
 	DefaultLLMRetryBaseDelay  = time.Second
 	DefaultLLMMaxRetryDelay   = 30 * time.Second
 	DefaultApprovalTimeout    = 30 * time.Minute
+	DefaultInputTimeout       = 24 * time.Hour
 )
 
 // LoopConfig holds every number of the ReAct loop. A zero field takes the
@@ -72,13 +74,21 @@ type LoopConfig struct {
 	LLMMaxRetryDelay time.Duration
 	// ApprovalTimeout is how long an approval request stays open. Default 30m.
 	ApprovalTimeout time.Duration
+	// InputTimeout is how long an Agent-Tool waits in the pool for missing
+	// fields. Default 24h.
+	InputTimeout time.Duration
+	// DirectAgentPrompts makes the reply of a run that ends with agents
+	// waiting the agents' own prompt (the missing fields, the approval
+	// listing) instead of a text the model phrases in the persona with one
+	// extra call without tools.
+	DirectAgentPrompts bool
 }
 
 func (c LoopConfig) withDefaults() (LoopConfig, error) {
 	if c.MaxTurns < 0 || c.ToolTimeout < 0 || c.AgentToolTimeout < 0 || c.MaxParallelTools < 0 || c.MaxToolResultShare < 0 ||
 		c.MaxToolResultShare > 1 || c.MaxToolResultChars < 0 || c.ContextTokenLimit < 0 || c.TrimThreshold < 0 ||
 		c.TrimThreshold > 1 || c.MaxHistoryMessages < 0 || c.LLMTimeout < 0 || c.LLMMaxRetries < 0 || c.LLMRetryBaseDelay < 0 ||
-		c.LLMMaxRetryDelay < 0 || c.ApprovalTimeout < 0 {
+		c.LLMMaxRetryDelay < 0 || c.ApprovalTimeout < 0 || c.InputTimeout < 0 {
 		return c, fmt.Errorf("%w: LoopConfig has a negative value or a share above 1: %+v", ErrInvalidConfig, c)
 	}
 	def := func(v *int, d int) {
@@ -110,6 +120,7 @@ func (c LoopConfig) withDefaults() (LoopConfig, error) {
 	defD(&c.LLMRetryBaseDelay, DefaultLLMRetryBaseDelay)
 	defD(&c.LLMMaxRetryDelay, DefaultLLMMaxRetryDelay)
 	defD(&c.ApprovalTimeout, DefaultApprovalTimeout)
+	defD(&c.InputTimeout, DefaultInputTimeout)
 	return c, nil
 }
 
@@ -137,6 +148,17 @@ type Config struct {
 	SystemPrompt string
 	// Tools are the plain tools the model may call.
 	Tools []tool.Tool
+	// Agents are the Agent-Tools: stateful agents the model calls like
+	// tools, which may wait for the user's input or approval.
+	Agents *Registry
+	// Pool keeps the Agent-Tools that wait. Nil → an in-memory pool
+	// (pool.NewMemory()); use pool/redispool to survive restarts and share
+	// the pool between replicas.
+	Pool pool.Store
+	// Locker serialises the messages of one conversation across replicas
+	// (pool/redispool.NewLocker). Nil → serialised within this process
+	// only, which is enough for a single replica.
+	Locker pool.Locker
 	// Credentials reaches tools through tool.ExecContextFrom(ctx).
 	Credentials credentials.Store
 	// Loop holds every number of the loop; zero fields take defaults.

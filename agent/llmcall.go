@@ -74,6 +74,16 @@ func (r *run) callLLM(req llm.Request) (*llm.Response, error) {
 	}
 }
 
+// callAside makes a model call that is not part of the conversation (an
+// approval resolution, a field extraction): its text is not streamed and
+// an overflow does not shorten the run's window.
+func (r *run) callAside(req llm.Request) (*llm.Response, error) {
+	emit := r.emit
+	r.emit, r.aside = nil, true
+	defer func() { r.emit, r.aside = emit, false }()
+	return r.callLLM(req)
+}
+
 func (r *run) send(req llm.Request) (*llm.Response, error) {
 	ctx := r.clock.start()
 	var (
@@ -231,7 +241,9 @@ func (r *run) shrink(st *callState, msgs []llm.Message, err error) (bool, []llm.
 		if st.overflowStage == 2 || len(next) != before {
 			r.o.log.WarnContext(r.ctx, "agent: context overflow, shortening the conversation",
 				"stage", st.overflowStage, "messages_before", before, "messages_after", len(next))
-			r.window = next
+			if !r.aside {
+				r.window = next
+			}
 			return true, next, nil
 		}
 	}

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	agentctx "github.com/valetkit/valet/context"
 	"github.com/valetkit/valet/llm"
+	"github.com/valetkit/valet/pool"
 	"github.com/valetkit/valet/tool"
 )
 
@@ -30,6 +32,11 @@ type Orchestrator struct {
 	loc      *time.Location
 	persona  string // system prompt up to (excluding) the time line
 	capsText string // capabilities paragraph
+
+	agents   map[string]*agentTool // every registered Agent-Tool
+	callable map[string]*agentTool // those the model sees as tools
+	pool     pool.Store
+	locker   pool.Locker
 
 	mu    sync.Mutex
 	convs map[convKey]*conversation
@@ -58,6 +65,20 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
+	var agents, callable map[string]*agentTool
+	if list := cfg.Agents.list(); len(list) > 0 {
+		agents, callable = make(map[string]*agentTool, len(list)), make(map[string]*agentTool, len(list))
+		for _, a := range list {
+			agents[a.name] = a
+			if a.opts.hidden {
+				continue
+			}
+			callable[a.name] = a
+			if err := reg.Add(agentProxy{a}); err != nil {
+				return nil, fmt.Errorf("%w: Agent-Tool %q: %w", ErrInvalidConfig, a.name, err)
+			}
+		}
+	}
 	ctxm, err := agentctx.NewManager(agentctx.Config{
 		TokenLimit:         loop.ContextTokenLimit,
 		TrimThreshold:      loop.TrimThreshold,
@@ -81,6 +102,14 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 		now:   cfg.Now,
 		loc:   cfg.Location,
 		convs: make(map[convKey]*conversation),
+
+		agents:   agents,
+		callable: callable,
+		pool:     cfg.Pool,
+		locker:   cfg.Locker,
+	}
+	if o.pool == nil {
+		o.pool = pool.NewMemory()
 	}
 	if o.log == nil {
 		o.log = slog.Default()
@@ -101,7 +130,7 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 // returned (Status error or cancelled) together with the error.
 func (o *Orchestrator) HandleMessage(ctx context.Context, msg Message) (*Result, error) {
 	r := o.newRun(ctx, msg, nil)
-	return r.execute()
+	return r.execute((*run).handle)
 }
 
 // Stream handles one user message like HandleMessage and yields its events
@@ -126,7 +155,7 @@ func (o *Orchestrator) Stream(ctx context.Context, msg Message) iter.Seq2[Event,
 			return true
 		}
 		r := o.newRun(ctx, msg, emit)
-		res, err := r.execute()
+		res, err := r.execute((*run).handle)
 		if !stopped {
 			yield(Event{Type: EventExecutionEnd, Result: res}, err)
 		}
@@ -159,7 +188,23 @@ func (o *Orchestrator) acquire(ctx context.Context, key convKey) (*conversation,
 		done()
 		return nil, nil, ctx.Err()
 	}
-	return c, func() { <-c.sem; done() }, nil
+	if o.locker == nil {
+		return c, func() { <-c.sem; done() }, nil
+	}
+	// Other replicas may serve this conversation too.
+	unlock, err := o.locker.Lock(ctx, lockKey(key))
+	if err != nil {
+		<-c.sem
+		done()
+		return nil, nil, fmt.Errorf("agent: locking the conversation: %w", err)
+	}
+	return c, func() { unlock(); <-c.sem; done() }, nil
+}
+
+// lockKey names a conversation for the Locker; the tenant's length comes
+// first so no two (tenant, conversation) pairs share a key.
+func lockKey(k convKey) string {
+	return "conv:" + strconv.Itoa(len(k.tenant)) + ":" + k.tenant + ":" + k.conv
 }
 
 // History returns a copy of the stored history of a conversation: the

@@ -26,6 +26,12 @@ type run struct {
 
 	workers workers   // run tool calls; stopped when the run ends
 	clock   callClock // bounds each model call by LLMTimeout
+	aside   bool      // a model call outside the conversation is under way
+
+	// Agent-Tools: those parked in the pool by this run, and those of the
+	// conversation still waiting from earlier runs.
+	parked  []Waiting
+	pending []Waiting
 }
 
 // add appends messages this run produced to the conversation's history.
@@ -37,8 +43,9 @@ func (o *Orchestrator) newRun(ctx context.Context, msg Message, emit func(Event)
 	return &run{o: o, ctx: ctx, msg: msg, emit: emit, start: time.Now(), clock: callClock{parent: ctx, d: o.loop.LLMTimeout}}
 }
 
-func (r *run) execute() (*Result, error) {
-	res, err := r.handle()
+func (r *run) execute(body func(*run) error) (*Result, error) {
+	err := body(r)
+	res := &r.res
 	res.Duration = time.Since(r.start)
 	switch {
 	case err == nil:
@@ -50,32 +57,32 @@ func (r *run) execute() (*Result, error) {
 	return res, err
 }
 
-func (r *run) handle() (*Result, error) {
+func (r *run) handle() error {
 	o, ctx, msg := r.o, r.ctx, r.msg
 	res := &r.res
 	if msg.TenantID == "" {
-		return res, ErrNoTenant
+		return ErrNoTenant
 	}
 	if strings.TrimSpace(msg.Text) == "" {
-		return res, ErrEmptyMessage
+		return ErrEmptyMessage
 	}
 	if err := ctx.Err(); err != nil {
-		return res, err
+		return err
 	}
 	if h := o.hooks.ShouldProcess; h != nil {
 		ok, reason, err := h(ctx, msg)
 		if err != nil {
-			return res, fmt.Errorf("agent: should-process hook: %w", err)
+			return fmt.Errorf("agent: should-process hook: %w", err)
 		}
 		if !ok {
 			res.Status, res.Response = StatusRefused, reason
-			return res, nil
+			return nil
 		}
 	}
 
 	conv, release, err := o.acquire(ctx, convKey{msg.TenantID, msg.ConversationID})
 	if err != nil {
-		return res, err
+		return err
 	}
 	defer release()
 
@@ -92,25 +99,44 @@ func (r *run) handle() (*Result, error) {
 	if h := o.hooks.PrepareContext; h != nil {
 		w, err := h(ctx, msg, r.window)
 		if err != nil {
-			return res, fmt.Errorf("agent: prepare-context hook: %w", err)
+			return fmt.Errorf("agent: prepare-context hook: %w", err)
 		}
 		r.window = w
 	}
 
-	err = r.loop()
-	r.workers.stop()
-	r.clock.close()
-	o.keepHistory(conv, r.saved)
-	if err != nil {
-		return res, err
-	}
-	res.Status = StatusCompleted
-	if h := o.hooks.PostProcess; h != nil {
-		if err := h(ctx, msg, res); err != nil {
-			o.log.WarnContext(ctx, "agent: post-process hook failed", "tenant", msg.TenantID, "conversation", msg.ConversationID, "err", err)
+	err = r.serveThenLoop()
+	return r.end(err)
+}
+
+// serveThenLoop serves the conversation's waiting Agent-Tools first, then
+// runs the loop unless serving ended the run.
+func (r *run) serveThenLoop() error {
+	if len(r.o.agents) > 0 {
+		done, err := r.servePending()
+		if err != nil || done {
+			return err
 		}
 	}
-	return res, nil
+	return r.loop()
+}
+
+// end closes a run that held the conversation: workers and timers stop,
+// the history keeps what is complete, and the status is set.
+func (r *run) end(err error) error {
+	o, res := r.o, &r.res
+	r.workers.stop()
+	r.clock.close()
+	o.keepHistory(r.conv, r.saved)
+	if err != nil {
+		return err
+	}
+	r.settle()
+	if h := o.hooks.PostProcess; h != nil && r.msg.Text != "" {
+		if err := h(r.ctx, r.msg, res); err != nil {
+			o.log.WarnContext(r.ctx, "agent: post-process hook failed", "tenant", r.msg.TenantID, "conversation", r.msg.ConversationID, "err", err)
+		}
+	}
+	return nil
 }
 
 // loop runs turns until the model answers without tool calls.
@@ -148,6 +174,10 @@ func (r *run) loop() error {
 		r.saved = len(r.conv.history)
 		if err := r.ctx.Err(); err != nil {
 			return err
+		}
+		if len(r.parked) > 0 {
+			// An Agent-Tool waits for the user: the loop ends here.
+			return r.replyWaiting()
 		}
 	}
 	// Out of turns: one last call without tools asks for the answer.

@@ -15,6 +15,8 @@ import (
 type callOutcome struct {
 	result tool.Result
 	dur    time.Duration
+	status string   // ResultStatus of an Agent-Tool; "" for plain tools
+	wait   *Waiting // an Agent-Tool parked in the pool
 }
 
 // runTools runs every call of a turn concurrently, each with its own
@@ -43,6 +45,14 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage, window []llm.Messa
 	outs := make([]callOutcome, len(calls))
 	execOne := func(i int) {
 		c := calls[i]
+		if len(o.callable) > 0 {
+			if a := o.callable[c.Name]; a != nil {
+				t0 := time.Now()
+				outs[i] = r.startAgent(a, c)
+				outs[i].dur = time.Since(t0)
+				return
+			}
+		}
 		parent := turnCtx
 		if t, ok := o.tools.Get(c.Name); ok && tool.SettingsOf(t).Timeout > 0 {
 			parent = r.ctx // Execute applies the tool's own timeout
@@ -103,6 +113,9 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage, window []llm.Messa
 		}
 	}
 	for i, c := range calls {
+		if w := outs[i].wait; w != nil {
+			r.parked = append(r.parked, *w)
+		}
 		window = append(window, llm.Message{
 			Role: llm.RoleTool, ToolCallID: c.ID, Name: c.Name,
 			Content: outs[i].result.Content, IsError: outs[i].result.IsError,
@@ -155,10 +168,16 @@ func (r *run) record(base int, calls []llm.ToolCall, outs []callOutcome, i int) 
 	rec.Duration = out.dur
 	rec.Success = !out.result.IsError
 	rec.ResultChars = len(out.result.Content)
-	if out.result.IsError {
+	switch {
+	case out.status != "":
+		rec.ResultStatus = out.status
+		if out.result.IsError {
+			rec.Error = out.result.Content
+		}
+	case out.result.IsError:
 		rec.ResultStatus = "error"
 		rec.Error = out.result.Content
-	} else {
+	default:
 		rec.ResultStatus = "completed"
 	}
 	out.result.Content, rec.Truncated = r.o.ctxm.TruncateToolResult(out.result.Content)

@@ -3,6 +3,7 @@ package agent
 import (
 	"time"
 
+	"github.com/valetkit/valet/approval"
 	"github.com/valetkit/valet/llm"
 )
 
@@ -38,6 +39,22 @@ type Result struct {
 	ToolCalls []ToolCallRecord // every tool call, in the order the model made them
 	Usage     llm.Usage        // tokens of every model call
 	Duration  time.Duration    // wall time of the whole message
+	// PendingApprovals are the approvals the conversation waits for, all
+	// those raised in this run and still open ones from earlier.
+	PendingApprovals []approval.Request
+	// Waiting lists the Agent-Tools of the conversation that wait for the
+	// user (input or approval) when the run ends.
+	Waiting []Waiting
+}
+
+// Waiting describes an Agent-Tool parked in the pool.
+type Waiting struct {
+	AgentID   string            // the pool entry (and approval request) ID
+	AgentName string            // the registered agent
+	Status    Status            // StatusWaitingForInput or StatusWaitingForApproval
+	Missing   []string          // required fields not given yet
+	Problems  []string          // why given values were rejected
+	Approval  *approval.Request // set when Status is StatusWaitingForApproval
 }
 
 // ToolCallRecord is the telemetry of one tool call. It never holds secrets:
@@ -74,6 +91,10 @@ type Event struct {
 	Type     EventType
 	Text     string
 	ToolCall *ToolCallRecord
-	State    Status
-	Result   *Result
+	State    Status // for EventStateChange: what the conversation waits for
+	// Waiting and Approvals are set with EventStateChange: the agents that
+	// wait, and the approvals the user is asked for.
+	Waiting   []Waiting
+	Approvals []approval.Request
+	Result    *Result
 }

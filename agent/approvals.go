@@ -1,0 +1,217 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/valetkit/valet/approval"
+	"github.com/valetkit/valet/llm"
+	"github.com/valetkit/valet/pool"
+)
+
+// ListPendingApprovals returns the tenant's open approval requests, oldest
+// first, from every conversation and source. Expired ones are left out.
+func (o *Orchestrator) ListPendingApprovals(ctx context.Context, tenantID string) ([]approval.Request, error) {
+	if tenantID == "" {
+		return nil, ErrNoTenant
+	}
+	entries, err := o.pool.List(ctx, tenantID)
+	if err != nil {
+		return nil, fmt.Errorf("agent: reading the pool: %w", err)
+	}
+	now := o.now()
+	var out []approval.Request
+	for _, e := range entries {
+		if e.Status == pool.StatusWaitingForApproval && e.Approval != nil && !e.Expired(now) {
+			out = append(out, *e.Approval)
+		}
+	}
+	return out, nil
+}
+
+// PendingAgents returns the tenant's Agent-Tools waiting in the pool, for
+// input or approval, oldest first. Expired ones are left out.
+func (o *Orchestrator) PendingAgents(ctx context.Context, tenantID string) ([]Waiting, error) {
+	if tenantID == "" {
+		return nil, ErrNoTenant
+	}
+	entries, err := o.pool.List(ctx, tenantID)
+	if err != nil {
+		return nil, fmt.Errorf("agent: reading the pool: %w", err)
+	}
+	now := o.now()
+	var out []Waiting
+	for _, e := range entries {
+		if !e.Expired(now) {
+			out = append(out, waitingOf(e))
+		}
+	}
+	return out, nil
+}
+
+// ResolveApproval applies a decision taken outside the conversation (a
+// button in a UI) to one pending approval, then lets the loop continue so
+// the model reports the outcome. The approved action runs exactly once,
+// even when decisions race on several replicas sharing the pool: a loser
+// gets approval.ErrNotFound and nothing runs.
+//
+// Errors: approval.ErrNotFound (unknown ID, another tenant's, already
+// decided), approval.ErrExpired (the entry is removed), ErrPaused,
+// ErrStaleAgent, approval.ErrInvalidDecision, approval.ErrNotAllowed (an
+// edit of a request that does not allow one). An edit whose fields are
+// invalid does not run: the approval stays pending, the Result says why.
+func (o *Orchestrator) ResolveApproval(ctx context.Context, tenantID, id string, d approval.Decision) (*Result, error) {
+	r := o.newRun(ctx, Message{TenantID: tenantID}, nil)
+	return r.execute(func(r *run) error { return r.resolve(id, d) })
+}
+
+func (r *run) resolve(id string, d approval.Decision) error {
+	o, ctx := r.o, r.ctx
+	if r.msg.TenantID == "" {
+		return ErrNoTenant
+	}
+	if err := d.Check(); err != nil {
+		return err
+	}
+	e, err := o.pendingApproval(ctx, r.msg.TenantID, id)
+	if err != nil {
+		return err
+	}
+	r.msg.ConversationID = e.ConversationID
+	conv, release, err := o.acquire(ctx, convKey{r.msg.TenantID, r.msg.ConversationID})
+	if err != nil {
+		return err
+	}
+	defer release()
+	// Read it again under the conversation's lock: a message may have
+	// decided it meanwhile.
+	if e, err = o.pendingApproval(ctx, r.msg.TenantID, id); err != nil {
+		return err
+	}
+	a := o.agents[e.AgentName]
+	switch {
+	case e.Paused:
+		return fmt.Errorf("%w: %s", ErrPaused, id)
+	case a == nil || a.version != e.SchemaVersion:
+		o.log.WarnContext(ctx, "agent: discarding a pooled agent made from another schema version", "agent", e.AgentName, "id", id, "tenant", e.TenantID)
+		o.discard(ctx, e)
+		return fmt.Errorf("%w: %s (%s)", ErrStaleAgent, id, e.AgentName)
+	case e.Expired(o.now()):
+		o.discard(ctx, e)
+		return fmt.Errorf("%w: %s expired at %s; nothing ran", approval.ErrExpired, id, e.ExpiresAt.Format("2006-01-02 15:04:05 MST"))
+	case d.Action == approval.Edit && !e.Approval.AllowModification:
+		return fmt.Errorf("%w: %s", approval.ErrNotAllowed, id)
+	}
+
+	r.conv = conv
+	r.window = make([]llm.Message, 0, len(conv.history)+4+4*o.loop.MaxTurns)
+	r.window = append(r.window, llm.SystemMessage(o.systemPrompt(r.msg)))
+	r.window = append(r.window, conv.history...)
+	r.saved = len(conv.history)
+	before := len(r.res.ToolCalls)
+	err = r.applyDecision(e, d)
+	if err == nil && len(r.res.ToolCalls) == before && len(r.parked) == 0 {
+		err = fmt.Errorf("%w: %s", approval.ErrNotFound, id) // another decision took it first
+	}
+	if err == nil {
+		r.collectPending(e.ID)
+		if len(r.parked) > 0 {
+			err = r.replyWaiting()
+		} else {
+			err = r.loop()
+		}
+	}
+	return r.end(err)
+}
+
+// pendingApproval reads one approval of the tenant, mapping "absent" and
+// "not an approval" onto approval.ErrNotFound.
+func (o *Orchestrator) pendingApproval(ctx context.Context, tenantID, id string) (*pool.Entry, error) {
+	e, err := o.pool.Get(ctx, tenantID, id)
+	if errors.Is(err, pool.ErrNotFound) || err == nil && (e.Status != pool.StatusWaitingForApproval || e.Approval == nil) {
+		return nil, fmt.Errorf("%w: %s", approval.ErrNotFound, id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("agent: reading the pool: %w", err)
+	}
+	return e, nil
+}
+
+// collectPending notes the conversation's other waiting agents, so the
+// Result reports everything still open.
+func (r *run) collectPending(except string) {
+	entries, err := r.o.pool.List(r.ctx, r.msg.TenantID)
+	if err != nil {
+		return
+	}
+	now := r.o.now()
+	for _, e := range entries {
+		if e.ConversationID == r.msg.ConversationID && e.ID != except && !e.Paused && !e.Expired(now) &&
+			!slices.ContainsFunc(r.parked, func(w Waiting) bool { return w.AgentID == e.ID }) {
+			r.pending = append(r.pending, waitingOf(e))
+		}
+	}
+}
+
+// PauseAgent pauses a pooled agent: it is neither served by the user's
+// messages nor decided until ResumeAgent. Errors: pool.ErrNotFound.
+func (o *Orchestrator) PauseAgent(ctx context.Context, tenantID, id string) error {
+	return o.setPaused(ctx, tenantID, id, true)
+}
+
+// ResumeAgent undoes PauseAgent.
+func (o *Orchestrator) ResumeAgent(ctx context.Context, tenantID, id string) error {
+	return o.setPaused(ctx, tenantID, id, false)
+}
+
+func (o *Orchestrator) setPaused(ctx context.Context, tenantID, id string, paused bool) error {
+	for range 3 { // a concurrent write bumps the revision: read again
+		e, err := o.pool.Get(ctx, tenantID, id)
+		if err != nil {
+			return fmt.Errorf("agent: pause/resume %s: %w", id, err)
+		}
+		if e.Paused == paused {
+			return nil
+		}
+		e.Paused = paused
+		e.UpdatedAt = o.now()
+		err = o.pool.Update(ctx, e)
+		if !errors.Is(err, pool.ErrConflict) {
+			if err != nil {
+				return fmt.Errorf("agent: pause/resume %s: %w", id, err)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("agent: pause/resume %s: %w", id, pool.ErrConflict)
+}
+
+// CancelAgent removes a pooled agent without running it; its conversation
+// records that the user cancelled it, so the model knows. Errors:
+// pool.ErrNotFound.
+func (o *Orchestrator) CancelAgent(ctx context.Context, tenantID, id string) error {
+	e, err := o.pool.Get(ctx, tenantID, id)
+	if err != nil {
+		return fmt.Errorf("agent: cancel %s: %w", id, err)
+	}
+	conv, release, err := o.acquire(ctx, convKey{tenantID, e.ConversationID})
+	if err != nil {
+		return err
+	}
+	defer release()
+	taken, err := o.pool.Take(ctx, tenantID, id)
+	if err != nil {
+		return fmt.Errorf("agent: cancel %s: %w", id, err)
+	}
+	r := o.newRun(ctx, Message{TenantID: tenantID, ConversationID: taken.ConversationID}, nil)
+	r.conv = conv
+	callID := resumeCallID(taken)
+	r.add(
+		llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: callID, Name: taken.AgentName, Arguments: taken.Fields}}},
+		llm.Message{Role: llm.RoleTool, ToolCallID: callID, Name: taken.AgentName, Content: cancelledText, IsError: true},
+	)
+	o.keepHistory(conv, len(conv.history))
+	return nil
+}

@@ -1,0 +1,703 @@
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/valetkit/valet/approval"
+	"github.com/valetkit/valet/llm"
+	"github.com/valetkit/valet/pool"
+	"github.com/valetkit/valet/tool"
+)
+
+// ResultStatus values of Agent-Tool calls in a ToolCallRecord.
+const (
+	resultCompleted = "completed"
+	resultError     = "error"
+)
+
+// cancelledText is the tool result of an action the user cancelled.
+const cancelledText = "User cancelled this action."
+
+// startAgent handles the model's call of an Agent-Tool: the arguments are
+// collected; an agent that lacks fields or needs approval is parked in the
+// pool, any other runs now.
+func (r *run) startAgent(a *agentTool, c llm.ToolCall) callOutcome {
+	col := a.collect(nil, c.Arguments)
+	if !col.complete() {
+		return r.park(a, c.ID, col, nil)
+	}
+	if a.approval != nil {
+		req, err := a.approval(col.fields)
+		if err != nil {
+			return agentFailed(a, err)
+		}
+		if req != nil {
+			return r.park(a, c.ID, col, req)
+		}
+	}
+	content, isErr := r.runAgent(a, c.ID, col.fields)
+	out := callOutcome{result: tool.Result{Content: content, IsError: isErr}, status: resultCompleted}
+	if isErr {
+		out.status = resultError
+	}
+	return out
+}
+
+func agentFailed(a *agentTool, err error) callOutcome {
+	return callOutcome{
+		result: tool.Result{Content: fmt.Sprintf("agent %q failed: %s", a.name, err), IsError: true, Err: err},
+		status: resultError,
+	}
+}
+
+// park puts an agent into the pool, waiting for input (req == nil) or for
+// the user's approval of req, and returns the tool result saying so.
+func (r *run) park(a *agentTool, callID string, col collected, req *approval.Request) callOutcome {
+	o := r.o
+	now := o.now()
+	e := &pool.Entry{
+		ID:             newID(),
+		AgentName:      a.name,
+		TenantID:       r.msg.TenantID,
+		ConversationID: r.msg.ConversationID,
+		Status:         pool.StatusWaitingForInput,
+		SchemaVersion:  a.version,
+		Fields:         col.fields,
+		Missing:        col.missing,
+		Problems:       col.problems,
+		ToolCallID:     callID,
+		Source:         approval.SourceUser,
+		Task:           col.task,
+		CreatedAt:      now,
+		UpdatedAt:      now,
+		ExpiresAt:      now.Add(o.loop.InputTimeout),
+	}
+	if req != nil {
+		r.fillApproval(e, req, now)
+	}
+	if err := o.pool.Create(r.ctx, e); err != nil {
+		o.log.WarnContext(r.ctx, "agent: could not park an Agent-Tool", "agent", a.name, "tenant", e.TenantID, "err", err)
+		return callOutcome{
+			result: tool.Result{Content: fmt.Sprintf("agent %q could not wait for the user: %s", a.name, err), IsError: true, Err: err},
+			status: resultError,
+		}
+	}
+	w := waitingOf(e)
+	return callOutcome{result: tool.Result{Content: waitingText(a, e)}, status: string(w.Status), wait: &w}
+}
+
+// fillApproval completes an agent's approval request and makes e wait for it.
+func (r *run) fillApproval(e *pool.Entry, req *approval.Request, now time.Time) {
+	req.ID = e.ID
+	req.AgentName = e.AgentName
+	req.TenantID, req.ConversationID = e.TenantID, e.ConversationID
+	if req.Source == "" {
+		req.Source = e.Source
+	}
+	if req.TaskID == "" {
+		req.TaskID = e.TaskID
+	}
+	if req.ActionSummary == "" {
+		req.ActionSummary = "Run " + e.AgentName
+	}
+	if req.Details == nil {
+		var d map[string]any
+		_ = json.Unmarshal(e.Fields, &d)
+		req.Details = d
+	}
+	if len(req.Options) == 0 {
+		req.Options = []string{string(approval.Approve), string(approval.Cancel)}
+		if req.AllowModification {
+			req.Options = []string{string(approval.Approve), string(approval.Edit), string(approval.Cancel)}
+		}
+	}
+	req.CreatedAt = now
+	if req.ExpiresAt.IsZero() {
+		req.ExpiresAt = now.Add(r.o.loop.ApprovalTimeout)
+	}
+	e.Status = pool.StatusWaitingForApproval
+	e.Approval = req
+	e.Missing, e.Problems = nil, nil
+	e.ExpiresAt = req.ExpiresAt
+}
+
+func waitingOf(e *pool.Entry) Waiting {
+	w := Waiting{AgentID: e.ID, AgentName: e.AgentName, Status: StatusWaitingForInput, Missing: e.Missing, Problems: e.Problems}
+	if e.Status == pool.StatusWaitingForApproval && e.Approval != nil {
+		w.Status = StatusWaitingForApproval
+		a := *e.Approval
+		w.Approval = &a
+	}
+	return w
+}
+
+// waitingText is the tool result of a parked agent: what it waits for, so
+// the history stays valid and the model knows not to call it again.
+func waitingText(a *agentTool, e *pool.Entry) string {
+	var b strings.Builder
+	if e.Status == pool.StatusWaitingForApproval {
+		fmt.Fprintf(&b, "%s is ready and waits for the user's confirmation (request %s): %s.", a.name, e.ID, strings.TrimRight(e.Approval.ActionSummary, "."))
+		b.WriteString(" The user will be asked to approve, edit or cancel it.")
+	} else {
+		fmt.Fprintf(&b, "%s waits for the user's input (request %s).", a.name, e.ID)
+		if len(e.Missing) > 0 {
+			b.WriteString(" Still needed: " + a.fieldList(e.Missing) + ".")
+		}
+		if len(e.Problems) > 0 {
+			b.WriteString(" Rejected values: " + strings.Join(e.Problems, "; ") + ".")
+		}
+		b.WriteString(" The user will be asked.")
+	}
+	fmt.Fprintf(&b, " Do not call %s again for this request.", a.name)
+	return b.String()
+}
+
+// fieldList names fields with their descriptions: "to (Recipient email address)".
+func (a *agentTool) fieldList(names []string) string {
+	var props map[string]struct {
+		Description string `json:"description"`
+	}
+	var root struct {
+		Properties json.RawMessage `json:"properties"`
+	}
+	if json.Unmarshal(a.editSchema, &root) == nil {
+		_ = json.Unmarshal(root.Properties, &props)
+	}
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = n
+		if d := props[n].Description; d != "" {
+			d, _, _ = strings.Cut(d, ". ")
+			parts[i] += " (" + strings.TrimRight(d, ".") + ")"
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// runAgent runs a complete agent with its own timeout and returns the tool
+// result. Panics are recovered into an error result.
+func (r *run) runAgent(a *agentTool, callID string, fields json.RawMessage) (content string, isErr bool) {
+	o := r.o
+	timeout := a.opts.timeout
+	if timeout <= 0 {
+		timeout = o.loop.AgentToolTimeout
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, timeout)
+	defer cancel()
+	ctx = tool.WithExecContext(ctx, tool.ExecContext{
+		TenantID:       r.msg.TenantID,
+		ConversationID: r.msg.ConversationID,
+		CallID:         callID,
+		Credentials:    o.cfg.Credentials,
+		Logger:         o.log,
+	})
+	reply, err := safeRun(ctx, a, fields)
+	switch {
+	case err == nil:
+		return reply.content(), false
+	case r.ctx.Err() == nil && ctx.Err() == context.DeadlineExceeded:
+		return fmt.Sprintf("agent %q timed out after %s", a.name, timeout), true
+	default:
+		return fmt.Sprintf("agent %q failed: %s", a.name, err), true
+	}
+}
+
+func safeRun(ctx context.Context, a *agentTool, fields json.RawMessage) (reply Reply, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &tool.PanicError{Tool: a.name, Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return a.run(ctx, fields)
+}
+
+func newID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "agt_" + hex.EncodeToString(b[:])
+}
+
+// servePending serves the conversation's waiting agents before the loop:
+// the user's message decides pending approvals or supplies missing fields.
+// It reports done when the run ends here (an agent still waits).
+func (r *run) servePending() (done bool, err error) {
+	o, ctx := r.o, r.ctx
+	entries, err := o.pool.List(ctx, r.msg.TenantID)
+	if err != nil {
+		return false, fmt.Errorf("agent: reading the pool: %w", err)
+	}
+	var approvals, inputs []*pool.Entry
+	var notes []string
+	now := o.now()
+	for _, e := range entries {
+		if e.ConversationID != r.msg.ConversationID || e.Paused {
+			continue
+		}
+		if note, ok := r.usable(e, now); !ok {
+			if note != "" {
+				notes = append(notes, note)
+			}
+			continue
+		}
+		if e.Status == pool.StatusWaitingForApproval && e.Approval != nil {
+			approvals = append(approvals, e)
+		} else {
+			inputs = append(inputs, e)
+		}
+	}
+	defer func() {
+		if err == nil && !done && len(notes) > 0 {
+			r.noteBeforeUser(strings.Join(notes, "\n"))
+		}
+	}()
+	if len(approvals) > 0 {
+		rest, note, err := r.decideApprovals(approvals)
+		if err != nil {
+			return false, err
+		}
+		if note != "" {
+			notes = append(notes, note)
+		}
+		for _, e := range rest {
+			r.pending = append(r.pending, waitingOf(e))
+		}
+		if len(r.parked) > 0 {
+			return true, r.replyWaiting()
+		}
+		return false, nil
+	}
+	if len(inputs) > 0 {
+		e := inputs[0]
+		for _, other := range inputs[1:] {
+			r.pending = append(r.pending, waitingOf(other))
+		}
+		handled, note, err := r.supplyInput(e)
+		if err != nil {
+			return false, err
+		}
+		if note != "" {
+			notes = append(notes, note)
+		}
+		if !handled {
+			r.pending = append(r.pending, waitingOf(e))
+		}
+		if len(r.parked) > 0 {
+			return true, r.replyWaiting()
+		}
+	}
+	return false, nil
+}
+
+// usable checks a pooled entry before it is served: its agent must still
+// exist with the same schema, and it must not have expired. Unusable
+// entries are removed; the note tells the model.
+func (r *run) usable(e *pool.Entry, now time.Time) (note string, ok bool) {
+	o := r.o
+	a := o.agents[e.AgentName]
+	if a == nil || a.version != e.SchemaVersion {
+		o.log.WarnContext(r.ctx, "agent: discarding a pooled agent made from another schema version",
+			"agent", e.AgentName, "id", e.ID, "tenant", e.TenantID, "version", e.SchemaVersion)
+		o.discard(r.ctx, e)
+		return fmt.Sprintf("The pending %s request %s was discarded because the assistant was updated; it did not run. Ask the user to start it again if it is still wanted.", e.AgentName, e.ID), false
+	}
+	if e.Expired(now) {
+		o.discard(r.ctx, e)
+		what := e.AgentName
+		if e.Approval != nil {
+			what = e.Approval.ActionSummary
+		}
+		return fmt.Sprintf("The pending request %s (%s) expired at %s and was not carried out. Tell the user.", e.ID, what, e.ExpiresAt.UTC().Format(time.RFC3339)), false
+	}
+	return "", true
+}
+
+func (o *Orchestrator) discard(ctx context.Context, e *pool.Entry) {
+	if err := o.pool.Delete(ctx, e.TenantID, e.ID); err != nil && !errors.Is(err, pool.ErrNotFound) {
+		o.log.WarnContext(ctx, "agent: removing a pooled agent failed", "id", e.ID, "tenant", e.TenantID, "err", err)
+	}
+}
+
+// noteBeforeUser adds a system note for the model just before the user's
+// message (window only: notes are not history).
+func (r *run) noteBeforeUser(note string) {
+	w := r.window
+	at := len(w)
+	if at > 0 && w[at-1].Role == llm.RoleUser {
+		at--
+	}
+	r.window = slices.Insert(w, at, llm.SystemMessage(note))
+}
+
+// decideApprovals resolves the user's reply against pending approvals and
+// applies the decisions in the order the user confirmed them. It returns
+// the approvals the reply left undecided.
+func (r *run) decideApprovals(entries []*pool.Entry) (rest []*pool.Entry, note string, err error) {
+	o := r.o
+	reqs := make([]approval.Request, len(entries))
+	editable := map[string]json.RawMessage{}
+	for i, e := range entries {
+		reqs[i] = *e.Approval
+		if e.Approval.AllowModification {
+			editable[e.ID] = o.agents[e.AgentName].editSchema
+		}
+	}
+	hist := r.window[1 : len(r.window)-1] // without the system prompt and the reply
+	if len(hist) > 6 {
+		hist = hist[len(hist)-6:]
+	}
+	res, err := approval.Resolve(r.ctx, runClient{r}, r.msg.Text, reqs, approval.ResolveOptions{Editable: editable, History: plainMessages(hist)})
+	if err != nil {
+		return nil, "", err
+	}
+	decided := map[string]bool{}
+	for _, d := range res.Decided {
+		var e *pool.Entry
+		for _, x := range entries {
+			if x.ID == d.ID {
+				e = x
+			}
+		}
+		if e == nil || decided[d.ID] {
+			continue
+		}
+		decided[d.ID] = true
+		if err := r.applyDecision(e, d.Decision); err != nil {
+			return nil, "", err
+		}
+	}
+	for _, e := range entries {
+		if !decided[e.ID] {
+			rest = append(rest, e)
+		}
+	}
+	if len(rest) > 0 {
+		left := make([]approval.Request, len(rest))
+		for i, e := range rest {
+			left[i] = *e.Approval
+		}
+		note = "These actions still wait for the user's confirmation; the user's message did not decide them:\n" + approval.Present(left)
+	}
+	return rest, note, nil
+}
+
+// plainMessages keeps the user and assistant texts of msgs: context for an
+// aside call, without tool calls whose pairing it would have to keep.
+func plainMessages(msgs []llm.Message) []llm.Message {
+	var out []llm.Message
+	for _, m := range msgs {
+		if (m.Role == llm.RoleUser || m.Role == llm.RoleAssistant) && len(m.ToolCalls) == 0 && m.Content != "" {
+			out = append(out, llm.Message{Role: m.Role, Content: m.Content})
+		}
+	}
+	return out
+}
+
+// applyDecision takes a pending approval out of the pool — exactly one
+// taker wins — and carries out the decision. A lost race is not an
+// error: another reply decided it.
+func (r *run) applyDecision(e *pool.Entry, d approval.Decision) error {
+	o := r.o
+	a := o.agents[e.AgentName]
+	taken, err := o.pool.Take(r.ctx, e.TenantID, e.ID)
+	if errors.Is(err, pool.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("agent: taking approval %s: %w", e.ID, err)
+	}
+	if taken.Status != pool.StatusWaitingForApproval || taken.SchemaVersion != a.version {
+		return nil // changed under us; it will not run
+	}
+	switch d.Action {
+	case approval.Cancel:
+		r.addResumed(a, taken, taken.Fields, cancelledText, true)
+	case approval.Edit:
+		if !taken.Approval.AllowModification {
+			return r.repark(taken, []string{"this action cannot be modified; approve or cancel it"})
+		}
+		col := a.collect(taken.Fields, d.Fields)
+		if !col.complete() {
+			return r.repark(taken, append(col.problems, missingProblems(col.missing)...))
+		}
+		if a.approval != nil {
+			req, err := a.approval(col.fields)
+			if err != nil {
+				return r.repark(taken, []string{err.Error()})
+			}
+			if req != nil {
+				// The edit is the user's confirmation of the changed action;
+				// the request is kept current for telemetry.
+				r.fillApproval(taken, req, o.now())
+			}
+		}
+		taken.Fields = col.fields
+		content, isErr := r.runAgent(a, resumeCallID(taken), col.fields)
+		r.addResumed(a, taken, col.fields, content, isErr)
+	default: // Approve
+		content, isErr := r.runAgent(a, resumeCallID(taken), taken.Fields)
+		r.addResumed(a, taken, taken.Fields, content, isErr)
+	}
+	return nil
+}
+
+func missingProblems(missing []string) []string {
+	out := make([]string, len(missing))
+	for i, m := range missing {
+		out[i] = m + ": missing required field"
+	}
+	return out
+}
+
+// repark puts a taken approval back, unchanged, with the reason the
+// user's edit was not applied; the user is asked again.
+func (r *run) repark(e *pool.Entry, problems []string) error {
+	e.Problems = problems
+	e.Revision = 0
+	e.UpdatedAt = r.o.now()
+	if err := r.o.pool.Create(r.ctx, e); err != nil {
+		return fmt.Errorf("agent: returning approval %s to the pool: %w", e.ID, err)
+	}
+	r.parked = append(r.parked, waitingOf(e))
+	return nil
+}
+
+func resumeCallID(e *pool.Entry) string { return "resume_" + e.ID }
+
+// addResumed records a resumed agent's outcome and adds it to the
+// conversation as a tool call with its result, so the model sees what ran.
+func (r *run) addResumed(a *agentTool, e *pool.Entry, fields json.RawMessage, content string, isErr bool) {
+	id := resumeCallID(e)
+	call := llm.ToolCall{ID: id, Name: a.name, Arguments: fields}
+	rec := ToolCallRecord{ID: id, Name: a.name, ArgsSummary: summarizeArgs(fields), Success: !isErr, ResultStatus: resultCompleted, ResultChars: len(content)}
+	if isErr {
+		rec.ResultStatus, rec.Error = resultError, content
+	}
+	content, rec.Truncated = r.o.ctxm.TruncateToolResult(content)
+	r.res.ToolCalls = append(r.res.ToolCalls, rec)
+	if r.emit != nil {
+		cp := rec
+		r.emit(Event{Type: EventToolResult, ToolCall: &cp})
+	}
+	msgs := []llm.Message{
+		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{call}},
+		{Role: llm.RoleTool, ToolCallID: id, Name: a.name, Content: content, IsError: isErr},
+	}
+	r.window = append(r.window, msgs...)
+	r.add(msgs...)
+	r.saved = len(r.conv.history)
+}
+
+// extractToolName is the forced tool of a field-extraction call.
+const extractToolName = "provide_fields"
+
+// supplyInput reads missing fields for a waiting agent from the user's
+// reply. handled is false when the reply is about something else.
+func (r *run) supplyInput(e *pool.Entry) (handled bool, note string, err error) {
+	o := r.o
+	a := o.agents[e.AgentName]
+	args, unrelated, err := r.extract(a, e)
+	if err != nil {
+		return false, "", err
+	}
+	if unrelated {
+		return false, fmt.Sprintf("%s (request %s) still waits for the user's input: %s. The user's message is about something else: answer it, and remind the user briefly.",
+			a.name, e.ID, a.fieldList(e.Missing)), nil
+	}
+	col := a.collect(e.Fields, args)
+	now := o.now()
+	e.Fields, e.Missing, e.Problems, e.UpdatedAt = col.fields, col.missing, col.problems, now
+	if col.task != "" {
+		e.Task = col.task
+	}
+	if !col.complete() {
+		if err := o.pool.Update(r.ctx, e); err != nil {
+			return true, "", fmt.Errorf("agent: updating %s in the pool: %w", e.ID, err)
+		}
+		r.parked = append(r.parked, waitingOf(e))
+		return true, "", nil
+	}
+	if a.approval != nil {
+		req, err := a.approval(col.fields)
+		if err != nil {
+			return true, "", fmt.Errorf("agent: %s approval: %w", a.name, err)
+		}
+		if req != nil {
+			r.fillApproval(e, req, now)
+			if err := o.pool.Update(r.ctx, e); err != nil {
+				return true, "", fmt.Errorf("agent: updating %s in the pool: %w", e.ID, err)
+			}
+			r.parked = append(r.parked, waitingOf(e))
+			return true, "", nil
+		}
+	}
+	taken, err := o.pool.Take(r.ctx, e.TenantID, e.ID)
+	if errors.Is(err, pool.ErrNotFound) {
+		return true, "", nil // another replica resumed it
+	}
+	if err != nil {
+		return true, "", fmt.Errorf("agent: taking %s from the pool: %w", e.ID, err)
+	}
+	content, isErr := r.runAgent(a, resumeCallID(taken), col.fields)
+	r.addResumed(a, taken, col.fields, content, isErr)
+	return true, "", nil
+}
+
+// extract asks the model, in a call constrained to the agent's schema,
+// which fields the user's reply supplies.
+func (r *run) extract(a *agentTool, e *pool.Entry) (json.RawMessage, bool, error) {
+	var sys strings.Builder
+	fmt.Fprintf(&sys, "A pending action waits for information from the user. Read the user's reply and call %s with the values it gives.\n", extractToolName)
+	fmt.Fprintf(&sys, "Action: %s — %s\n", a.name, firstLine(a.description))
+	fmt.Fprintf(&sys, "Collected so far: %s\n", e.Fields)
+	if len(e.Missing) > 0 {
+		fmt.Fprintf(&sys, "Still needed: %s\n", a.fieldList(e.Missing))
+	}
+	if len(e.Problems) > 0 {
+		fmt.Fprintf(&sys, "Rejected earlier: %s\n", strings.Join(e.Problems, "; "))
+	}
+	sys.WriteString("Use only what the user said; leave out what they did not give. If the reply is not an answer to this but about something else, call it with only unrelated set to true.")
+	msgs := []llm.Message{llm.SystemMessage(sys.String())}
+	hist := r.window[1 : len(r.window)-1]
+	if len(hist) > 4 {
+		hist = hist[len(hist)-4:]
+	}
+	msgs = append(msgs, plainMessages(hist)...)
+	msgs = append(msgs, llm.UserMessage(r.msg.Text))
+	resp, err := r.callAside(llm.Request{Messages: msgs, Tools: []llm.ToolSpec{a.extractSpec}, ToolChoice: extractToolName})
+	if err != nil {
+		return nil, false, err
+	}
+	for _, c := range resp.Message.ToolCalls {
+		if c.Name != extractToolName {
+			continue
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(c.Arguments, &m); err != nil {
+			return nil, true, nil
+		}
+		var unrelated bool
+		_ = json.Unmarshal(m["unrelated"], &unrelated)
+		delete(m, "unrelated")
+		if unrelated && len(m) == 0 {
+			return nil, true, nil
+		}
+		b, _ := json.Marshal(m)
+		return b, false, nil
+	}
+	return nil, true, nil // no extraction: treat the reply as something else
+}
+
+// replyWaiting ends a run whose agents wait for the user: the model
+// phrases the question in the persona (one call without tools), or the
+// agents' own prompt is the reply.
+func (r *run) replyWaiting() error {
+	waits := append(slices.Clone(r.parked), r.pending...)
+	prompt := directPrompt(r.o, waits)
+	text := prompt
+	if !r.o.loop.DirectAgentPrompts {
+		note := "These actions wait for the user:\n" + prompt +
+			"\n\nWrite your reply to the user now, in your own voice, without calling tools. Include any results the user asked for. " +
+			"Ask for exactly the missing information. For actions that need confirmation, show what will be done with its details and ask the user to approve, change or cancel."
+		msgs := append(r.window[:len(r.window):len(r.window)], llm.SystemMessage(note))
+		resp, err := r.callLLM(llm.Request{Messages: msgs})
+		switch {
+		case err != nil && r.ctx.Err() != nil:
+			return err
+		case err != nil:
+			r.o.log.WarnContext(r.ctx, "agent: phrasing the question for the user failed; using the agents' prompt", "err", err)
+		case strings.TrimSpace(resp.Message.Content) != "":
+			text = resp.Message.Content
+		}
+	}
+	r.finish(llm.AssistantMessage(text))
+	return nil
+}
+
+// directPrompt is the agents' own question: the missing fields, and the
+// approvals listed for a decision.
+func directPrompt(o *Orchestrator, waits []Waiting) string {
+	var b strings.Builder
+	var reqs []approval.Request
+	for _, w := range waits {
+		if w.Approval != nil {
+			reqs = append(reqs, *w.Approval)
+			if len(w.Problems) > 0 {
+				fmt.Fprintf(&b, "The change to %q was not applied: %s.\n", w.Approval.ActionSummary, strings.Join(w.Problems, "; "))
+			}
+			continue
+		}
+		a := o.agents[w.AgentName]
+		what := w.AgentName
+		if a != nil {
+			what = strings.TrimRight(firstLine(a.description), ".")
+		}
+		fmt.Fprintf(&b, "To continue (%s), I need: ", what)
+		if a != nil && len(w.Missing) > 0 {
+			b.WriteString(a.fieldList(w.Missing))
+		} else {
+			b.WriteString(strings.Join(w.Missing, ", "))
+		}
+		if len(w.Problems) > 0 {
+			b.WriteString(" (" + strings.Join(w.Problems, "; ") + ")")
+		}
+		b.WriteString(".\n")
+	}
+	if len(reqs) > 0 {
+		b.WriteString(approval.Present(reqs))
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// settle sets the final status: completed, or waiting when agents of the
+// conversation wait, with the pending approvals and a state-change event.
+func (r *run) settle() {
+	res := &r.res
+	if res.Status == StatusRefused {
+		return
+	}
+	waits := append(slices.Clone(r.parked), r.pending...)
+	res.Status = StatusCompleted
+	if len(waits) == 0 {
+		return
+	}
+	res.Waiting = waits
+	res.Status = StatusWaitingForInput
+	for _, w := range waits {
+		if w.Approval != nil {
+			res.PendingApprovals = append(res.PendingApprovals, *w.Approval)
+			res.Status = StatusWaitingForApproval
+		}
+	}
+	if r.emit != nil {
+		r.emit(Event{Type: EventStateChange, State: res.Status, Waiting: res.Waiting, Approvals: res.PendingApprovals})
+	}
+}
+
+// runClient lets approval.Resolve call the model through the run: with
+// its retries and timeouts, not streamed, usage counted.
+type runClient struct{ r *run }
+
+func (c runClient) Complete(_ context.Context, req llm.Request) (*llm.Response, error) {
+	return c.r.callAside(req)
+}
+
+func (c runClient) Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Chunk, error] {
+	return func(yield func(llm.Chunk, error) bool) {
+		resp, err := c.Complete(ctx, req)
+		if err != nil {
+			yield(llm.Chunk{}, err)
+			return
+		}
+		yield(llm.Chunk{Text: resp.Message.Content, Response: resp}, nil)
+	}
+}
