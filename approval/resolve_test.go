@@ -338,7 +338,7 @@ func TestResolveOneCall(t *testing.T) {
 	history := []llm.Message{
 		llm.SystemMessage("persona"),
 		llm.UserMessage("mail the team, book the flight and pay the invoice"),
-		llm.AssistantMessage("", llm.ToolCall{ID: "c1", Name: "send_email", Arguments: json.RawMessage(`{}`)}),
+		llm.AssistantMessage("On it.", llm.ToolCall{ID: "c1", Name: "send_email", Arguments: json.RawMessage(`{}`)}),
 		llm.ToolResultMessage(llm.ToolCall{ID: "c1", Name: "send_email"}, "waiting for approval", false),
 		llm.AssistantMessage("Please confirm these three actions."),
 	}
@@ -370,8 +370,8 @@ func TestResolveOneCall(t *testing.T) {
 		t.Errorf("Model = %q", req.Model)
 	}
 	msgs := req.Messages
-	if len(msgs) != 4 {
-		t.Fatalf("messages = %+v, want system, the two history texts, the reply", msgs)
+	if len(msgs) != 5 {
+		t.Fatalf("messages = %+v, want system, the three history texts, the reply", msgs)
 	}
 	sys := msgs[0]
 	if sys.Role != llm.RoleSystem {
@@ -382,10 +382,11 @@ func TestResolveOneCall(t *testing.T) {
 			t.Errorf("system message lacks %q:\n%s", want, sys.Content)
 		}
 	}
-	if msgs[1].Role != llm.RoleUser || msgs[2].Role != llm.RoleAssistant || msgs[2].Content != "Please confirm these three actions." || len(msgs[2].ToolCalls) != 0 {
-		t.Errorf("history not reduced to its texts: %+v", msgs[1:3])
+	if msgs[1].Role != llm.RoleUser || msgs[2].Role != llm.RoleAssistant || msgs[2].Content != "On it." || len(msgs[2].ToolCalls) != 0 ||
+		msgs[3].Role != llm.RoleAssistant || msgs[3].Content != "Please confirm these three actions." {
+		t.Errorf("history not reduced to its texts: %+v", msgs[1:4])
 	}
-	if last := msgs[3]; last.Role != llm.RoleUser || last.Content != reply {
+	if last := msgs[4]; last.Role != llm.RoleUser || last.Content != reply {
 		t.Errorf("last message = %+v, want the reply", last)
 	}
 	if err := llm.CheckPairing(msgs); err != nil {
