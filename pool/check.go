@@ -1,6 +1,9 @@
 package pool
 
-import "fmt"
+import (
+	"encoding/json"
+	"fmt"
+)
 
 // Valid reports whether s is one of the statuses an entry may have in the
 // pool.
@@ -9,7 +12,8 @@ func (s Status) Valid() bool {
 }
 
 // Check reports whether e can be stored: it needs ID, TenantID, AgentName,
-// a valid Status and a non-zero ExpiresAt. The error wraps ErrInvalidEntry
+// a valid Status and a non-zero ExpiresAt; Fields and State, when set, must
+// be valid JSON. The error wraps ErrInvalidEntry
 // and names the first problem. Stores call it in Create and Update.
 func (e *Entry) Check() error {
 	switch {
@@ -26,6 +30,10 @@ func (e *Entry) Check() error {
 			ErrInvalidEntry, e.Status, StatusWaitingForInput, StatusWaitingForApproval, e.ID)
 	case e.ExpiresAt.IsZero():
 		return fmt.Errorf("%w: zero ExpiresAt (entry %q)", ErrInvalidEntry, e.ID)
+	case len(e.Fields) > 0 && !json.Valid(e.Fields):
+		return fmt.Errorf("%w: Fields is not valid JSON (entry %q)", ErrInvalidEntry, e.ID)
+	case len(e.State) > 0 && !json.Valid(e.State):
+		return fmt.Errorf("%w: State is not valid JSON (entry %q)", ErrInvalidEntry, e.ID)
 	}
 	return nil
 }

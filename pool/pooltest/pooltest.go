@@ -346,6 +346,8 @@ func testInvalid(t *testing.T, newStore NewStore) {
 		"no Status":     func(e *pool.Entry) { e.Status = "" },
 		"unknown state": func(e *pool.Entry) { e.Status = "completed" },
 		"no ExpiresAt":  func(e *pool.Entry) { e.ExpiresAt = time.Time{} },
+		"bad Fields":    func(e *pool.Entry) { e.Fields = json.RawMessage(`{"to":`) },
+		"bad State":     func(e *pool.Entry) { e.State = json.RawMessage(`nope`) },
 	}
 	for name, breakIt := range cases {
 		e := simple("t", "bad")
