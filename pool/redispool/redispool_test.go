@@ -345,7 +345,7 @@ func TestKeysExpire(t *testing.T) {
 // error naming the package, never ErrNotFound, and nothing panics.
 func TestUnavailable(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{
-		Addr:        "127.0.0.1:1",
+		Addr:          "127.0.0.1:1",
 		DialTimeout:   200 * time.Millisecond,
 		DialerRetries: 1,
 		MaxRetries:    -1,
