@@ -209,15 +209,15 @@ func (r *Registry) list() []*agentTool {
 type agentTool struct {
 	name, description string
 	opts              agentOptions
-	schema            *tool.Schema // of In: validation
-	spec              llm.ToolSpec // what the model sees
+	schema            *tool.Schema    // of In: validation
+	spec              llm.ToolSpec    // what the model sees
 	editSchema        json.RawMessage // the fields, none required: for edits
 	extractSpec       llm.ToolSpec    // forced tool reading fields from a reply
 	version           string
 	required          map[string]bool
 	defaults          map[string]json.RawMessage
 	run               func(ctx context.Context, fields json.RawMessage) (Reply, error)
-	validate          func(fields json.RawMessage) error                       // nil: no Validate method
+	validate          func(fields json.RawMessage) error                      // nil: no Validate method
 	approval          func(fields json.RawMessage) (*approval.Request, error) // nil: never needs approval
 }
 
