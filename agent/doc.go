@@ -62,6 +62,63 @@
 // the loop never abandons a running call. Arguments are summarised for
 // telemetry with secret-looking fields masked.
 //
+// # Agent-Tools
+//
+// An Agent-Tool is a stateful agent the model calls like a tool. It may
+// need more input, or the user's confirmation, before it acts:
+//
+//	type SendEmailIn struct {
+//		To      string `json:"to" jsonschema:"description=Recipient,format=email"`
+//		Subject string `json:"subject"`
+//	}
+//	type SendEmail struct{ /* deps */ }
+//	func (SendEmail) Run(ctx context.Context, in SendEmailIn) (agent.Reply, error) { ... }
+//	func (SendEmail) Approval(in SendEmailIn) *approval.Request {           // optional
+//		return &approval.Request{ActionSummary: "Send an email to " + in.To, AllowModification: true}
+//	}
+//	func (SendEmail) Validate(in SendEmailIn) error { ... }                  // optional
+//
+//	reg := agent.NewRegistry()
+//	err := agent.Register(reg, "send_email", "Send an email for the user", SendEmail{})
+//	o, err := agent.NewOrchestrator(agent.Config{LLM: c, Agents: reg, Pool: store})
+//
+// The model sees the input struct's schema with every constraint written
+// into the field descriptions (a `rule:"..."` tag adds a rule in words), a
+// task_instruction field, no required list, and "[Requires user
+// confirmation before execution]" when the agent has an Approval method.
+// Valid arguments are adopted; invalid ones are dropped and reported;
+// absent optional ones take their defaults. If a required field is missing
+// or invalid, or Validate rejects one (see [InvalidField]), or Approval
+// returns a request, the agent is parked in the pool ([pool.Store]): its
+// tool call gets a result saying what it waits for, the loop ends, and the
+// model phrases the question in one extra call without tools (or, with
+// LoopConfig.DirectAgentPrompts, the agent's own prompt is the reply). The
+// Result has StatusWaitingForInput or StatusWaitingForApproval, Waiting,
+// PendingApprovals; Stream emits EventStateChange with them.
+//
+// The conversation's next message serves the waiting agents first:
+//
+//   - approvals: a bare yes / no with one approval pending decides it
+//     with no model call; otherwise one call with the forced
+//     resolve_approvals tool returns a decision per request. Approved
+//     actions run in the order the user confirmed them; an edit is merged,
+//     validated again, and runs (still invalid: it is asked again);
+//     a cancelled one gives the result "User cancelled this action.";
+//     expired ones are removed and the model is told;
+//   - input: one call constrained to the agent's schema extracts the
+//     fields; a reply about something else falls through to the loop with
+//     the waiting agent mentioned.
+//
+// A completed agent's result enters the conversation as a tool call with
+// its result, and the loop goes on, so the model can follow up. UIs decide
+// with [Orchestrator.ResolveApproval] and list with
+// [Orchestrator.ListPendingApprovals]; [Orchestrator.PauseAgent],
+// [Orchestrator.ResumeAgent] and [Orchestrator.CancelAgent] manage the
+// pool. Every approved action runs exactly once: the pool's atomic Take
+// lets one decision win, also across replicas sharing pool/redispool.
+// Each entry carries its agent's schema version; an entry from an older
+// schema is removed with a warning and never run.
+//
 // # History
 //
 // Until a memory provider is configured, each conversation's history lives

@@ -261,6 +261,9 @@ func (r *run) servePending() (done bool, err error) {
 		}
 	}()
 	if len(approvals) > 0 {
+		for _, e := range inputs { // served once the approvals are decided
+			r.pending = append(r.pending, waitingOf(e))
+		}
 		rest, note, err := r.decideApprovals(approvals)
 		if err != nil {
 			return false, err
@@ -351,11 +354,7 @@ func (r *run) decideApprovals(entries []*pool.Entry) (rest []*pool.Entry, note s
 			editable[e.ID] = o.agents[e.AgentName].editSchema
 		}
 	}
-	hist := r.window[1 : len(r.window)-1] // without the system prompt and the reply
-	if len(hist) > 6 {
-		hist = hist[len(hist)-6:]
-	}
-	res, err := approval.Resolve(r.ctx, runClient{r}, r.msg.Text, reqs, approval.ResolveOptions{Editable: editable, History: plainMessages(hist)})
+	res, err := approval.Resolve(r.ctx, runClient{r}, r.msg.Text, reqs, approval.ResolveOptions{Editable: editable, History: r.recent(6)})
 	if err != nil {
 		return nil, "", err
 	}
@@ -388,6 +387,20 @@ func (r *run) decideApprovals(entries []*pool.Entry) (rest []*pool.Entry, note s
 		note = "These actions still wait for the user's confirmation; the user's message did not decide them:\n" + approval.Present(left)
 	}
 	return rest, note, nil
+}
+
+// recent returns up to n of the latest user and assistant texts before
+// the user's message, as context for an aside call.
+func (r *run) recent(n int) []llm.Message {
+	w := r.window
+	if len(w) > 0 && w[len(w)-1].Role == llm.RoleUser {
+		w = w[:len(w)-1]
+	}
+	out := plainMessages(w)
+	if len(out) > n {
+		out = out[len(out)-n:]
+	}
+	return out
 }
 
 // plainMessages keeps the user and assistant texts of msgs: context for an
@@ -567,11 +580,7 @@ func (r *run) extract(a *agentTool, e *pool.Entry) (json.RawMessage, bool, error
 	}
 	sys.WriteString("Use only what the user said; leave out what they did not give. If the reply is not an answer to this but about something else, call it with only unrelated set to true.")
 	msgs := []llm.Message{llm.SystemMessage(sys.String())}
-	hist := r.window[1 : len(r.window)-1]
-	if len(hist) > 4 {
-		hist = hist[len(hist)-4:]
-	}
-	msgs = append(msgs, plainMessages(hist)...)
+	msgs = append(msgs, r.recent(4)...)
 	msgs = append(msgs, llm.UserMessage(r.msg.Text))
 	resp, err := r.callAside(llm.Request{Messages: msgs, Tools: []llm.ToolSpec{a.extractSpec}, ToolChoice: extractToolName})
 	if err != nil {
