@@ -1,0 +1,116 @@
+package main
+
+// Printing the conversation: what a chat UI would show.
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"context"
+
+	"github.com/valetkit/valet/agent"
+	"github.com/valetkit/valet/approval"
+)
+
+// send streams the handling of one message to w: the user's line, tool
+// calls as they start and finish, the reply as the model writes it, the
+// state the conversation is left in and the approvals it waits for.
+func send(ctx context.Context, w io.Writer, o *agent.Orchestrator, msg agent.Message) (*agent.Result, error) {
+	fmt.Fprintf(w, "\nyou> %s\n", msg.Text)
+	started := map[string]bool{}
+	for ev, err := range o.Stream(ctx, msg) {
+		switch ev.Type {
+		case agent.EventMessageStart:
+			fmt.Fprint(w, "bot> ")
+		case agent.EventMessageChunk:
+			fmt.Fprint(w, strings.ReplaceAll(ev.Text, "\n", "\n     "))
+		case agent.EventMessageEnd:
+			fmt.Fprintln(w)
+		case agent.EventToolCallStart:
+			started[ev.ToolCall.ID] = true
+			fmt.Fprintf(w, "  → %s %s\n", ev.ToolCall.Name, ev.ToolCall.ArgsSummary)
+		case agent.EventToolResult:
+			if !started[ev.ToolCall.ID] {
+				// A pooled agent resumed by the user's decision: its call
+				// was made in an earlier message (or process).
+				fmt.Fprintf(w, "  ↻ %s resumed by your reply %s\n", ev.ToolCall.Name, ev.ToolCall.ArgsSummary)
+			}
+			printToolResult(w, ev.ToolCall)
+		case agent.EventStateChange:
+			fmt.Fprintf(w, "  … the conversation is now %s\n", ev.State)
+			if len(ev.Approvals) > 0 {
+				printApprovals(w, ev.Approvals)
+			}
+		case agent.EventExecutionEnd:
+			printResult(w, ev.Result)
+			return ev.Result, err
+		}
+	}
+	return nil, ctx.Err() // not reached: the stream always ends with EventExecutionEnd
+}
+
+func printToolResult(w io.Writer, c *agent.ToolCallRecord) {
+	switch {
+	case !c.Success:
+		fmt.Fprintf(w, "  ✗ %s failed: %s\n", c.Name, firstLine(c.Error))
+	case c.ResultStatus == string(agent.StatusWaitingForApproval) || c.ResultStatus == string(agent.StatusWaitingForInput):
+		fmt.Fprintf(w, "  ⏸ %s parked in the pool: %s\n", c.Name, c.ResultStatus)
+	default:
+		fmt.Fprintf(w, "  ✓ %s done in %s (%d chars)\n", c.Name, round(c.Duration), c.ResultChars)
+	}
+}
+
+// printApprovals shows pending approvals the way the model is shown them.
+func printApprovals(w io.Writer, reqs []approval.Request) {
+	for _, r := range reqs {
+		fmt.Fprintf(w, "  approval %s (%s), waiting:\n", r.ID, r.AgentName)
+	}
+	text := strings.TrimRight(approval.Present(reqs), "\n")
+	fmt.Fprintln(w, "  | "+strings.ReplaceAll(text, "\n", "\n  | "))
+}
+
+func printResult(w io.Writer, r *agent.Result) {
+	fmt.Fprintf(w, "  [%s · %s · %s · %d tokens in, %d out · %s]\n",
+		r.Status, plural(r.Turns, "turn"), plural(len(r.ToolCalls), "tool call"), r.Usage.InputTokens, r.Usage.OutputTokens, round(r.Duration))
+}
+
+// printOutbox lists what was really sent.
+func printOutbox(w io.Writer, o *Outbox) {
+	sent := o.Sent()
+	fmt.Fprintf(w, "\noutbox: %s\n", plural(len(sent), "email")+" sent")
+	for _, m := range sent {
+		fmt.Fprintf(w, "  %s  from: %s\n", m.ID, m.From)
+		fmt.Fprintf(w, "  %s    to: %s\n", strings.Repeat(" ", len(m.ID)), m.To)
+		fmt.Fprintf(w, "  %s  subject: %s\n", strings.Repeat(" ", len(m.ID)), m.Subject)
+		fmt.Fprintln(w, "  | "+strings.ReplaceAll(strings.TrimRight(m.Body, "\n"), "\n", "\n  | "))
+	}
+}
+
+func toolNames(o *agent.Orchestrator) string {
+	var names []string
+	for _, t := range o.Tools() {
+		names = append(names, t.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+func round(d time.Duration) time.Duration {
+	if d >= time.Millisecond {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(time.Microsecond)
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
