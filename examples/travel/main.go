@@ -308,7 +308,7 @@ func answer(ctx context.Context, w io.Writer, o *agent.Orchestrator, outbox *Out
 	if len(pending) == 0 {
 		return errNothingPending
 	}
-	printApprovals(w, pending)
+	listApprovals(w, pending)
 	before := len(outbox.Sent())
 	_, err = send(ctx, w, o, agent.Message{TenantID: tenantID, ConversationID: pending[0].ConversationID, Text: reply})
 	if err != nil {

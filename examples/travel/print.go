@@ -3,12 +3,11 @@ package main
 // Printing the conversation: what a chat UI would show.
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
 	"time"
-
-	"context"
 
 	"github.com/valetkit/valet/agent"
 	"github.com/valetkit/valet/approval"
@@ -57,18 +56,34 @@ func printToolResult(w io.Writer, c *agent.ToolCallRecord) {
 		fmt.Fprintf(w, "  ✗ %s failed: %s\n", c.Name, firstLine(c.Error))
 	case c.ResultStatus == string(agent.StatusWaitingForApproval) || c.ResultStatus == string(agent.StatusWaitingForInput):
 		fmt.Fprintf(w, "  ⏸ %s parked in the pool: %s\n", c.Name, c.ResultStatus)
+	case c.Duration == 0: // resumed agents are not timed
+		fmt.Fprintf(w, "  ✓ %s done (%d chars)\n", c.Name, c.ResultChars)
 	default:
 		fmt.Fprintf(w, "  ✓ %s done in %s (%d chars)\n", c.Name, round(c.Duration), c.ResultChars)
 	}
 }
 
-// printApprovals shows pending approvals the way the model is shown them.
+// printApprovals shows pending approvals as approval.Present writes them
+// for the user (and the model).
 func printApprovals(w io.Writer, reqs []approval.Request) {
 	for _, r := range reqs {
-		fmt.Fprintf(w, "  approval %s (%s), waiting:\n", r.ID, r.AgentName)
+		fmt.Fprintf(w, "  approval %s (%s) waits for the user:\n", r.ID, r.AgentName)
 	}
-	text := strings.TrimRight(approval.Present(reqs), "\n")
-	fmt.Fprintln(w, "  | "+strings.ReplaceAll(text, "\n", "\n  | "))
+	printQuoted(w, approval.Present(reqs))
+}
+
+// listApprovals is the short form: one line per request.
+func listApprovals(w io.Writer, reqs []approval.Request) {
+	for _, r := range reqs {
+		fmt.Fprintf(w, "  - %s (%s): %s, expires %s\n", r.ID, r.AgentName, r.ActionSummary, r.ExpiresAt.UTC().Format(approval.ExpiryLayout))
+	}
+}
+
+// printQuoted prints text as a "  | " block.
+func printQuoted(w io.Writer, text string) {
+	for line := range strings.Lines(strings.TrimRight(text, "\n")) {
+		fmt.Fprintln(w, strings.TrimRight("  | "+strings.TrimRight(line, "\n"), " "))
+	}
 }
 
 func printResult(w io.Writer, r *agent.Result) {
@@ -79,12 +94,10 @@ func printResult(w io.Writer, r *agent.Result) {
 // printOutbox lists what was really sent.
 func printOutbox(w io.Writer, o *Outbox) {
 	sent := o.Sent()
-	fmt.Fprintf(w, "\noutbox: %s\n", plural(len(sent), "email")+" sent")
+	fmt.Fprintf(w, "\noutbox: %s sent\n", plural(len(sent), "email"))
 	for _, m := range sent {
-		fmt.Fprintf(w, "  %s  from: %s\n", m.ID, m.From)
-		fmt.Fprintf(w, "  %s    to: %s\n", strings.Repeat(" ", len(m.ID)), m.To)
-		fmt.Fprintf(w, "  %s  subject: %s\n", strings.Repeat(" ", len(m.ID)), m.Subject)
-		fmt.Fprintln(w, "  | "+strings.ReplaceAll(strings.TrimRight(m.Body, "\n"), "\n", "\n  | "))
+		fmt.Fprintf(w, "  %s\n    from:    %s\n    to:      %s\n    subject: %s\n", m.ID, m.From, m.To, m.Subject)
+		printQuoted(w, m.Body)
 	}
 }
 

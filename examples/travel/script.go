@@ -54,7 +54,7 @@ type trip struct {
 func tripStep(msgs []llm.Message) llmtest.Reply {
 	user, results := currentTurn(msgs)
 	if sent := lastResult(results, "send_email"); sent != nil {
-		return llmtest.Text(emailOutcome(sent))
+		return llmtest.Text(emailOutcome(sent, msgs))
 	}
 	t, ok := parseTrip(user, currentDate(msgs))
 	if !ok {
@@ -146,8 +146,10 @@ func resolveStep(req llm.Request) llmtest.Reply {
 	return llmtest.Calls(llmtest.Call(approval.ResolveToolName, map[string]any{"decisions": decisions}))
 }
 
-// emailOutcome reports send_email's result after the user's decision.
-func emailOutcome(m *llm.Message) string {
+// emailOutcome reports send_email's result after the user's decision,
+// and the change the user made if the first draft is still in the history
+// (it is not in a fresh process: history lives in memory).
+func emailOutcome(m *llm.Message, msgs []llm.Message) string {
 	if m.IsError {
 		if strings.Contains(m.Content, "cancelled") {
 			return "OK, I didn't send the email."
@@ -158,7 +160,14 @@ func emailOutcome(m *llm.Message) string {
 	if json.Unmarshal(jsonPart(m.Content), &sent) != nil {
 		return m.Content
 	}
-	return fmt.Sprintf("Done: I sent %q to %s (message %s).", sent["subject"], sent["to"], sent["message_id"])
+	text := fmt.Sprintf("Done: I sent %q to %s", sent["subject"], sent["to"])
+	if c := firstCall(msgs, "send_email"); c != nil {
+		var draft SendEmailIn
+		if json.Unmarshal(c.Arguments, &draft) == nil && draft.To != sent["to"] {
+			text += " instead of " + draft.To
+		}
+	}
+	return text + fmt.Sprintf(" (message %s).", sent["message_id"])
 }
 
 // planText describes the cheapest flight and the weather.
@@ -354,6 +363,18 @@ func lastResult(results []llm.Message, name string) *llm.Message {
 // lastCall returns the newest call of the named tool.
 func lastCall(msgs []llm.Message, name string) *llm.ToolCall {
 	for i := len(msgs) - 1; i >= 0; i-- {
+		for j := range msgs[i].ToolCalls {
+			if msgs[i].ToolCalls[j].Name == name {
+				return &msgs[i].ToolCalls[j]
+			}
+		}
+	}
+	return nil
+}
+
+// firstCall returns the oldest call of the named tool.
+func firstCall(msgs []llm.Message, name string) *llm.ToolCall {
+	for i := range msgs {
 		for j := range msgs[i].ToolCalls {
 			if msgs[i].ToolCalls[j].Name == name {
 				return &msgs[i].ToolCalls[j]
