@@ -854,19 +854,65 @@ func RunLocker(t *testing.T, newLocker NewLocker) {
 	}
 }
 
+// guard is how long past its context's end a Lock, or a release, may
+// take before the suite calls it stuck.
+const guard = 5 * time.Second
+
+// lockGuarded calls l.Lock and fails the test if it does not return
+// within guard after ctx ends (a Lock that ignores its context).
+func lockGuarded(t *testing.T, ctx context.Context, l pool.Locker, key string) (func(), error) {
+	t.Helper()
+	type result struct {
+		release func()
+		err     error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := l.Lock(ctx, key)
+		done <- result{r, err}
+	}()
+	select {
+	case res := <-done:
+		return res.release, res.err
+	case <-ctx.Done():
+	}
+	select {
+	case res := <-done:
+		return res.release, res.err
+	case <-time.After(guard):
+		t.Fatalf("Lock(%q) still waiting %v after its context ended", key, guard)
+		return nil, nil
+	}
+}
+
+// unlock calls release and fails the test if it blocks.
+func unlock(t *testing.T, release func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		release()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(guard):
+		t.Fatalf("release blocked for %v", guard)
+	}
+}
+
 // lockWithin locks key, failing the test if that takes longer than d.
 func lockWithin(t *testing.T, l pool.Locker, key string, d time.Duration) func() {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	release, err := l.Lock(ctx, key)
+	release, err := lockGuarded(t, ctx, l, key)
 	if err != nil {
 		t.Fatalf("Lock(%q): %v", key, err)
 	}
 	if release == nil {
 		t.Fatalf("Lock(%q) returned a nil release and no error", key)
 	}
-	return release
+	return func() { unlock(t, release) }
 }
 
 // wantBlocked checks that key cannot be locked within d.
@@ -874,9 +920,9 @@ func wantBlocked(t *testing.T, l pool.Locker, key string, d time.Duration) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	release, err := l.Lock(ctx, key)
+	release, err := lockGuarded(t, ctx, l, key)
 	if err == nil {
-		release()
+		unlock(t, release)
 		t.Errorf("Lock(%q) succeeded while another holder has it", key)
 		return
 	}
@@ -974,8 +1020,8 @@ func testCancelWaiting(t *testing.T, newLocker NewLocker) {
 	select {
 	case err := <-done:
 		wantErr(t, "Lock cancelled while waiting", err, context.Canceled)
-	case <-time.After(5 * time.Second):
-		t.Fatal("Lock still waiting 5s after its context was cancelled")
+	case <-time.After(guard):
+		t.Fatalf("Lock still waiting %v after its context was cancelled", guard)
 	}
 	wantBlocked(t, l, "k", 50*time.Millisecond)
 
@@ -988,9 +1034,9 @@ func testEndedContext(t *testing.T, newLocker NewLocker) {
 	l := newLocker(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	release, err := l.Lock(ctx, "free")
+	release, err := lockGuarded(t, ctx, l, "free")
 	if err == nil {
-		release()
+		unlock(t, release)
 	}
 	wantErr(t, "Lock of a free key with a cancelled context", err, context.Canceled)
 	lockWithin(t, l, "free", 2*time.Second)() // and it took nothing

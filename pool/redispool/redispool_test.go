@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -513,5 +514,32 @@ func TestReleaseKeepsOthersLock(t *testing.T) {
 	release()
 	if v, err := rdb.Get(ctx, prefix+"lock:k").Result(); err != nil || v != "other" {
 		t.Errorf("after our release the other holder's lock is %q, %v", v, err)
+	}
+}
+
+// TestIndexPruned: Create drops index members whose retention has ended,
+// so a busy tenant's index does not grow without bound.
+func TestIndexPruned(t *testing.T) {
+	envURL(t)
+	ctx := context.Background()
+	s := newStore(t, Options{Retention: 50 * time.Millisecond})
+	if err := s.Create(ctx, pooltest.NewEntry("t", "long")); err != nil { // keeps the index alive
+		t.Fatal(err)
+	}
+	e := pooltest.NewEntry("t", "old")
+	e.ExpiresAt = time.Now().Add(50 * time.Millisecond)
+	if err := s.Create(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(e.ExpiresAt.Add(100 * time.Millisecond)))
+	if err := s.Create(ctx, pooltest.NewEntry("t", "new")); err != nil {
+		t.Fatal(err)
+	}
+	members, err := s.rdb.ZRange(ctx, s.indexKey("t"), 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(members, []string{"long", "new"}) {
+		t.Errorf("index holds %q, want [long new]", members)
 	}
 }
