@@ -1,0 +1,47 @@
+// Package redispool implements pool.Store and pool.Locker on Redis, with
+// github.com/redis/go-redis/v9. Entries survive restarts and are shared by
+// every replica that uses the same key prefix; Take is atomic across them,
+// so of replicas racing to resume one entry exactly one wins.
+//
+//	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"}) // yours to configure and close
+//	store, err := redispool.New(rdb, redispool.Options{Prefix: "valet:"})
+//	locker, err := redispool.NewLocker(rdb, redispool.LockerOptions{})
+//
+// # Keys
+//
+// With T the tenant, len(T) its length in bytes and I the entry ID:
+//
+//	prefix + "pool:{" + len(T) + ":" + T + "}:e:" + I   the entry, as JSON
+//	prefix + "pool:{" + len(T) + ":" + T + "}:idx"      the tenant's IDs, scored by ExpiresAt (Unix ms)
+//	prefix + "lock:" + key                              a Locker's lock
+//
+// The length keeps tenants and IDs that contain ':' or braces from
+// colliding; the braces make a tenant's keys one Redis Cluster hash slot.
+// An entry's key expires at ExpiresAt + Retention, and the index with its
+// last entry, so nothing outlives its use. The Revision is kept in the
+// JSON.
+//
+// # Atomicity
+//
+// Create, Update, Take and Delete each run as one Lua script: Create
+// checks that the ID is free and counts the tenant's unexpired entries
+// against the cap; Update compares the stored revision; Take reads and
+// deletes. None of them can be seen half done. "Now" is the client's
+// clock, so replicas should keep their clocks in sync (NTP).
+//
+// A value that does not decode as an entry of its key is corrupt: Get and
+// Take remove it and return an error wrapping pool.ErrCorrupt; List
+// removes it, logs a warning with the tenant and ID, and returns the rest.
+// Errors from Redis itself (a server that is down) come back wrapped as
+// "redispool: <op> ...".
+//
+// # Locks
+//
+// A lock is SET key token NX PX lease. While held, it is renewed every
+// lease/3 with a compare-token script, so it outlives its holder by at
+// most one lease; release stops the renewal and deletes the key only if
+// it still holds the holder's token. A waiting Lock polls every
+// RetryDelay until it gets the key or its ctx ends.
+//
+// Requires Redis 6.2 or later.
+package redispool
