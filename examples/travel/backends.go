@@ -180,18 +180,22 @@ type day struct {
 
 // climate holds a week of weather per city, indexed by weekday (Sunday
 // first): the same forecast for every week.
-var climate = map[string][7]day{
-	"New York": {
+var climate = map[string]struct {
+	zone string
+	week [7]day
+}{
+	"New York": {"America/New_York", [7]day{
 		{"sunny", 27, 19, 5}, {"humid, thunderstorms late", 29, 21, 60}, {"cloudy", 24, 18, 30}, {"light rain", 22, 17, 70},
 		{"sunny", 25, 17, 5}, {"partly cloudy", 26, 18, 20}, {"sunny", 28, 20, 10},
-	},
-	"San Francisco": {
+	}},
+	"San Francisco": {"America/Los_Angeles", [7]day{
 		{"fog, then sun", 19, 12, 5}, {"fog", 17, 12, 10}, {"sunny", 21, 13, 0}, {"windy", 18, 11, 5},
 		{"fog, then sun", 19, 12, 5}, {"sunny", 22, 13, 0}, {"partly cloudy", 20, 12, 5},
-	},
+	}},
 }
 
-// FakeWeather answers from climate, up to 10 days ahead of Now.
+// FakeWeather answers from climate, for today and the next 10 days in the
+// city's time zone.
 type FakeWeather struct {
 	Latency time.Duration
 	Now     func() time.Time
@@ -201,37 +205,37 @@ func (f *FakeWeather) Forecast(ctx context.Context, city string, date time.Time)
 	if err := pretendNetwork(ctx, f.Latency); err != nil {
 		return Forecast{}, err
 	}
-	name, week, ok := findCity(city)
+	name, ok := findCity(city)
 	if !ok {
 		return Forecast{}, fmt.Errorf("no forecast for %q; the demo knows New York and San Francisco", city)
 	}
-	today := f.Now().Format(time.DateOnly)
-	if ahead := date.Sub(mustParseDate(today)); ahead < 0 || ahead > 10*24*time.Hour {
-		return Forecast{}, fmt.Errorf("no forecast for %s: forecasts cover today (%s) and the next 10 days", date.Format(time.DateOnly), today)
+	c := climate[name]
+	today := f.Now().In(mustLoad(c.zone)).Format(time.DateOnly)
+	last := f.Now().In(mustLoad(c.zone)).AddDate(0, 0, 10).Format(time.DateOnly)
+	if day := date.Format(time.DateOnly); day < today || day > last {
+		return Forecast{}, fmt.Errorf("no forecast for %s: forecasts cover %s to %s in %s", day, today, last, name)
 	}
-	d := week[date.Weekday()]
+	d := c.week[date.Weekday()]
 	return Forecast{
 		City: name, Date: date.Format(time.DateOnly), Conditions: d.conditions,
 		HighC: d.high, LowC: d.low, HighF: fahrenheit(d.high), LowF: fahrenheit(d.low), RainChance: d.rain,
 	}, nil
 }
 
-func findCity(name string) (string, [7]day, bool) {
+func findCity(name string) (string, bool) {
 	name = strings.TrimSpace(name)
-	for c, week := range climate {
-		if strings.EqualFold(c, name) || strings.EqualFold(name, "NYC") && c == "New York" {
-			return c, week, true
+	if strings.EqualFold(name, "NYC") || strings.EqualFold(name, "New York City") {
+		return "New York", true
+	}
+	for c := range climate {
+		if strings.EqualFold(c, name) {
+			return c, true
 		}
 	}
-	return "", [7]day{}, false
+	return "", false
 }
 
 func fahrenheit(c int) int { return (c*9+2)/5 + 32 }
-
-func mustParseDate(s string) time.Time {
-	t, _ := time.Parse(time.DateOnly, s)
-	return t
-}
 
 // ---------------------------------------------------------------- email
 

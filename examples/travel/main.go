@@ -66,6 +66,8 @@ func weatherTool(w Forecaster) tool.Tool {
 	return tool.New("get_weather",
 		"Weather forecast for a city on one day (up to 10 days ahead): conditions, high and low in °C and °F, chance of rain.",
 		func(ctx context.Context, in WeatherIn) (Forecast, error) {
+			ec := tool.ExecContextFrom(ctx) // who asks, and the run's logger
+			ec.Logger.DebugContext(ctx, "get_weather", "tenant", ec.TenantID, "call", ec.CallID, "city", in.City, "date", in.Date)
 			day, _ := time.Parse(time.DateOnly, in.Date) // the schema checked the format
 			return w.Forecast(ctx, in.City, day)
 		},
@@ -109,6 +111,8 @@ func (a SearchFlights) Validate(in FlightSearchIn) error {
 }
 
 func (a SearchFlights) Run(ctx context.Context, in FlightSearchIn) (agent.Reply, error) {
+	ec := tool.ExecContextFrom(ctx) // Agent-Tools get one too
+	ec.Logger.DebugContext(ctx, "search_flights", "tenant", ec.TenantID, "call", ec.CallID, "from", in.From, "to", in.To, "date", in.Date)
 	day, _ := time.Parse(time.DateOnly, in.Date)
 	flights, err := a.Flights.Search(ctx, FlightQuery{From: in.From, To: in.To, Date: day, Passengers: max(in.Passengers, 1)})
 	if err != nil {
@@ -147,6 +151,8 @@ func (a SendEmail) Approval(in SendEmailIn) *approval.Request {
 }
 
 func (a SendEmail) Run(ctx context.Context, in SendEmailIn) (agent.Reply, error) {
+	ec := tool.ExecContextFrom(ctx)
+	ec.Logger.DebugContext(ctx, "send_email", "tenant", ec.TenantID, "conversation", ec.ConversationID, "call", ec.CallID, "to", in.To)
 	id, err := a.Outbox.Send(ctx, Email{From: a.From, To: in.To, Subject: in.Subject, Body: in.Body})
 	if err != nil {
 		return agent.Reply{}, err
@@ -176,8 +182,8 @@ func newOrchestrator(model llm.Client, b *backends, store pool.Store, locker poo
 		SystemPrompt: systemPrompt,
 		Tools:        []tool.Tool{weatherTool(b.Weather)},
 		Agents:       reg,
-		Pool:         store,  // nil: in memory
-		Locker:       locker, // nil: this process only
+		Pool:         store,  // where agents wait; it must expire entries on the clock of Now
+		Locker:       locker, // serialises a conversation across processes; nil: this process only
 		Location:     home,
 		Now:          now,
 		Logger:       log,

@@ -499,3 +499,40 @@ func TestRedisRestart(t *testing.T) {
 		t.Errorf("keys left in Redis: %v", ks)
 	}
 }
+
+// TestBackends checks the fakes' answers and the errors the model reads.
+func TestBackends(t *testing.T) {
+	ctx := context.Background()
+	day := func(s string) time.Time { d, _ := time.Parse(time.DateOnly, s); return d }
+	fs, err := (&FakeFlights{}).Search(ctx, FlightQuery{From: "SFO", To: "NYC", Date: day("2026-06-12"), Passengers: 2})
+	if err != nil || len(fs) != 4 || fs[0].Flight != "B6 616" || fs[0].PriceUSD != 508 ||
+		fs[0].Departs != "2026-06-12 08:15 PDT" || fs[0].Arrives != "2026-06-12 16:52 EDT" {
+		t.Errorf("SFO→NYC: %+v, %v", fs, err)
+	}
+	if fs, err := (&FakeFlights{}).Search(ctx, FlightQuery{From: "JFK", To: "SFO", Date: day("2026-06-12"), Passengers: 1}); err != nil || len(fs) != 2 {
+		t.Errorf("JFK→SFO: %+v, %v", fs, err)
+	}
+	for _, q := range []FlightQuery{{From: "SFO", To: "LHR"}, {From: "EWR", To: "JFK"}} {
+		if _, err := (&FakeFlights{}).Search(ctx, q); err == nil {
+			t.Errorf("%s→%s found flights", q.From, q.To)
+		}
+	}
+	w := &FakeWeather{Now: pinned}
+	if f, err := w.Forecast(ctx, "nyc", day("2026-06-12")); err != nil || f.City != "New York" || f.HighF != 79 || f.RainChance != 20 {
+		t.Errorf("NYC on Friday: %+v, %v", f, err)
+	}
+	for _, tt := range []struct{ city, date, want string }{
+		{"Atlantis", "2026-06-12", `no forecast for "Atlantis"`},
+		{"New York", "2026-06-06", "forecasts cover 2026-06-07 to 2026-06-17"},
+		{"New York", "2026-06-18", "forecasts cover"},
+	} {
+		if _, err := w.Forecast(ctx, tt.city, day(tt.date)); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s on %s: %v, want %q", tt.city, tt.date, err, tt.want)
+		}
+	}
+	ctxDone, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := (&Outbox{}).Send(ctxDone, Email{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("Send with a cancelled ctx: %v", err)
+	}
+}
