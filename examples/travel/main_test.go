@@ -310,7 +310,7 @@ func TestDemo(t *testing.T) {
 		"outbox: 0 sent (nothing goes out before the approval)",
 		"pending approvals of alex in the pool: 1",
 		"you> " + answerReply,
-		`↻ send_email resumed by your reply {"body":`,
+		`↻ send_email decided by your reply {"body":`,
 		`"to":"me@example.com"}`,
 		`bot> Done: I sent "Trip plan: SFO → NYC, Friday 12 June" to me@example.com instead of team@example.com (message msg_0001).`,
 		"[completed · 1 turn · 1 tool call ·",

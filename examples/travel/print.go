@@ -34,7 +34,7 @@ func send(ctx context.Context, w io.Writer, o *agent.Orchestrator, msg agent.Mes
 			if !started[ev.ToolCall.ID] {
 				// A pooled agent resumed by the user's decision: its call
 				// was made in an earlier message (or process).
-				fmt.Fprintf(w, "  ↻ %s resumed by your reply %s\n", ev.ToolCall.Name, ev.ToolCall.ArgsSummary)
+				fmt.Fprintf(w, "  ↻ %s decided by your reply %s\n", ev.ToolCall.Name, ev.ToolCall.ArgsSummary)
 			}
 			printToolResult(w, ev.ToolCall)
 		case agent.EventStateChange:
