@@ -712,14 +712,19 @@ func testExpiredReadable(t *testing.T, newStore NewStore) {
 	s := newStore(t, 1, time.Hour)
 	ctx := context.Background()
 	e := simple("t", "soon")
-	e.ExpiresAt = time.Now().Add(200 * time.Millisecond)
+	e.ExpiresAt = time.Now().Add(300 * time.Millisecond)
 	mustCreate(t, s, e)
 	if now := time.Now(); now.Before(e.ExpiresAt) {
 		if got := mustGet(t, s, "t", "soon"); got.Expired(now) {
 			t.Errorf("Expired(%v) = true before ExpiresAt %v", now, got.ExpiresAt)
 		}
 	}
-	wantErr(t, "Create at the cap of 1", s.Create(ctx, simple("t", "next")), pool.ErrTenantFull)
+	err := s.Create(ctx, simple("t", "next"))
+	if time.Now().After(e.ExpiresAt) {
+		// The call may have seen the entry expired: nothing to conclude.
+		t.Skip("the machine is too slow for this test: a Create took until past ExpiresAt")
+	}
+	wantErr(t, "Create at the cap of 1", err, pool.ErrTenantFull)
 
 	sleepUntil(e.ExpiresAt.Add(10 * time.Millisecond))
 	got := mustGet(t, s, "t", "soon")
