@@ -814,3 +814,45 @@ func TestAgentPanicAndTimeoutAreErrorResults(t *testing.T) {
 		t.Fatalf("errors = %v", errs)
 	}
 }
+
+// The default pool runs on Config.Now, so a pinned clock in the past does
+// not make every pooled agent expire at once.
+func TestDefaultPoolFollowsConfigNow(t *testing.T) {
+	rt := &router{loop: []llmtest.Reply{llmtest.Calls(llmtest.Call("send_email", `{"to":"team@example.com","subject":"Plan"}`))}}
+	past := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
+	o := agentsOrch(t, rt.script(t), agent.Config{Now: func() time.Time { return past }}, &emailAgent{}, &noteAgent{})
+	res, err := o.HandleMessage(context.Background(), msg("mail the team"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := o.ListPendingApprovals(context.Background(), "u1")
+	if err != nil || len(list) != 1 || list[0].ID != res.PendingApprovals[0].ID || !list[0].CreatedAt.Equal(past) {
+		t.Fatalf("list = %+v, %v", list, err)
+	}
+}
+
+func TestStreamReportsResumedAgents(t *testing.T) {
+	rt := &router{loop: []llmtest.Reply{
+		llmtest.Calls(llmtest.Call("send_email", `{"to":"team@example.com","subject":"Plan"}`)),
+		llmtest.Text("Sent."),
+	}}
+	o := agentsOrch(t, rt.script(t), agent.Config{}, &emailAgent{}, &noteAgent{})
+	ctx := context.Background()
+	if _, err := o.HandleMessage(ctx, msg("mail the team")); err != nil {
+		t.Fatal(err)
+	}
+	var types []agent.EventType
+	for ev, err := range o.Stream(ctx, msg("yes")) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		types = append(types, ev.Type)
+		if ev.Type == agent.EventToolResult && (ev.ToolCall.Name != "send_email" || ev.ToolCall.ResultStatus != "completed") {
+			t.Fatalf("result event = %+v", ev.ToolCall)
+		}
+	}
+	got := fmt.Sprint(types)
+	if !strings.HasPrefix(got, "[tool_call_start tool_result ") || !strings.HasSuffix(got, " execution_end]") {
+		t.Fatalf("events = %s", got)
+	}
+}

@@ -109,7 +109,9 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 		locker:   cfg.Locker,
 	}
 	if o.pool == nil {
-		o.pool = pool.NewMemory()
+		// On the orchestrator's clock, so a pinned Config.Now and the
+		// pool agree about what has expired.
+		o.pool = pool.NewMemoryWith(pool.MemoryOptions{Now: cfg.Now})
 	}
 	if o.log == nil {
 		o.log = slog.Default()

@@ -433,7 +433,8 @@ func (r *run) applyDecision(e *pool.Entry, d approval.Decision) error {
 	}
 	switch d.Action {
 	case approval.Cancel:
-		r.addResumed(a, taken, taken.Fields, cancelledText, true)
+		r.emitResumedStart(a, taken, taken.Fields)
+		r.addResumed(a, taken, taken.Fields, cancelledText, true, 0)
 	case approval.Edit:
 		if !taken.Approval.AllowModification {
 			return r.repark(taken, []string{"this action cannot be modified; approve or cancel it"})
@@ -454,11 +455,9 @@ func (r *run) applyDecision(e *pool.Entry, d approval.Decision) error {
 			}
 		}
 		taken.Fields = col.fields
-		content, isErr := r.runAgent(a, resumeCallID(taken), col.fields)
-		r.addResumed(a, taken, col.fields, content, isErr)
+		r.resume(a, taken, col.fields)
 	default: // Approve
-		content, isErr := r.runAgent(a, resumeCallID(taken), taken.Fields)
-		r.addResumed(a, taken, taken.Fields, content, isErr)
+		r.resume(a, taken, taken.Fields)
 	}
 	return nil
 }
@@ -486,12 +485,26 @@ func (r *run) repark(e *pool.Entry, problems []string) error {
 
 func resumeCallID(e *pool.Entry) string { return "resume_" + e.ID }
 
+// resume runs an agent taken from the pool and adds its outcome.
+func (r *run) resume(a *agentTool, e *pool.Entry, fields json.RawMessage) {
+	r.emitResumedStart(a, e, fields)
+	t0 := time.Now()
+	content, isErr := r.runAgent(a, resumeCallID(e), fields)
+	r.addResumed(a, e, fields, content, isErr, time.Since(t0))
+}
+
+func (r *run) emitResumedStart(a *agentTool, e *pool.Entry, fields json.RawMessage) {
+	if r.emit != nil {
+		r.emit(Event{Type: EventToolCallStart, ToolCall: &ToolCallRecord{ID: resumeCallID(e), Name: a.name, ArgsSummary: summarizeArgs(fields)}})
+	}
+}
+
 // addResumed records a resumed agent's outcome and adds it to the
 // conversation as a tool call with its result, so the model sees what ran.
-func (r *run) addResumed(a *agentTool, e *pool.Entry, fields json.RawMessage, content string, isErr bool) {
+func (r *run) addResumed(a *agentTool, e *pool.Entry, fields json.RawMessage, content string, isErr bool, dur time.Duration) {
 	id := resumeCallID(e)
 	call := llm.ToolCall{ID: id, Name: a.name, Arguments: fields}
-	rec := ToolCallRecord{ID: id, Name: a.name, ArgsSummary: summarizeArgs(fields), Success: !isErr, ResultStatus: resultCompleted, ResultChars: len(content)}
+	rec := ToolCallRecord{ID: id, Name: a.name, ArgsSummary: summarizeArgs(fields), Duration: dur, Success: !isErr, ResultStatus: resultCompleted, ResultChars: len(content)}
 	if isErr {
 		rec.ResultStatus, rec.Error = resultError, content
 	}
@@ -510,8 +523,11 @@ func (r *run) addResumed(a *agentTool, e *pool.Entry, fields json.RawMessage, co
 	r.saved = len(r.conv.history)
 }
 
-// extractToolName is the forced tool of a field-extraction call.
-const extractToolName = "provide_fields"
+// ExtractToolName is the tool a waiting agent's field-extraction call
+// forces (llm.Request.ToolChoice): the model answers the user's reply with
+// a call of it holding the fields the reply gives, or {"unrelated": true}.
+// Scripted models in tests match on it.
+const ExtractToolName = "provide_fields"
 
 // supplyInput reads missing fields for a waiting agent from the user's
 // reply. handled is false when the reply is about something else.
@@ -560,8 +576,7 @@ func (r *run) supplyInput(e *pool.Entry) (handled bool, note string, err error) 
 	if err != nil {
 		return true, "", fmt.Errorf("agent: taking %s from the pool: %w", e.ID, err)
 	}
-	content, isErr := r.runAgent(a, resumeCallID(taken), col.fields)
-	r.addResumed(a, taken, col.fields, content, isErr)
+	r.resume(a, taken, col.fields)
 	return true, "", nil
 }
 
@@ -569,7 +584,7 @@ func (r *run) supplyInput(e *pool.Entry) (handled bool, note string, err error) 
 // which fields the user's reply supplies.
 func (r *run) extract(a *agentTool, e *pool.Entry) (json.RawMessage, bool, error) {
 	var sys strings.Builder
-	fmt.Fprintf(&sys, "A pending action waits for information from the user. Read the user's reply and call %s with the values it gives.\n", extractToolName)
+	fmt.Fprintf(&sys, "A pending action waits for information from the user. Read the user's reply and call %s with the values it gives.\n", ExtractToolName)
 	fmt.Fprintf(&sys, "Action: %s — %s\n", a.name, firstLine(a.description))
 	fmt.Fprintf(&sys, "Collected so far: %s\n", e.Fields)
 	if len(e.Missing) > 0 {
@@ -582,12 +597,12 @@ func (r *run) extract(a *agentTool, e *pool.Entry) (json.RawMessage, bool, error
 	msgs := []llm.Message{llm.SystemMessage(sys.String())}
 	msgs = append(msgs, r.recent(4)...)
 	msgs = append(msgs, llm.UserMessage(r.msg.Text))
-	resp, err := r.callAside(llm.Request{Messages: msgs, Tools: []llm.ToolSpec{a.extractSpec}, ToolChoice: extractToolName})
+	resp, err := r.callAside(llm.Request{Messages: msgs, Tools: []llm.ToolSpec{a.extractSpec}, ToolChoice: ExtractToolName})
 	if err != nil {
 		return nil, false, err
 	}
 	for _, c := range resp.Message.ToolCalls {
-		if c.Name != extractToolName {
+		if c.Name != ExtractToolName {
 			continue
 		}
 		var m map[string]json.RawMessage
