@@ -495,7 +495,7 @@ func (r *run) resume(a *agentTool, e *pool.Entry, fields json.RawMessage) {
 
 func (r *run) emitResumedStart(a *agentTool, e *pool.Entry, fields json.RawMessage) {
 	if r.emit != nil {
-		r.emit(Event{Type: EventToolCallStart, ToolCall: &ToolCallRecord{ID: resumeCallID(e), Name: a.name, ArgsSummary: summarizeArgs(fields)}})
+		r.emit(Event{Type: EventToolCallStart, ToolCall: &ToolCallRecord{ID: resumeCallID(e), Name: a.name, ArgsSummary: summarizeArgs(fields), Resumed: true}})
 	}
 }
 
@@ -504,7 +504,7 @@ func (r *run) emitResumedStart(a *agentTool, e *pool.Entry, fields json.RawMessa
 func (r *run) addResumed(a *agentTool, e *pool.Entry, fields json.RawMessage, content string, isErr bool, dur time.Duration) {
 	id := resumeCallID(e)
 	call := llm.ToolCall{ID: id, Name: a.name, Arguments: fields}
-	rec := ToolCallRecord{ID: id, Name: a.name, ArgsSummary: summarizeArgs(fields), Duration: dur, Success: !isErr, ResultStatus: resultCompleted, ResultChars: len(content)}
+	rec := ToolCallRecord{ID: id, Name: a.name, ArgsSummary: summarizeArgs(fields), Duration: dur, Success: !isErr, ResultStatus: resultCompleted, ResultChars: len(content), Resumed: true}
 	if isErr {
 		rec.ResultStatus, rec.Error = resultError, content
 	}

@@ -18,7 +18,6 @@ import (
 // state the conversation is left in and the approvals it waits for.
 func send(ctx context.Context, w io.Writer, o *agent.Orchestrator, msg agent.Message) (*agent.Result, error) {
 	fmt.Fprintf(w, "\nyou> %s\n", msg.Text)
-	started := map[string]bool{}
 	for ev, err := range o.Stream(ctx, msg) {
 		switch ev.Type {
 		case agent.EventMessageStart:
@@ -28,14 +27,14 @@ func send(ctx context.Context, w io.Writer, o *agent.Orchestrator, msg agent.Mes
 		case agent.EventMessageEnd:
 			fmt.Fprintln(w)
 		case agent.EventToolCallStart:
-			started[ev.ToolCall.ID] = true
-			fmt.Fprintf(w, "  → %s %s\n", ev.ToolCall.Name, ev.ToolCall.ArgsSummary)
-		case agent.EventToolResult:
-			if !started[ev.ToolCall.ID] {
+			if ev.ToolCall.Resumed {
 				// A pooled agent resumed by the user's decision: its call
 				// was made in an earlier message (or process).
 				fmt.Fprintf(w, "  ↻ %s decided by your reply %s\n", ev.ToolCall.Name, ev.ToolCall.ArgsSummary)
+			} else {
+				fmt.Fprintf(w, "  → %s %s\n", ev.ToolCall.Name, ev.ToolCall.ArgsSummary)
 			}
+		case agent.EventToolResult:
 			printToolResult(w, ev.ToolCall)
 		case agent.EventStateChange:
 			fmt.Fprintf(w, "  … the conversation is now %s\n", ev.State)
