@@ -856,3 +856,41 @@ func TestStreamReportsResumedAgents(t *testing.T) {
 		t.Fatalf("events = %s", got)
 	}
 }
+
+func TestResolveApprovalEditAndCancelFromAUI(t *testing.T) {
+	rt := &router{loop: []llmtest.Reply{
+		llmtest.Calls(
+			llmtest.Call("send_email", `{"to":"team@example.com","subject":"Plan"}`),
+			llmtest.Call("send_email", `{"to":"boss@example.com","subject":"Plan"}`),
+		),
+		llmtest.Text("Sent to you instead."),
+		llmtest.Text("Cancelled the other one."),
+	}}
+	email := &emailAgent{}
+	o := agentsOrch(t, rt.script(t), agent.Config{}, email, &noteAgent{})
+	ctx := context.Background()
+	first, _ := o.HandleMessage(ctx, msg("two mails"))
+	a, b := first.PendingApprovals[0].ID, first.PendingApprovals[1].ID
+	res, err := o.ResolveApproval(ctx, "u1", a, approval.Decision{Action: approval.Edit, Fields: json.RawMessage(`{"to":"me@example.com"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent := email.Sent(); len(sent) != 1 || sent[0].To != "me@example.com" || sent[0].Subject != "Plan" {
+		t.Fatalf("sent = %+v", sent)
+	}
+	// The other approval is still open, and the Result says so.
+	if res.Response != "Sent to you instead." || res.Status != agent.StatusWaitingForApproval || len(res.PendingApprovals) != 1 || res.PendingApprovals[0].ID != b {
+		t.Fatalf("res = %+v", res)
+	}
+	res, err = o.ResolveApproval(ctx, "u1", b, approval.Decision{Action: approval.Cancel, Reason: "not needed"})
+	if err != nil || res.Status != agent.StatusCompleted || len(email.Sent()) != 1 {
+		t.Fatalf("cancel: %+v, %v", res, err)
+	}
+	if res.ToolCalls[0].Error != "User cancelled this action." || !res.ToolCalls[0].Resumed {
+		t.Fatalf("record = %+v", res.ToolCalls[0])
+	}
+	h, _ := o.History(ctx, "u1", "c1")
+	if err := llm.CheckPairing(h); err != nil {
+		t.Fatal(err)
+	}
+}

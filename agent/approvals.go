@@ -14,26 +14,29 @@ import (
 // ListPendingApprovals returns the tenant's open approval requests, oldest
 // first, from every conversation and source. Expired ones are left out.
 func (o *Orchestrator) ListPendingApprovals(ctx context.Context, tenantID string) ([]approval.Request, error) {
-	if tenantID == "" {
-		return nil, ErrNoTenant
-	}
-	entries, err := o.pool.List(ctx, tenantID)
-	if err != nil {
-		return nil, fmt.Errorf("agent: reading the pool: %w", err)
-	}
-	now := o.now()
+	entries, err := o.live(ctx, tenantID)
 	var out []approval.Request
 	for _, e := range entries {
-		if e.Status == pool.StatusWaitingForApproval && e.Approval != nil && !e.Expired(now) {
+		if e.Status == pool.StatusWaitingForApproval && e.Approval != nil {
 			out = append(out, *e.Approval)
 		}
 	}
-	return out, nil
+	return out, err
 }
 
 // PendingAgents returns the tenant's Agent-Tools waiting in the pool, for
 // input or approval, oldest first. Expired ones are left out.
 func (o *Orchestrator) PendingAgents(ctx context.Context, tenantID string) ([]Waiting, error) {
+	entries, err := o.live(ctx, tenantID)
+	var out []Waiting
+	for _, e := range entries {
+		out = append(out, waitingOf(e))
+	}
+	return out, err
+}
+
+// live lists the tenant's pooled entries that have not expired.
+func (o *Orchestrator) live(ctx context.Context, tenantID string) ([]*pool.Entry, error) {
 	if tenantID == "" {
 		return nil, ErrNoTenant
 	}
@@ -42,13 +45,7 @@ func (o *Orchestrator) PendingAgents(ctx context.Context, tenantID string) ([]Wa
 		return nil, fmt.Errorf("agent: reading the pool: %w", err)
 	}
 	now := o.now()
-	var out []Waiting
-	for _, e := range entries {
-		if !e.Expired(now) {
-			out = append(out, waitingOf(e))
-		}
-	}
-	return out, nil
+	return slices.DeleteFunc(entries, func(e *pool.Entry) bool { return e.Expired(now) }), nil
 }
 
 // ResolveApproval applies a decision taken outside the conversation (a
