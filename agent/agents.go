@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -123,7 +124,8 @@ func Register[In any](reg *Registry, name, description string, impl Agent[In], o
 		return impl.Run(ctx, in)
 	}
 	if v, ok := impl.(interface{ Validate(In) error }); ok {
-		a.validate = func(fields json.RawMessage) error {
+		a.validate = func(fields json.RawMessage) (err error) {
+			defer recoverInto(&err, name)
 			var in In
 			if err := a.decode(fields, &in); err != nil {
 				return err
@@ -132,7 +134,8 @@ func Register[In any](reg *Registry, name, description string, impl Agent[In], o
 		}
 	}
 	if ap, ok := impl.(interface{ Approval(In) *approval.Request }); ok {
-		a.approval = func(fields json.RawMessage) (*approval.Request, error) {
+		a.approval = func(fields json.RawMessage) (_ *approval.Request, err error) {
+			defer recoverInto(&err, name)
 			var in In
 			if err := a.decode(fields, &in); err != nil {
 				return nil, err
@@ -154,6 +157,14 @@ func Register[In any](reg *Registry, name, description string, impl Agent[In], o
 	reg.byName[name] = a
 	reg.agents = append(reg.agents, a)
 	return nil
+}
+
+// recoverInto turns a panic in an agent's method into an error, so a
+// faulty agent never takes the process down.
+func recoverInto(err *error, name string) {
+	if v := recover(); v != nil {
+		*err = &tool.PanicError{Tool: name, Value: v, Stack: debug.Stack()}
+	}
 }
 
 // Names returns the registered agents' names in registration order.
@@ -397,6 +408,7 @@ type collected struct {
 	task     string          // task_instruction, if given
 	missing  []string        // required fields still absent
 	problems []string        // why given values were rejected
+	err      error           // Validate failed (panicked): the agent cannot go on
 }
 
 func (c *collected) complete() bool { return len(c.missing) == 0 && len(c.problems) == 0 }
@@ -466,6 +478,10 @@ func (a *agentTool) collect(prev, args json.RawMessage) collected {
 	c.fields, _ = json.Marshal(fields)
 	if c.complete() && a.validate != nil {
 		if err := a.validate(c.fields); err != nil {
+			if pe := (*tool.PanicError)(nil); errors.As(err, &pe) {
+				c.err = err
+				return c
+			}
 			c.problems = append(c.problems, validationProblems(err, fields)...)
 			c.fields, _ = json.Marshal(fields)
 		}

@@ -894,3 +894,47 @@ func TestResolveApprovalEditAndCancelFromAUI(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+type PanickyIn struct {
+	X string `json:"x"`
+}
+
+type panicky struct{ where string }
+
+func (p panicky) Run(context.Context, PanickyIn) (agent.Reply, error) {
+	return agent.Reply{Text: "ran"}, nil
+}
+func (p panicky) Validate(PanickyIn) error {
+	if p.where == "validate" {
+		panic("validate blew up")
+	}
+	return nil
+}
+func (p panicky) Approval(PanickyIn) *approval.Request {
+	if p.where == "approval" {
+		panic("approval blew up")
+	}
+	return nil
+}
+
+// A panic in an agent's Validate or Approval is an error result, never a
+// crash of the host process.
+func TestAgentMethodPanicsAreRecovered(t *testing.T) {
+	reg := agent.NewRegistry()
+	_ = agent.Register(reg, "v", "panics in Validate", panicky{"validate"})
+	_ = agent.Register(reg, "a", "panics in Approval", panicky{"approval"})
+	s := llmtest.NewScript(
+		llmtest.Calls(llmtest.Call("v", `{"x":"1"}`), llmtest.Call("a", `{"x":"1"}`)),
+		llmtest.Text("Both broke."),
+	)
+	o := newOrch(t, s, agent.Config{Agents: reg})
+	res, err := o.HandleMessage(context.Background(), msg("go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res.ToolCalls {
+		if r.Success || !strings.Contains(r.Error, "panicked") {
+			t.Errorf("%s: %+v", r.Name, r)
+		}
+	}
+}

@@ -33,6 +33,9 @@ const cancelledText = "User cancelled this action."
 // pool, any other runs now.
 func (r *run) startAgent(a *agentTool, c llm.ToolCall) callOutcome {
 	col := a.collect(nil, c.Arguments)
+	if col.err != nil {
+		return agentFailed(a, col.err)
+	}
 	if !col.complete() {
 		return r.park(a, c.ID, col, nil)
 	}
@@ -440,6 +443,11 @@ func (r *run) applyDecision(e *pool.Entry, d approval.Decision) error {
 			return r.repark(taken, []string{"this action cannot be modified; approve or cancel it"})
 		}
 		col := a.collect(taken.Fields, d.Fields)
+		if col.err != nil {
+			r.emitResumedStart(a, taken, taken.Fields)
+			r.addResumed(a, taken, taken.Fields, fmt.Sprintf("agent %q failed: %s", a.name, col.err), true, 0)
+			return nil
+		}
 		if !col.complete() {
 			return r.repark(taken, append(col.problems, missingProblems(col.missing)...))
 		}
@@ -484,6 +492,21 @@ func (r *run) repark(e *pool.Entry, problems []string) error {
 }
 
 func resumeCallID(e *pool.Entry) string { return "resume_" + e.ID }
+
+// failPooled ends a pooled agent whose own code failed: it leaves the
+// pool and its failure enters the conversation as an error result.
+func (r *run) failPooled(a *agentTool, e *pool.Entry, cause error) error {
+	taken, err := r.o.pool.Take(r.ctx, e.TenantID, e.ID)
+	if errors.Is(err, pool.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("agent: taking %s from the pool: %w", e.ID, err)
+	}
+	r.emitResumedStart(a, taken, taken.Fields)
+	r.addResumed(a, taken, taken.Fields, fmt.Sprintf("agent %q failed: %s", a.name, cause), true, 0)
+	return nil
+}
 
 // resume runs an agent taken from the pool and adds its outcome.
 func (r *run) resume(a *agentTool, e *pool.Entry, fields json.RawMessage) {
@@ -543,6 +566,9 @@ func (r *run) supplyInput(e *pool.Entry) (handled bool, note string, err error) 
 			a.name, e.ID, a.fieldList(e.Missing)), nil
 	}
 	col := a.collect(e.Fields, args)
+	if col.err != nil {
+		return true, "", r.failPooled(a, e, col.err)
+	}
 	now := o.now()
 	e.Fields, e.Missing, e.Problems, e.UpdatedAt = col.fields, col.missing, col.problems, now
 	if col.task != "" {
@@ -558,7 +584,7 @@ func (r *run) supplyInput(e *pool.Entry) (handled bool, note string, err error) 
 	if a.approval != nil {
 		req, err := a.approval(col.fields)
 		if err != nil {
-			return true, "", fmt.Errorf("agent: %s approval: %w", a.name, err)
+			return true, "", r.failPooled(a, e, err)
 		}
 		if req != nil {
 			r.fillApproval(e, req, now)
