@@ -107,12 +107,10 @@ func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
 // milliseconds from the client's clock. An entry's key expires at
 // ExpiresAt+Retention ("gone"); the index expires with its last entry.
 const (
-	// ARGV: id, value, expires, now, gone, cutoff (now-retention), max.
-	createScript = `
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[6])
-if redis.call('EXISTS', KEYS[1]) == 1 then return 'exists' end
-if redis.call('ZCOUNT', KEYS[2], '(' .. ARGV[4], '+inf') >= tonumber(ARGV[7]) then return 'full' end
-if tonumber(ARGV[5]) <= tonumber(ARGV[4]) then return 'ok' end
+	// writeEntry ends createScript and updateScript: store the value until
+	// "gone", index it by expiry, and keep the index alive as long as its
+	// longest-lived entry. ARGV: id, value, expires, now, gone.
+	writeEntry = `
 redis.call('SET', KEYS[1], ARGV[2], 'PXAT', ARGV[5])
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
 local ttl = redis.call('PTTL', KEYS[2])
@@ -120,6 +118,14 @@ if ttl < 0 or tonumber(ARGV[4]) + ttl < tonumber(ARGV[5]) then
   redis.call('PEXPIREAT', KEYS[2], ARGV[5])
 end
 return 'ok'`
+
+	// ARGV: id, value, expires, now, gone, cutoff (now-retention), max.
+	createScript = `
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[6])
+if redis.call('EXISTS', KEYS[1]) == 1 then return 'exists' end
+if redis.call('ZCOUNT', KEYS[2], '(' .. ARGV[4], '+inf') >= tonumber(ARGV[7]) then return 'full' end
+if tonumber(ARGV[5]) <= tonumber(ARGV[4]) then return 'ok' end
+` + writeEntry
 
 	// ARGV: id, value, expires, now, gone, expected revision.
 	updateScript = `
@@ -137,13 +143,7 @@ if tonumber(ARGV[5]) <= tonumber(ARGV[4]) then
   redis.call('ZREM', KEYS[2], ARGV[1])
   return 'ok'
 end
-redis.call('SET', KEYS[1], ARGV[2], 'PXAT', ARGV[5])
-redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
-local ttl = redis.call('PTTL', KEYS[2])
-if ttl < 0 or tonumber(ARGV[4]) + ttl < tonumber(ARGV[5]) then
-  redis.call('PEXPIREAT', KEYS[2], ARGV[5])
-end
-return 'ok'`
+` + writeEntry
 
 	// ARGV: id. Returns the value, or nil when there is none.
 	takeScript = `
