@@ -263,43 +263,34 @@ func (r *run) servePending() (done bool, err error) {
 			r.noteBeforeUser(strings.Join(notes, "\n"))
 		}
 	}()
-	if len(approvals) > 0 {
-		for _, e := range inputs { // served once the approvals are decided
-			r.pending = append(r.pending, waitingOf(e))
-		}
-		rest, note, err := r.decideApprovals(approvals)
+	// Approvals first; inputs are served once the approvals are decided.
+	var left []*pool.Entry // still waiting after this message
+	var note string
+	switch {
+	case len(approvals) > 0:
+		rest, n, err := r.decideApprovals(approvals)
 		if err != nil {
 			return false, err
 		}
-		if note != "" {
-			notes = append(notes, note)
-		}
-		for _, e := range rest {
-			r.pending = append(r.pending, waitingOf(e))
-		}
-		if len(r.parked) > 0 {
-			return true, r.replyWaiting()
-		}
-		return false, nil
-	}
-	if len(inputs) > 0 {
-		e := inputs[0]
-		for _, other := range inputs[1:] {
-			r.pending = append(r.pending, waitingOf(other))
-		}
-		handled, note, err := r.supplyInput(e)
+		left, note = append(inputs, rest...), n
+	case len(inputs) > 0:
+		handled, n, err := r.supplyInput(inputs[0])
 		if err != nil {
 			return false, err
 		}
-		if note != "" {
-			notes = append(notes, note)
-		}
+		left, note = inputs[1:], n
 		if !handled {
-			r.pending = append(r.pending, waitingOf(e))
+			left = append(left, inputs[0])
 		}
-		if len(r.parked) > 0 {
-			return true, r.replyWaiting()
-		}
+	}
+	if note != "" {
+		notes = append(notes, note)
+	}
+	for _, e := range left {
+		r.pending = append(r.pending, waitingOf(e))
+	}
+	if len(r.parked) > 0 {
+		return true, r.replyWaiting()
 	}
 	return false, nil
 }
@@ -436,16 +427,14 @@ func (r *run) applyDecision(e *pool.Entry, d approval.Decision) error {
 	}
 	switch d.Action {
 	case approval.Cancel:
-		r.emitResumedStart(a, taken, taken.Fields)
-		r.addResumed(a, taken, taken.Fields, cancelledText, true, 0)
+		r.endTaken(a, taken, cancelledText)
 	case approval.Edit:
 		if !taken.Approval.AllowModification {
 			return r.repark(taken, []string{"this action cannot be modified; approve or cancel it"})
 		}
 		col := a.collect(taken.Fields, d.Fields)
 		if col.err != nil {
-			r.emitResumedStart(a, taken, taken.Fields)
-			r.addResumed(a, taken, taken.Fields, fmt.Sprintf("agent %q failed: %s", a.name, col.err), true, 0)
+			r.endTaken(a, taken, fmt.Sprintf("agent %q failed: %s", a.name, col.err))
 			return nil
 		}
 		if !col.complete() {
@@ -503,9 +492,16 @@ func (r *run) failPooled(a *agentTool, e *pool.Entry, cause error) error {
 	if err != nil {
 		return fmt.Errorf("agent: taking %s from the pool: %w", e.ID, err)
 	}
-	r.emitResumedStart(a, taken, taken.Fields)
-	r.addResumed(a, taken, taken.Fields, fmt.Sprintf("agent %q failed: %s", a.name, cause), true, 0)
+	r.endTaken(a, taken, fmt.Sprintf("agent %q failed: %s", a.name, cause))
 	return nil
+}
+
+// endTaken ends an agent taken from the pool without running it
+// (cancelled, or its own code failed): reason enters the conversation as
+// its error result.
+func (r *run) endTaken(a *agentTool, e *pool.Entry, reason string) {
+	r.emitResumedStart(a, e, e.Fields)
+	r.addResumed(a, e, e.Fields, reason, true, 0)
 }
 
 // resume runs an agent taken from the pool and adds its outcome.
