@@ -40,7 +40,14 @@ type Error struct {
 	Code       string        // provider error code, e.g. "context_length_exceeded"
 	Message    string        // provider message (never contains credentials)
 	RetryAfter time.Duration // server-suggested wait, 0 when not given
-	Err        error         // underlying cause, if any
+	// ContextLimit and ContextUsed are, for KindContextOverflow, the model's
+	// window and the size of the rejected request in tokens, when the server
+	// stated them ("maximum context length is N tokens ... resulted in M
+	// tokens"); 0 when it did not. Backends parse them so callers never
+	// parse error text.
+	ContextLimit int
+	ContextUsed  int
+	Err          error // underlying cause, if any
 }
 
 func (e *Error) Error() string {
