@@ -36,10 +36,14 @@
 //     window (tool calls keep their results);
 //   - the model is called; failures are handled by kind through one table:
 //     rate limits and 5xx back off exponentially, honouring Retry-After, up to
-//     LLMMaxRetries; a timeout is retried once; a context overflow trims, then
-//     truncates every tool result, then keeps only the last messages, then
-//     fails with ErrContextOverflow; an auth or bad-request error is returned
-//     at once;
+//     LLMMaxRetries; a timeout is retried once; a context overflow shrinks
+//     the request straight to 90% of the window when the server stated its
+//     window and the request's size (llm.Error.ContextLimit, ContextUsed),
+//     and otherwise trims, then truncates every tool result, then keeps only
+//     the last messages, then fails with ErrContextOverflow — every retry is
+//     strictly smaller than the request that was rejected, and a defence
+//     that would change nothing is skipped; an auth or bad-request error is
+//     returned at once;
 //   - no tool calls: that is the answer;
 //   - otherwise every tool call runs concurrently (up to
 //     LoopConfig.MaxParallelTools at once) with its own timeout. A

@@ -14,7 +14,8 @@ import (
 type callState struct {
 	retries       int // rate-limit and unavailability retries so far
 	timeoutRetry  bool
-	overflowStage int
+	overflowStage int // the last overflow defence tried
+	fits          int // requests fitted to a window the server stated
 }
 
 // errorHandler decides what to do after a failed model call: retry (after
@@ -221,31 +222,105 @@ func (r *run) retryOnce(st *callState, _ []llm.Message, err error) (bool, []llm.
 	return true, nil, nil
 }
 
-// shrink answers a context overflow by shortening what is sent, one defence
-// more each time: trim the history, truncate every tool result, keep only
-// the last messages; then it gives up.
+// Overflow defences after fitting, tried in this order by shrink.
+const (
+	overflowTrim     = iota + 1 // trim the history to the configured budget
+	overflowTruncate            // cut every tool result to a tenth of its limit
+	overflowForce               // keep only the last messages
+)
+
+const (
+	// overflowMargin is the share of the stated window a fitted request
+	// aims for: token estimates differ from the server's count.
+	overflowMargin = 0.9
+	// maxOverflowFits is how many times a request is fitted to a stated
+	// window before the other defences take over.
+	maxOverflowFits = 2
+	// minFitToolChars is the shortest a fitted request cuts a tool result
+	// to before it drops messages instead.
+	minFitToolChars = 500
+)
+
+// shrink answers a context overflow by sending a shorter request. When the
+// server stated its window and the request's size (llm.Error.ContextLimit
+// and ContextUsed), the request is shrunk straight to fit, with a margin.
+// Otherwise, or when that is not enough, one defence more each time: trim
+// the history, truncate every tool result, keep only the last messages;
+// then it gives up. A defence whose request would not be strictly smaller
+// than the rejected one is skipped: the same request would be rejected
+// again.
 func (r *run) shrink(st *callState, msgs []llm.Message, err error) (bool, []llm.Message, error) {
 	m := r.o.ctxm
-	for st.overflowStage < 3 {
+	size := m.Tokens(msgs)
+	var e *llm.Error
+	if st.fits < maxOverflowFits && errors.As(err, &e) && e.ContextLimit > 0 && e.ContextUsed > e.ContextLimit {
+		st.fits++
+		target := int(float64(size) * float64(e.ContextLimit) / float64(e.ContextUsed) * overflowMargin)
+		if next := r.fitTo(msgs, target); m.Tokens(next) < size {
+			return r.shortened("fit", msgs, next, size), next, nil
+		}
+	}
+	for st.overflowStage < overflowForce {
 		st.overflowStage++
-		before := len(msgs)
 		var next []llm.Message
 		switch st.overflowStage {
-		case 1:
+		case overflowTrim:
 			next = m.Trim(msgs)
-		case 2:
+		case overflowTruncate:
 			next = m.TruncateToolResults(msgs, 0)
-		case 3:
+		case overflowForce:
 			next = m.ForceTrim(msgs)
 		}
-		if st.overflowStage == 2 || len(next) != before {
-			r.o.log.WarnContext(r.ctx, "agent: context overflow, shortening the conversation",
-				"stage", st.overflowStage, "messages_before", before, "messages_after", len(next))
-			if !r.aside {
-				r.window = next
-			}
-			return true, next, nil
+		if m.Tokens(next) < size {
+			return r.shortened(overflowStageNames[st.overflowStage], msgs, next, size), next, nil
 		}
 	}
 	return false, nil, fmt.Errorf("%w: %w", ErrContextOverflow, err)
+}
+
+var overflowStageNames = [...]string{overflowTrim: "trim", overflowTruncate: "truncate tool results", overflowForce: "keep the last messages"}
+
+// shortened logs a defence that shortened the request and makes next the
+// run's window (unless the call is an aside). It returns true: retry.
+func (r *run) shortened(how string, msgs, next []llm.Message, size int) bool {
+	r.o.log.WarnContext(r.ctx, "agent: context overflow, shortening the conversation",
+		"defence", how, "messages_before", len(msgs), "messages_after", len(next),
+		"tokens_before", size, "tokens_after", r.o.ctxm.Tokens(next))
+	if !r.aside {
+		r.window = next
+	}
+	return true
+}
+
+// fitTo returns msgs shortened to at most target tokens where it can be:
+// the oldest messages go first, then every tool result is cut to the
+// longest length that fits, then only the last messages are kept.
+func (r *run) fitTo(msgs []llm.Message, target int) []llm.Message {
+	m := r.o.ctxm
+	next := m.TrimToTokens(msgs, target)
+	if m.Tokens(next) <= target {
+		return next
+	}
+	longest := 0
+	for _, x := range next {
+		if x.Role == llm.RoleTool {
+			longest = max(longest, len(x.Content))
+		}
+	}
+	if longest > minFitToolChars {
+		best, lo, hi := minFitToolChars, minFitToolChars, longest-1
+		for lo <= hi { // the longest cut that fits; an error path, so a copy per probe is fine
+			mid := lo + (hi-lo)/2
+			if m.Tokens(m.TruncateToolResults(next, mid)) <= target {
+				best, lo = mid, mid+1
+			} else {
+				hi = mid - 1
+			}
+		}
+		next = m.TruncateToolResults(next, best)
+		if m.Tokens(next) <= target {
+			return next
+		}
+	}
+	return m.ForceTrim(next)
 }

@@ -197,3 +197,103 @@ func TestClientReturningNothingIsAnErrorNotAPanic(t *testing.T) {
 		}
 	}
 }
+
+// reqChars is the size of a request as overflowModel measures it.
+func reqChars(req llm.Request) int {
+	n := 0
+	for _, m := range req.Messages {
+		n += len(m.Content)
+	}
+	return n
+}
+
+// seedHistory plays n short exchanges so the conversation has history
+// without any tool result.
+func seedHistory(t *testing.T, o *agent.Orchestrator, n int) {
+	t.Helper()
+	for i := range n {
+		if _, err := o.HandleMessage(context.Background(), msg(strings.Repeat("tell me more ", 20)+string(rune('a'+i)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Every retry after an overflow must be strictly smaller than the request
+// that was rejected: a defence that changes nothing (truncating tool
+// results when there are none) is skipped, never sent again as it was.
+func TestContextOverflowNeverResendsTheRejectedRequest(t *testing.T) {
+	var sizes []int
+	overflowing := false
+	s := llmtest.NewScriptFunc(func(req llm.Request) llmtest.Reply {
+		if !overflowing {
+			return llmtest.Text(strings.Repeat("here is more ", 20))
+		}
+		sizes = append(sizes, reqChars(req))
+		return llmtest.Fail(&llm.Error{Kind: llm.KindContextOverflow, StatusCode: 400, Code: "context_length_exceeded"})
+	})
+	o := newOrch(t, paired{t, s}, agent.Config{Loop: agent.LoopConfig{MaxHistoryMessages: 12}})
+	seedHistory(t, o, 6) // 12 messages of history, none of them a tool result
+	overflowing = true
+	_, err := o.HandleMessage(context.Background(), msg("and now?"))
+	if !errors.Is(err, agent.ErrContextOverflow) {
+		t.Fatalf("err = %v, want ErrContextOverflow", err)
+	}
+	for i := 1; i < len(sizes); i++ {
+		if sizes[i] >= sizes[i-1] {
+			t.Fatalf("request sizes %v: attempt %d (%d chars) is not smaller than the rejected one (%d)", sizes, i+1, sizes[i], sizes[i-1])
+		}
+	}
+	if len(sizes) < 2 {
+		t.Fatalf("request sizes %v: ForceTrim could have shortened a 12-message history", sizes)
+	}
+}
+
+// A lone message that is too long for the window is rejected once: no
+// defence can make it smaller, so nothing is sent again.
+func TestContextOverflowOfAnUnshrinkableRequestIsNotRetried(t *testing.T) {
+	var sizes []int
+	s := overflowModel(10, &sizes, func(llm.Request) llmtest.Reply { return llmtest.Text("unreachable") })
+	o := newOrch(t, paired{t, s}, agent.Config{})
+	if _, err := o.HandleMessage(context.Background(), msg("this message alone is longer than the window")); !errors.Is(err, agent.ErrContextOverflow) {
+		t.Fatalf("err = %v", err)
+	}
+	if len(sizes) != 1 {
+		t.Fatalf("sent %d times (sizes %v); nothing could shrink it", len(sizes), sizes)
+	}
+}
+
+// When the server states its window and the request's size, the loop
+// shrinks straight to fit, with a margin: one rejected call, one that
+// succeeds.
+func TestContextOverflowWithStatedSizesShrinksStraightToFit(t *testing.T) {
+	const limitChars = 3000
+	var sizes []int
+	overflowing := false
+	s := llmtest.NewScriptFunc(func(req llm.Request) llmtest.Reply {
+		if !overflowing {
+			return llmtest.Text(strings.Repeat("here is more ", 20))
+		}
+		n := reqChars(req)
+		sizes = append(sizes, n)
+		if n > limitChars {
+			// Like OpenAI: "maximum context length is N tokens. However,
+			// your messages resulted in M tokens." (4 chars per token)
+			return llmtest.Fail(&llm.Error{Kind: llm.KindContextOverflow, StatusCode: 400, Code: "context_length_exceeded",
+				ContextLimit: limitChars / 4, ContextUsed: n / 4})
+		}
+		return llmtest.Text("fits now")
+	})
+	o := newOrch(t, paired{t, s}, agent.Config{Loop: agent.LoopConfig{MaxHistoryMessages: 40}})
+	seedHistory(t, o, 15) // about 8000 chars of history
+	overflowing = true
+	res, err := o.HandleMessage(context.Background(), msg("and now?"))
+	if err != nil || res.Response != "fits now" {
+		t.Fatalf("res=%+v err=%v sizes=%v", res, err, sizes)
+	}
+	if len(sizes) != 2 {
+		t.Fatalf("request sizes %v: want one rejected request and one that fits", sizes)
+	}
+	if sizes[1] < limitChars/2 {
+		t.Fatalf("request sizes %v: shrank far below the stated window (%d chars)", sizes, limitChars)
+	}
+}

@@ -108,6 +108,21 @@ func assemble(msgs []llm.Message, p int, hist []llm.Message, pin, from int) []ll
 // A history that satisfies llm.CheckPairing still does after Trim. Trim
 // does not repair a history that is already broken; [RepairPairing] does.
 func (m *Manager) Trim(msgs []llm.Message) []llm.Message {
+	return m.trim(msgs, m.cfg.MaxHistoryMessages, m.budget)
+}
+
+// TrimToTokens is [Manager.Trim] with a token budget of its own and no
+// message quota: it drops the oldest groups until the estimate of the
+// result is at most maxTokens, keeping what Trim keeps (the leading system
+// messages, the last user message and the last message's group), so the
+// result may still exceed maxTokens when those alone do. It is how a loop
+// shrinks a request straight to the size a model said it accepts. Like
+// Trim it never modifies msgs and keeps pairing intact.
+func (m *Manager) TrimToTokens(msgs []llm.Message, maxTokens int) []llm.Message {
+	return m.trim(msgs, len(msgs), maxTokens)
+}
+
+func (m *Manager) trim(msgs []llm.Message, quota, budget int) []llm.Message {
 	p := leadingSystem(msgs)
 	hist := msgs[p:]
 	if len(hist) == 0 {
@@ -115,14 +130,14 @@ func (m *Manager) Trim(msgs []llm.Message) []llm.Message {
 	}
 	starts := unitStarts(hist)
 	pin := lastUser(hist)
-	k := window(len(hist), starts, pin, m.cfg.MaxHistoryMessages)
+	k := window(len(hist), starts, pin, quota)
 
 	// Token phase: drop the oldest kept units while over budget.
 	total := m.Tokens(msgs[:p]) + m.Tokens(hist[starts[k]:])
 	if pin >= 0 && pin < starts[k] {
 		total += m.MessageTokens(hist[pin])
 	}
-	for total > m.budget && k < len(starts)-1 {
+	for total > budget && k < len(starts)-1 {
 		s, e := starts[k], starts[k+1]
 		if s != pin { // the pinned user message stays, so its tokens too
 			total -= m.Tokens(hist[s:e])

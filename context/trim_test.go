@@ -172,3 +172,32 @@ func TestRepairPairing(t *testing.T) {
 		t.Fatal("RepairPairing should return a new slice")
 	}
 }
+
+func TestTrimToTokens(t *testing.T) {
+	// No message quota binds here (MaxHistoryMessages 4 would, for Trim):
+	// only the budget given to TrimToTokens. A message costs 4 + its weight.
+	m := mustManager(t, agentctx.Config{TokenLimit: 10000, TrimThreshold: 1, MaxHistoryMessages: 4, CountTokens: weightTokens})
+	tests := []struct {
+		name   string
+		in     string
+		budget int
+		want   string
+	}{
+		{"fits already", "s0*20 u1*20 a1*20 u2*20 a2*20 u3*20", 1000, "s0*20 u1*20 a1*20 u2*20 a2*20 u3*20"},
+		{"drops the oldest until within", "s0*20 u1*20 a1*20 u2*20 a2*20 u3*20", 90, "s0*20 a2*20 u3*20"},
+		{"a group goes whole", "s0 u1 a9*10(x,y) t(x)*30 t(y)*30 u2*30 a2*10", 60, "s0 u2*30 a2*10"},
+		{"the floor is kept even over budget", "s0*50 u1*50 a1 u2*50", 10, "s0*50 u2*50"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := hist(tt.in)
+			before := clone(in)
+			got := m.TrimToTokens(in, tt.budget)
+			if r := render(got); r != tt.want {
+				t.Fatalf("TrimToTokens(%q, %d) = %q, want %q", tt.in, tt.budget, r, tt.want)
+			}
+			assertUntouched(t, "TrimToTokens", before, in)
+			assertPaired(t, "TrimToTokens", got)
+		})
+	}
+}
