@@ -19,6 +19,8 @@
 //		switch ev.Type {
 //		case agent.EventMessageChunk:
 //			fmt.Print(ev.Text)
+//		case agent.EventMessageRetract:
+//			// the model call broke off and is retried: erase ev.Text
 //		case agent.EventExecutionEnd:
 //			// ev.Result is the same Result HandleMessage returns; err is its error
 //		}

@@ -161,8 +161,12 @@ func (r *run) sendStream(ctx context.Context, req llm.Request) (*llm.Response, e
 		text    strings.Builder
 		started bool
 	)
+	r.lastEnd = ""
 	for c, err := range r.o.llm.Stream(ctx, req) {
 		if err != nil {
+			if started && !r.emit(Event{Type: EventMessageRetract, Text: text.String()}) {
+				return nil, context.Canceled
+			}
 			return nil, err
 		}
 		if c.Text != "" {
@@ -182,10 +186,17 @@ func (r *run) sendStream(ctx context.Context, req llm.Request) (*llm.Response, e
 		}
 	}
 	if final == nil {
-		return nil, &llm.Error{Kind: llm.KindUnavailable, Message: "stream ended without a final response"}
+		err := &llm.Error{Kind: llm.KindUnavailable, Message: "stream ended without a final response"}
+		if started && !r.emit(Event{Type: EventMessageRetract, Text: text.String()}) {
+			return nil, context.Canceled
+		}
+		return nil, err
 	}
-	if started && !r.emit(Event{Type: EventMessageEnd, Text: text.String()}) {
-		return nil, context.Canceled
+	if started {
+		r.lastEnd = text.String()
+		if !r.emit(Event{Type: EventMessageEnd, Text: r.lastEnd}) {
+			return nil, context.Canceled
+		}
 	}
 	return final, nil
 }

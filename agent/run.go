@@ -27,6 +27,7 @@ type run struct {
 	workers workers   // run tool calls; stopped when the run ends
 	clock   callClock // bounds each model call by LLMTimeout
 	aside   bool      // a model call outside the conversation is under way
+	lastEnd string    // the text of the last streamed model call, when it wrote one
 
 	// Agent-Tools: those parked in the pool by this run, and those of the
 	// conversation still waiting from earlier runs.
@@ -198,7 +199,15 @@ func (r *run) loop() error {
 const maxTurnsNote = "You have used every step available for this request. Do not call tools. " +
 	"Answer the user now with what you have found, and say briefly what is still missing."
 
+// finish ends the run with m as the answer. When streaming, an answer the
+// model did not just stream (the agents' own prompt) is streamed now, so
+// the last message a consumer shows is always Result.Response.
 func (r *run) finish(m llm.Message) {
+	if r.emit != nil && m.Content != "" && m.Content != r.lastEnd &&
+		r.emit(Event{Type: EventMessageStart}) && r.emit(Event{Type: EventMessageChunk, Text: m.Content}) {
+		r.emit(Event{Type: EventMessageEnd, Text: m.Content})
+	}
+	r.lastEnd = ""
 	r.add(m)
 	r.saved = len(r.conv.history)
 	r.res.Response = m.Content

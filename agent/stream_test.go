@@ -3,6 +3,8 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"iter"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,4 +140,107 @@ func TestStreamToolResultsInFinishingOrder(t *testing.T) {
 	if len(order) != 2 || order[0] != "fast" || order[1] != "slow" {
 		t.Fatalf("results reported in order %v, want fast then slow", order)
 	}
+}
+
+// dropOnce streams "Hello, wor" and then fails, once; later calls stream
+// the whole reply.
+type dropOnce struct {
+	llmtest.Script
+	calls int
+}
+
+func (d *dropOnce) Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Chunk, error] {
+	d.calls++
+	if d.calls > 1 {
+		return d.Script.Stream(ctx, req)
+	}
+	return func(yield func(llm.Chunk, error) bool) {
+		if yield(llm.Chunk{Text: "Hello, "}, nil) && yield(llm.Chunk{Text: "wor"}, nil) {
+			yield(llm.Chunk{}, &llm.Error{Kind: llm.KindUnavailable, Message: "connection reset mid-stream"})
+		}
+	}
+}
+
+// render shows a stream the way a terminal does, following the documented
+// rules: chunks are printed as they come, and an EventMessageRetract erases
+// the text printed since EventMessageStart. It returns the messages that
+// ended (EventMessageEnd) and the Result, and checks that the screen holds
+// exactly those messages.
+func render(t *testing.T, events iter.Seq2[agent.Event, error]) ([]string, *agent.Result) {
+	t.Helper()
+	var shown []string
+	var screen, cur strings.Builder
+	var res *agent.Result
+	for ev, err := range events {
+		switch ev.Type {
+		case agent.EventMessageStart:
+			cur.Reset()
+		case agent.EventMessageChunk:
+			screen.WriteString(ev.Text)
+			cur.WriteString(ev.Text)
+		case agent.EventMessageRetract:
+			s := screen.String()
+			if ev.Text != cur.String() || !strings.HasSuffix(s, ev.Text) {
+				t.Fatalf("retract text %q, message so far %q", ev.Text, cur.String())
+			}
+			screen.Reset()
+			screen.WriteString(s[:len(s)-len(ev.Text)])
+			cur.Reset()
+		case agent.EventMessageEnd:
+			if ev.Text != cur.String() {
+				t.Errorf("message end text %q, chunks %q", ev.Text, cur.String())
+			}
+			shown = append(shown, cur.String())
+		case agent.EventExecutionEnd:
+			if err != nil {
+				t.Fatal(err)
+			}
+			res = ev.Result
+		}
+	}
+	if got, want := screen.String(), strings.Join(shown, ""); got != want {
+		t.Fatalf("the screen shows %q; the messages that ended are %q", got, want)
+	}
+	return shown, res
+}
+
+func TestStreamRetriedAfterADropRetractsThePartialText(t *testing.T) {
+	d := &dropOnce{Script: *llmtest.NewScript(llmtest.Text("Hello, world."))}
+	o := newOrch(t, d, agent.Config{Loop: fastRetries})
+	shown, res := render(t, o.Stream(context.Background(), msg("hi")))
+	if res == nil || res.Response != "Hello, world." {
+		t.Fatalf("result %+v", res)
+	}
+	if len(shown) != 1 || shown[0] != res.Response {
+		t.Fatalf("a consumer following the rules shows %q; Result.Response is %q", shown, res.Response)
+	}
+}
+
+// A reply that was never streamed (the agents' own prompt, with
+// DirectAgentPrompts) is streamed as a message too, so the last message
+// shown is always Result.Response.
+func TestStreamShowsTheResponseEvenWhenTheModelDidNotWriteIt(t *testing.T) {
+	reg := agent.NewRegistry()
+	if err := agent.Register(reg, "book_table", "Book a table", bookTable{}); err != nil {
+		t.Fatal(err)
+	}
+	s := llmtest.NewScript(llmtest.Calls(llmtest.Call("book_table", `{}`)))
+	o := newOrch(t, s, agent.Config{Agents: reg, Loop: agent.LoopConfig{DirectAgentPrompts: true}})
+	shown, res := render(t, o.Stream(context.Background(), msg("book a table")))
+	if res == nil || res.Status != agent.StatusWaitingForInput || res.Response == "" {
+		t.Fatalf("result %+v", res)
+	}
+	if len(shown) == 0 || shown[len(shown)-1] != res.Response {
+		t.Fatalf("shown %q; Result.Response is %q", shown, res.Response)
+	}
+}
+
+type bookTableIn struct {
+	Restaurant string `json:"restaurant" jsonschema:"required"`
+}
+
+type bookTable struct{}
+
+func (bookTable) Run(_ context.Context, in bookTableIn) (agent.Reply, error) {
+	return agent.Reply{Text: "booked " + in.Restaurant}, nil
 }

@@ -80,10 +80,20 @@ type ToolCallRecord struct {
 type EventType string
 
 // The events of [Orchestrator.Stream], in the order they can occur.
+//
+// Showing text: a message is the EventMessageChunk texts since its
+// EventMessageStart. It ends with either EventMessageEnd (complete; its
+// Text holds all of it) or EventMessageRetract (abandoned: the model call
+// failed part way and is retried or the run fails; discard what was shown
+// of it). A run may write several messages (text beside tool calls, then
+// the answer). When a run ends with a Result.Response (completed, or
+// waiting for input or approval), the last message ended with
+// EventMessageEnd is exactly Result.Response.
 const (
-	EventMessageStart  EventType = "message_start"   // the model starts writing text
-	EventMessageChunk  EventType = "message_chunk"   // a piece of that text (Event.Text)
-	EventMessageEnd    EventType = "message_end"     // the text is complete (Event.Text holds all of it)
+	EventMessageStart   EventType = "message_start"   // the model starts writing text
+	EventMessageChunk   EventType = "message_chunk"   // a piece of that text (Event.Text)
+	EventMessageRetract EventType = "message_retract" // discard the text since EventMessageStart (Event.Text holds it)
+	EventMessageEnd     EventType = "message_end"     // the text is complete (Event.Text holds all of it)
 	EventToolCallStart EventType = "tool_call_start" // a tool call begins (Event.ToolCall: name, args summary)
 	EventToolResult    EventType = "tool_result"     // a tool call ended (Event.ToolCall complete)
 	EventStateChange   EventType = "state_change"    // the conversation waits for input or approval (Event.State)

@@ -111,6 +111,11 @@ func send(ctx context.Context, w io.Writer, o *agent.Orchestrator, msg agent.Mes
 			fmt.Fprint(w, "bot> ")
 		case agent.EventMessageChunk:
 			fmt.Fprint(w, strings.ReplaceAll(ev.Text, "\n", "\n     "))
+		case agent.EventMessageRetract:
+			// The model call broke off part way and is retried (or the run
+			// fails): what was printed since EventMessageStart is void. A
+			// terminal cannot take it back, so say so; a UI would erase it.
+			fmt.Fprintln(w, " [cut off; discarded]")
 		case agent.EventMessageEnd:
 			fmt.Fprintln(w)
 		case agent.EventToolCallStart:

@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
+	"github.com/valetkit/valet/agent"
 	"github.com/valetkit/valet/llm"
 	"github.com/valetkit/valet/llm/llmtest"
 	"github.com/valetkit/valet/tool"
@@ -327,5 +329,33 @@ func TestRealMode(t *testing.T) {
 	out.Reset()
 	if err := run(context.Background(), &out, options{Offline: true}); err != nil || !strings.Contains(out.String(), "model: offline script") {
 		t.Errorf("-offline: %v\n%s", err, out.String())
+	}
+}
+
+// TestStreamDroppedAndRetried cuts the first streamed answer after two
+// chunks, as a flaky network does: the cut-off text is marked discarded,
+// and the retried answer is printed whole, once.
+func TestStreamDroppedAndRetried(t *testing.T) {
+	answer := llmtest.Text("Rome is sunny tomorrow, good for a walk.")
+	srv := llmtest.NewServer(llmtest.NewScript(answer, answer)) // the dropped call used the first
+	defer srv.Close()
+	srv.Inject(llmtest.DropStream(2))
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+	t.Setenv("OPENAI_BASE_URL", srv.URL)
+	model, err := chooseModel(io.Discard, options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := agent.NewOrchestrator(agent.Config{LLM: model, Loop: agent.LoopConfig{LLMRetryBaseDelay: time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := send(context.Background(), &out, o, agent.Message{TenantID: "t", Text: "walk tomorrow?"}); err != nil {
+		t.Fatalf("send: %v\n%s", err, out.String())
+	}
+	got := out.String()
+	if !strings.Contains(got, " [cut off; discarded]\n") || strings.Count(got, "Rome is sunny tomorrow, good for a walk.") != 1 {
+		t.Fatalf("output:\n%s", got)
 	}
 }
