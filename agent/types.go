@@ -94,10 +94,10 @@ const (
 	EventMessageChunk   EventType = "message_chunk"   // a piece of that text (Event.Text)
 	EventMessageRetract EventType = "message_retract" // discard the text since EventMessageStart (Event.Text holds it)
 	EventMessageEnd     EventType = "message_end"     // the text is complete (Event.Text holds all of it)
-	EventToolCallStart EventType = "tool_call_start" // a tool call begins (Event.ToolCall: name, args summary)
-	EventToolResult    EventType = "tool_result"     // a tool call ended (Event.ToolCall complete)
-	EventStateChange   EventType = "state_change"    // the conversation waits for input or approval (Event.State)
-	EventExecutionEnd  EventType = "execution_end"   // always last; Event.Result is set
+	EventToolCallStart  EventType = "tool_call_start" // a tool call begins (Event.ToolCall: name, args summary)
+	EventToolResult     EventType = "tool_result"     // a tool call ended (Event.ToolCall complete)
+	EventStateChange    EventType = "state_change"    // the conversation waits for input or approval (Event.State)
+	EventExecutionEnd   EventType = "execution_end"   // always last; Event.Result is set
 )
 
 // Event is one step of a streamed run.
