@@ -938,3 +938,68 @@ func TestAgentMethodPanicsAreRecovered(t *testing.T) {
 		}
 	}
 }
+
+// A decision is bound to the action the user saw: once the draft is edited
+// (here by another writer of the pool), a decision carrying the old
+// fingerprint fails with approval.ErrStale and nothing runs; pausing and
+// resuming does not change the fingerprint.
+func TestApprovalFingerprintBindsTheDecisionToWhatWasShown(t *testing.T) {
+	rt := &router{loop: []llmtest.Reply{
+		llmtest.Calls(llmtest.Call("send_email", `{"to":"team@example.com","subject":"Plan"}`)),
+		llmtest.Text("Sent."),
+	}}
+	email := &emailAgent{}
+	store := pool.NewMemory()
+	o := agentsOrch(t, rt.script(t), agent.Config{Pool: store}, email, &noteAgent{})
+	ctx := context.Background()
+	first, err := o.HandleMessage(ctx, msg("mail the team"))
+	if err != nil || len(first.PendingApprovals) != 1 {
+		t.Fatalf("res=%+v err=%v", first, err)
+	}
+	shown := first.PendingApprovals[0]
+	if shown.Fingerprint == "" {
+		t.Fatal("the pending request has no fingerprint")
+	}
+	listed, err := o.ListPendingApprovals(ctx, "u1")
+	if err != nil || len(listed) != 1 || listed[0].Fingerprint != shown.Fingerprint {
+		t.Fatalf("listed %+v err=%v, want fingerprint %s", listed, err, shown.Fingerprint)
+	}
+	// Pause and resume bump the pool revision, not the fingerprint.
+	if err := o.PauseAgent(ctx, "u1", shown.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.ResumeAgent(ctx, "u1", shown.ID); err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := o.ListPendingApprovals(ctx, "u1"); len(l) != 1 || l[0].Fingerprint != shown.Fingerprint {
+		t.Fatalf("fingerprint changed by pause/resume: %+v", l)
+	}
+
+	// The draft is edited after the user saw it.
+	e, err := store.Get(ctx, "u1", shown.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Fields = json.RawMessage(`{"to":"everyone@example.com","subject":"Plan"}`)
+	if err := store.Update(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	_, err = o.ResolveApproval(ctx, "u1", shown.ID, approval.Decision{Action: approval.Approve, Fingerprint: shown.Fingerprint})
+	if !errors.Is(err, approval.ErrStale) {
+		t.Fatalf("approving what was shown after an edit: err = %v, want approval.ErrStale", err)
+	}
+	if n := len(email.Sent()); n != 0 {
+		t.Fatalf("a stale decision sent %d emails", n)
+	}
+	now, err := o.ListPendingApprovals(ctx, "u1")
+	if err != nil || len(now) != 1 || now[0].Fingerprint == shown.Fingerprint {
+		t.Fatalf("after a stale decision: %+v err=%v (want it pending, with a new fingerprint)", now, err)
+	}
+	// Deciding on the current screen runs the current action, once.
+	if _, err := o.ResolveApproval(ctx, "u1", shown.ID, approval.Decision{Action: approval.Approve, Fingerprint: now[0].Fingerprint}); err != nil {
+		t.Fatal(err)
+	}
+	if sent := email.Sent(); len(sent) != 1 || sent[0].To != "everyone@example.com" {
+		t.Fatalf("sent %+v", sent)
+	}
+}

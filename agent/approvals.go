@@ -18,7 +18,7 @@ func (o *Orchestrator) ListPendingApprovals(ctx context.Context, tenantID string
 	var out []approval.Request
 	for _, e := range entries {
 		if e.Status == pool.StatusWaitingForApproval && e.Approval != nil {
-			out = append(out, *e.Approval)
+			out = append(out, *shownRequest(e))
 		}
 	}
 	return out, err
@@ -57,7 +57,9 @@ func (o *Orchestrator) live(ctx context.Context, tenantID string) ([]*pool.Entry
 // Errors: approval.ErrNotFound (unknown ID, another tenant's, already
 // decided), approval.ErrExpired (the entry is removed), ErrPaused,
 // ErrStaleAgent, approval.ErrInvalidDecision, approval.ErrNotAllowed (an
-// edit of a request that does not allow one). An edit whose fields are
+// edit of a request that does not allow one), approval.ErrStale (the
+// decision carries a Fingerprint and the action was edited since; it stays
+// pending, nothing ran). An edit whose fields are
 // invalid does not run: the approval stays pending, the Result says why.
 func (o *Orchestrator) ResolveApproval(ctx context.Context, tenantID, id string, d approval.Decision) (*Result, error) {
 	r := o.newRun(ctx, Message{TenantID: tenantID}, nil)
@@ -100,6 +102,8 @@ func (r *run) resolve(id string, d approval.Decision) error {
 		return fmt.Errorf("%w: %s expired at %s; nothing ran", approval.ErrExpired, id, e.ExpiresAt.Format("2006-01-02 15:04:05 MST"))
 	case d.Action == approval.Edit && !e.Approval.AllowModification:
 		return fmt.Errorf("%w: %s", approval.ErrNotAllowed, id)
+	case d.Fingerprint != "" && d.Fingerprint != entryFingerprint(e):
+		return fmt.Errorf("%w: %s", approval.ErrStale, id)
 	}
 
 	r.conv = conv

@@ -125,6 +125,7 @@ func (r *run) fillApproval(e *pool.Entry, req *approval.Request, now time.Time) 
 		}
 	}
 	req.CreatedAt = now
+	req.Fingerprint = entryFingerprint(e)
 	if req.ExpiresAt.IsZero() {
 		req.ExpiresAt = now.Add(r.o.loop.ApprovalTimeout)
 	}
@@ -138,10 +139,22 @@ func waitingOf(e *pool.Entry) Waiting {
 	w := Waiting{AgentID: e.ID, AgentName: e.AgentName, Status: StatusWaitingForInput, Missing: e.Missing, Problems: e.Problems}
 	if e.Status == pool.StatusWaitingForApproval && e.Approval != nil {
 		w.Status = StatusWaitingForApproval
-		a := *e.Approval
-		w.Approval = &a
+		w.Approval = shownRequest(e)
 	}
 	return w
+}
+
+// shownRequest is e's approval request as the user is shown it, with the
+// fingerprint of the action as it is now in the pool.
+func shownRequest(e *pool.Entry) *approval.Request {
+	a := *e.Approval
+	a.Fingerprint = entryFingerprint(e)
+	return &a
+}
+
+// entryFingerprint identifies the action a pooled approval would run.
+func entryFingerprint(e *pool.Entry) string {
+	return approval.Fingerprint(e.AgentName, e.SchemaVersion, e.Fields)
 }
 
 // waitingText is the tool result of a parked agent: what it waits for, so
@@ -340,6 +353,7 @@ func (r *run) noteBeforeUser(note string) {
 // the approvals the reply left undecided.
 func (r *run) decideApprovals(entries []*pool.Entry) (rest []*pool.Entry, note string, err error) {
 	o := r.o
+	stale := false
 	reqs := make([]approval.Request, len(entries))
 	editable := map[string]json.RawMessage{}
 	for i, e := range entries {
@@ -363,10 +377,17 @@ func (r *run) decideApprovals(entries []*pool.Entry) (rest []*pool.Entry, note s
 		if e == nil || decided[d.ID] {
 			continue
 		}
-		decided[d.ID] = true
-		if err := r.applyDecision(e, d.Decision); err != nil {
+		dec := d.Decision
+		dec.Fingerprint = entryFingerprint(e) // the action the user was shown
+		err := r.applyDecision(e, dec)
+		if errors.Is(err, approval.ErrStale) {
+			stale = true
+			continue // it changed meanwhile: it stays pending and is shown again
+		}
+		if err != nil {
 			return nil, "", err
 		}
+		decided[d.ID] = true
 	}
 	for _, e := range entries {
 		if !decided[e.ID] {
@@ -379,6 +400,9 @@ func (r *run) decideApprovals(entries []*pool.Entry) (rest []*pool.Entry, note s
 			left[i] = *e.Approval
 		}
 		note = "These actions still wait for the user's confirmation; the user's message did not decide them:\n" + approval.Present(left)
+		if stale {
+			note = "Some actions changed after the user was shown them, so the user's decision was not applied to them; show them again. " + note
+		}
 	}
 	return rest, note, nil
 }
@@ -425,6 +449,13 @@ func (r *run) applyDecision(e *pool.Entry, d approval.Decision) error {
 	if taken.Status != pool.StatusWaitingForApproval || taken.SchemaVersion != a.version {
 		return nil // changed under us; it will not run
 	}
+	if d.Fingerprint != "" && d.Fingerprint != entryFingerprint(taken) {
+		// Edited after the user saw it: put it back as it is, run nothing.
+		if err := r.putBack(taken); err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: %s", approval.ErrStale, e.ID)
+	}
 	switch d.Action {
 	case approval.Cancel:
 		r.endTaken(a, taken, cancelledText)
@@ -448,6 +479,7 @@ func (r *run) applyDecision(e *pool.Entry, d approval.Decision) error {
 			if req != nil {
 				// The edit is the user's confirmation of the changed action;
 				// the request is kept current for telemetry.
+				taken.Fields = col.fields
 				r.fillApproval(taken, req, o.now())
 			}
 		}
@@ -471,12 +503,20 @@ func missingProblems(missing []string) []string {
 // user's edit was not applied; the user is asked again.
 func (r *run) repark(e *pool.Entry, problems []string) error {
 	e.Problems = problems
+	if err := r.putBack(e); err != nil {
+		return err
+	}
+	r.parked = append(r.parked, waitingOf(e))
+	return nil
+}
+
+// putBack returns a taken entry to the pool as it is.
+func (r *run) putBack(e *pool.Entry) error {
 	e.Revision = 0
 	e.UpdatedAt = r.o.now()
 	if err := r.o.pool.Create(r.ctx, e); err != nil {
 		return fmt.Errorf("agent: returning approval %s to the pool: %w", e.ID, err)
 	}
-	r.parked = append(r.parked, waitingOf(e))
 	return nil
 }
 

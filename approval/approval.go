@@ -1,6 +1,10 @@
 package approval
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,6 +45,12 @@ type Request struct {
 	TaskID            string    `json:"task_id,omitempty"` // the trigger task, when Source is SourceTrigger
 	CreatedAt         time.Time `json:"created_at"`
 	ExpiresAt         time.Time `json:"expires_at"`
+	// Fingerprint identifies exactly the action shown: a hash of the agent,
+	// its schema version and its arguments (see [Fingerprint]). It changes
+	// when the draft is edited, not when the request is paused or resumed.
+	// A UI sends it back in Decision.Fingerprint so a decision taken on a
+	// stale screen fails with ErrStale instead of running another action.
+	Fingerprint string `json:"fingerprint,omitempty"`
 }
 
 // Expired reports whether the request can no longer be decided at now.
@@ -56,6 +66,11 @@ type Decision struct {
 	Fields json.RawMessage
 	// Reason is optional free text (why the user cancelled, say).
 	Reason string
+	// Fingerprint, when set, is the Request.Fingerprint the user saw. If the
+	// action has changed since (its arguments were edited), the decision
+	// fails with ErrStale and nothing runs. Empty means "whatever is
+	// pending now".
+	Fingerprint string
 }
 
 // Check reports whether d is well formed: a known action, and for Edit a
@@ -84,4 +99,42 @@ var (
 	ErrInvalidDecision = errors.New("approval: invalid decision")
 	// ErrNotAllowed: an Edit of a request that does not allow modification.
 	ErrNotAllowed = errors.New("approval: modification not allowed")
+	// ErrStale: the decision carried a Fingerprint that no longer matches
+	// the pending action (it was edited after the user saw it); nothing
+	// ran and the request stays pending.
+	ErrStale = errors.New("approval: the action changed since it was shown")
 )
+
+// Fingerprint returns the fingerprint of an action: a hash of the agent's
+// name, its schema version and its arguments in canonical form (object
+// keys sorted, insignificant white space removed), so equal arguments
+// written differently give the same fingerprint. Arguments that are not
+// valid JSON are hashed as they are. The result is 32 hex digits.
+func Fingerprint(agentName, schemaVersion string, args json.RawMessage) string {
+	h := sha256.New()
+	var n [8]byte
+	for _, part := range [][]byte{[]byte(agentName), []byte(schemaVersion), canonicalJSON(args)} {
+		binary.BigEndian.PutUint64(n[:], uint64(len(part))) // length-prefixed: "a"+"bc" differs from "ab"+"c"
+		h.Write(n[:])
+		h.Write(part)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// canonicalJSON re-encodes a JSON value with sorted keys and numbers kept
+// as written; it returns b itself when b is not valid JSON.
+func canonicalJSON(b json.RawMessage) []byte {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil || d.More() {
+		return b
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return b
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n")
+}

@@ -95,3 +95,37 @@ func TestChoices(t *testing.T) {
 		})
 	}
 }
+
+func TestFingerprint(t *testing.T) {
+	base := approval.Fingerprint("send_email", "v1", json.RawMessage(`{"to":"a@x.com","subject":"Hi"}`))
+	if len(base) != 32 {
+		t.Fatalf("fingerprint %q is not 32 hex digits", base)
+	}
+	same := []json.RawMessage{
+		json.RawMessage(`{"subject":"Hi","to":"a@x.com"}`),
+		json.RawMessage(" {\n \"to\" : \"a@x.com\", \"subject\":\"Hi\"}\n"),
+	}
+	for _, args := range same {
+		if got := approval.Fingerprint("send_email", "v1", args); got != base {
+			t.Errorf("Fingerprint(%s) = %s, want %s (same arguments)", args, got, base)
+		}
+	}
+	differ := []struct {
+		agent, version string
+		args           json.RawMessage
+	}{
+		{"send_email", "v1", json.RawMessage(`{"to":"b@x.com","subject":"Hi"}`)},
+		{"send_email", "v1", json.RawMessage(`{"to":"a@x.com","subject":"Hi","cc":"c@x.com"}`)},
+		{"send_email", "v2", json.RawMessage(`{"to":"a@x.com","subject":"Hi"}`)},
+		{"send_mail", "v1", json.RawMessage(`{"to":"a@x.com","subject":"Hi"}`)},
+		{"send_emailv", "1", json.RawMessage(`{"to":"a@x.com","subject":"Hi"}`)}, // the parts are length-prefixed
+	}
+	for _, d := range differ {
+		if got := approval.Fingerprint(d.agent, d.version, d.args); got == base {
+			t.Errorf("Fingerprint(%q, %q, %s) equals the original's", d.agent, d.version, d.args)
+		}
+	}
+	if approval.Fingerprint("a", "v", json.RawMessage(`not json`)) == approval.Fingerprint("a", "v", json.RawMessage(`not json!`)) {
+		t.Error("invalid JSON arguments are not hashed as they are")
+	}
+}
