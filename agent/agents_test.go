@@ -1003,3 +1003,51 @@ func TestApprovalFingerprintBindsTheDecisionToWhatWasShown(t *testing.T) {
 		t.Fatalf("sent %+v", sent)
 	}
 }
+
+// A chat reply is bound to the actions it was shown: one edited while the
+// reply was being resolved is not run, stays pending, and is shown again.
+func TestChatDecisionOnAnActionEditedMeanwhileDoesNotRunIt(t *testing.T) {
+	store := pool.NewMemory()
+	var id string
+	edited := false
+	s := llmtest.NewScriptFunc(func(req llm.Request) llmtest.Reply {
+		switch {
+		case req.ToolChoice == approval.ResolveToolName:
+			// Another writer edits the draft while the reply is resolved.
+			e, err := store.Get(context.Background(), "u1", id)
+			if err != nil {
+				t.Error(err)
+			} else {
+				e.Fields = json.RawMessage(`{"to":"everyone@example.com","subject":"Plan"}`)
+				if err := store.Update(context.Background(), e); err != nil {
+					t.Error(err)
+				}
+				edited = true
+			}
+			return llmtest.Calls(llmtest.Call(approval.ResolveToolName, map[string]any{"decisions": []map[string]any{{"id": id, "action": "approve"}}}))
+		case len(req.Tools) == 0:
+			return llmtest.Text("PHRASED: the draft changed, please confirm again")
+		case !edited:
+			return llmtest.Calls(llmtest.Call("send_email", `{"to":"team@example.com","subject":"Plan"}`))
+		}
+		return llmtest.Text("unexpected loop call")
+	})
+	email := &emailAgent{}
+	o := agentsOrch(t, paired{t, s}, agent.Config{Pool: store}, email, &noteAgent{})
+	ctx := context.Background()
+	first, err := o.HandleMessage(ctx, msg("mail the team"))
+	if err != nil || len(first.PendingApprovals) != 1 {
+		t.Fatalf("res=%+v err=%v", first, err)
+	}
+	id = first.PendingApprovals[0].ID
+	res, err := o.HandleMessage(ctx, msg("looks right to me, go ahead and send it"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !edited || len(email.Sent()) != 0 {
+		t.Fatalf("edited=%v sent=%+v: an action changed after it was shown ran on the user's word", edited, email.Sent())
+	}
+	if res.Status != agent.StatusWaitingForApproval || len(res.PendingApprovals) != 1 || res.PendingApprovals[0].Fingerprint == first.PendingApprovals[0].Fingerprint {
+		t.Fatalf("res = %+v: want the changed action pending again, with its new fingerprint", res)
+	}
+}

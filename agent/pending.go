@@ -381,8 +381,13 @@ func (r *run) decideApprovals(entries []*pool.Entry) (rest []*pool.Entry, note s
 		dec.Fingerprint = entryFingerprint(e) // the action the user was shown
 		err := r.applyDecision(e, dec)
 		if errors.Is(err, approval.ErrStale) {
+			// It changed meanwhile: it stays pending and is shown again,
+			// as it is now.
 			stale = true
-			continue // it changed meanwhile: it stays pending and is shown again
+			if fresh, gerr := o.pool.Get(r.ctx, e.TenantID, e.ID); gerr == nil {
+				*e = *fresh
+			}
+			continue
 		}
 		if err != nil {
 			return nil, "", err
