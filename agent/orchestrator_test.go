@@ -636,3 +636,33 @@ func testMaxParallel(t *testing.T, limit int32) {
 		}
 	}
 }
+
+// A tool stopped by the caller's cancellation is recorded as interrupted,
+// not failed, both in the Result and in the result the model will read.
+func TestToolKilledByCancellationIsInterrupted(t *testing.T) {
+	started := make(chan struct{})
+	slow := tool.New("book_flight", "Book a flight", func(ctx context.Context, in struct{}) (string, error) {
+		close(started)
+		<-ctx.Done()
+		return "", fmt.Errorf("booking aborted: %w", ctx.Err())
+	})
+	s := llmtest.NewScript(llmtest.Calls(llmtest.Call("book_flight", `{}`)), llmtest.Text("next message"))
+	o := newOrch(t, paired{t, s}, agent.Config{Tools: []tool.Tool{slow}})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-started; cancel() }()
+	res, err := o.HandleMessage(ctx, msg("book it"))
+	if !errors.Is(err, context.Canceled) || res.Status != agent.StatusCancelled {
+		t.Fatalf("res=%+v err=%v", res, err)
+	}
+	if len(res.ToolCalls) != 1 || res.ToolCalls[0].ResultStatus != "interrupted" || res.ToolCalls[0].Success {
+		t.Fatalf("records = %+v, want one interrupted call", res.ToolCalls)
+	}
+	h, err := o.History(context.Background(), "u1", "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := h[len(h)-1]
+	if last.Role != llm.RoleTool || !last.IsError || !strings.Contains(last.Content, "interrupted") || strings.Contains(last.Content, "failed") {
+		t.Fatalf("the model will read %+v; want it told the call was interrupted, not that it failed", last)
+	}
+}

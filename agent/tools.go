@@ -50,6 +50,7 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage, window []llm.Messa
 				t0 := time.Now()
 				outs[i] = r.startAgent(a, c)
 				outs[i].dur = time.Since(t0)
+				r.markInterrupted(c, &outs[i])
 				return
 			}
 		}
@@ -70,6 +71,7 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage, window []llm.Messa
 			res.Content = fmt.Sprintf("tool %q timed out after %s", c.Name, o.loop.ToolTimeout)
 		}
 		outs[i] = callOutcome{result: res, dur: time.Since(t0)}
+		r.markInterrupted(c, &outs[i])
 	}
 	// The last call runs here, on the loop's goroutine; the others go to
 	// the run's workers, at most MaxParallelTools-1 of them, so at most
@@ -122,6 +124,21 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage, window []llm.Messa
 		})
 	}
 	return window
+}
+
+// resultInterrupted is the ResultStatus of a call stopped because the run
+// was cancelled.
+const resultInterrupted = "interrupted"
+
+// markInterrupted turns the failure of a call that the run's cancellation
+// stopped into an interrupted result: the model reads that the call did not
+// finish (it may have partly taken effect), not that it failed.
+func (r *run) markInterrupted(c llm.ToolCall, out *callOutcome) {
+	if !out.result.IsError || r.ctx.Err() == nil {
+		return
+	}
+	out.result.Content = fmt.Sprintf("tool %q was interrupted: the request was cancelled before the call finished, so it may or may not have taken effect", c.Name)
+	out.status = resultInterrupted
 }
 
 // workers run the tool calls of one message that do not run on the loop's

@@ -65,7 +65,7 @@ type ToolCallRecord struct {
 	ArgsSummary  string
 	Duration     time.Duration
 	Success      bool
-	ResultStatus string    // for Agent-Tools: completed, waiting_for_input, waiting_for_approval, error
+	ResultStatus string    // completed, error, or interrupted (the run was cancelled while the call ran); for Agent-Tools also waiting_for_input, waiting_for_approval
 	ResultChars  int       // size of the result before truncation
 	Truncated    bool      // the result was cut to fit the context window
 	Error        string    // why the call failed, when it did
