@@ -267,7 +267,11 @@ func (a *agentTool) build(t reflect.Type) error {
 				a.defaults[name] = b
 			}
 		}
-		pm["description"] = describe(pm, rules[name], a.required[name])
+		if d := describe(pm, rules[name], a.required[name]); d != "" {
+			pm["description"] = d
+		} else {
+			delete(pm, "description") // never an empty description
+		}
 	}
 	// The model may leave out what it does not know: the user is asked for
 	// missing required fields instead of the model guessing them.

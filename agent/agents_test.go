@@ -1051,3 +1051,35 @@ func TestChatDecisionOnAnActionEditedMeanwhileDoesNotRunIt(t *testing.T) {
 		t.Fatalf("res = %+v: want the changed action pending again, with its new fingerprint", res)
 	}
 }
+
+type plainIn struct {
+	Note string `json:"note,omitempty"`
+}
+
+// A field with nothing to say has no description, not an empty one.
+func TestAgentSchemaHasNoEmptyDescriptions(t *testing.T) {
+	reg := agent.NewRegistry()
+	err := agent.Register(reg, "jot", "Jot something down", agentFunc[plainIn](func(context.Context, plainIn) (agent.Reply, error) {
+		return agent.Reply{Text: "ok"}, nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := newOrch(t, llmtest.NewScript(), agent.Config{Agents: reg})
+	for _, s := range o.Tools() {
+		if s.Name != "jot" {
+			continue
+		}
+		var schema struct {
+			Properties map[string]map[string]any `json:"properties"`
+		}
+		if err := json.Unmarshal(s.Parameters, &schema); err != nil {
+			t.Fatal(err)
+		}
+		if d, ok := schema.Properties["note"]["description"]; ok {
+			t.Fatalf("note has description %q; want none: %s", d, s.Parameters)
+		}
+		return
+	}
+	t.Fatal("jot is not a tool")
+}

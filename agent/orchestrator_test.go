@@ -666,3 +666,23 @@ func TestToolKilledByCancellationIsInterrupted(t *testing.T) {
 		t.Fatalf("the model will read %+v; want it told the call was interrupted, not that it failed", last)
 	}
 }
+
+func TestToolCallRecordCountsAttempts(t *testing.T) {
+	fails := 2
+	flaky := tool.New("fetch_rates", "Exchange rates", func(ctx context.Context, in struct{}) (string, error) {
+		if fails > 0 {
+			fails--
+			return "", tool.Transient(errors.New("upstream 503"))
+		}
+		return "EUR/USD 1.08", nil
+	}, tool.WithRetries(3, time.Microsecond))
+	s := llmtest.NewScript(llmtest.Calls(llmtest.Call("fetch_rates", `{}`), llmtest.Call("get_weather", `{"city":"Oslo"}`)), llmtest.Text("done"))
+	o := newOrch(t, paired{t, s}, agent.Config{Tools: []tool.Tool{flaky, weatherTool()}})
+	res, err := o.HandleMessage(context.Background(), msg("rates and weather"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.ToolCalls) != 2 || res.ToolCalls[0].Attempts != 3 || !res.ToolCalls[0].Success || res.ToolCalls[1].Attempts != 1 {
+		t.Fatalf("records = %+v, want 3 attempts for the retried call and 1 for the other", res.ToolCalls)
+	}
+}

@@ -185,6 +185,7 @@ func (r *run) record(base int, calls []llm.ToolCall, outs []callOutcome, i int) 
 	rec.Duration = out.dur
 	rec.Success = !out.result.IsError
 	rec.ResultChars = len(out.result.Content)
+	rec.Attempts = out.result.Attempts
 	switch {
 	case out.status != "":
 		rec.ResultStatus = out.status

@@ -2,6 +2,7 @@ package tool
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime/debug"
@@ -110,6 +111,10 @@ type Result struct {
 	// *ArgumentError, wraps context.DeadlineExceeded for a timeout, is a
 	// *PanicError, or is the tool's own error. Nil on success.
 	Err error
+	// Attempts is how many times the tool ran: 1 normally, more when a
+	// transient error was retried (WithRetries), 0 when it never ran (an
+	// unknown tool, or arguments rejected before the call).
+	Attempts int
 }
 
 // fixArgumentsHint follows an argument error so the model knows what to do.
@@ -141,9 +146,9 @@ func (r *Registry) Execute(ctx context.Context, call llm.ToolCall, defaultTimeou
 		callCtx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	out, err := safeCall(callCtx, t, call)
+	out, attempts, err := safeCall(callCtx, t, call)
 	if err == nil {
-		return Result{Content: out}
+		return Result{Content: out, Attempts: attempts}
 	}
 	var ae *ArgumentError
 	var pe *PanicError
@@ -151,12 +156,12 @@ func (r *Registry) Execute(ctx context.Context, call llm.ToolCall, defaultTimeou
 	case errors.As(err, &ae):
 		return Result{Content: ae.Error() + fixArgumentsHint, IsError: true, Err: ae}
 	case errors.As(err, &pe):
-		return Result{Content: fmt.Sprintf("tool %q failed: internal error", call.Name), IsError: true, Err: pe}
+		return Result{Content: fmt.Sprintf("tool %q failed: internal error", call.Name), IsError: true, Err: pe, Attempts: attempts}
 	case timeout > 0 && ctx.Err() == nil && errors.Is(callCtx.Err(), context.DeadlineExceeded):
 		msg := fmt.Sprintf("tool %q timed out after %s", call.Name, timeout)
-		return Result{Content: msg, IsError: true, Err: &timeoutError{msg: msg, cause: err}}
+		return Result{Content: msg, IsError: true, Err: &timeoutError{msg: msg, cause: err}, Attempts: attempts}
 	}
-	return Result{Content: fmt.Sprintf("tool %q failed: %s", call.Name, err), IsError: true, Err: err}
+	return Result{Content: fmt.Sprintf("tool %q failed: %s", call.Name, err), IsError: true, Err: err, Attempts: attempts}
 }
 
 // timeoutError wraps context.DeadlineExceeded and the tool's own error.
@@ -170,13 +175,19 @@ func (e *timeoutError) Unwrap() []error { return []error{context.DeadlineExceede
 
 // safeCall calls t and turns a panic into a *PanicError, for tools not made
 // by New.
-func safeCall(ctx context.Context, t Tool, call llm.ToolCall) (out string, err error) {
+func safeCall(ctx context.Context, t Tool, call llm.ToolCall) (out string, attempts int, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			out, err = "", &PanicError{Tool: call.Name, Value: v, Stack: debug.Stack()}
+			out, attempts, err = "", max(attempts, 1), &PanicError{Tool: call.Name, Value: v, Stack: debug.Stack()}
 		}
 	}()
-	return t.Call(ctx, call.Arguments)
+	if c, ok := t.(interface {
+		callCounted(context.Context, json.RawMessage) (string, int, error)
+	}); ok {
+		return c.callCounted(ctx, call.Arguments)
+	}
+	out, err = t.Call(ctx, call.Arguments)
+	return out, 1, err
 }
 
 func (r *Registry) unknown(name string) Result {

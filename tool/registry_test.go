@@ -209,3 +209,41 @@ func TestEditDistance(t *testing.T) {
 		}
 	}
 }
+
+func TestExecuteCountsAttempts(t *testing.T) {
+	type in struct {
+		N int `json:"n" jsonschema:"minimum=1"`
+	}
+	fails := 2
+	flaky := New("flaky", "", func(ctx context.Context, v in) (string, error) {
+		if fails > 0 {
+			fails--
+			return "", Transient(errors.New("upstream 503"))
+		}
+		return "ok", nil
+	}, WithRetries(3, time.Microsecond))
+	broken := New("broken", "", func(ctx context.Context, v in) (string, error) {
+		return "", Transient(errors.New("upstream 503"))
+	}, WithRetries(1, time.Microsecond))
+	reg, err := NewRegistry(flaky, broken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, tool, args string
+		attempts         int
+		isErr            bool
+	}{
+		{"two transient failures then success", "flaky", `{"n":1}`, 3, false},
+		{"a success at once", "flaky", `{"n":1}`, 1, false},
+		{"retries exhausted", "broken", `{"n":1}`, 2, true},
+		{"arguments rejected before the call", "flaky", `{"n":0}`, 0, true},
+		{"unknown tool", "nope", `{}`, 0, true},
+	}
+	for _, tt := range tests {
+		res := reg.Execute(context.Background(), llm.ToolCall{ID: "c", Name: tt.tool, Arguments: json.RawMessage(tt.args)}, 0)
+		if res.Attempts != tt.attempts || res.IsError != tt.isErr {
+			t.Errorf("%s: Attempts=%d IsError=%v (%s), want %d, %v", tt.name, res.Attempts, res.IsError, res.Content, tt.attempts, tt.isErr)
+		}
+	}
+}
