@@ -4,7 +4,7 @@
 // (or a function of the request) and records every request, so a test can
 // assert both what the bot did and what it sent the model:
 //
-//	model := llmtest.NewScript(
+//	model := llmtest.NewStrictScript(t,
 //		llmtest.Calls(llmtest.Call("get_weather", `{"city":"Paris"}`)),
 //		llmtest.Text("It is sunny in Paris."),
 //	)
@@ -13,6 +13,57 @@
 // tests of a real HTTP client, with injectable failures: status codes,
 // Retry-After, latency and dropped streams. Like the real API it answers 400
 // when a request's tool messages do not answer the preceding tool calls.
+// Its API is also a plain [http.Handler] ([NewHandler]) to serve on any
+// address or under a path prefix.
+//
+// # Strict scripts
+//
+// A script must match the bot's model calls one for one, and the
+// orchestrator makes more calls than the loop's: it phrases questions and
+// approval requests in the persona (a call without tools), reads the
+// user's answer to pending approvals and to requests for missing fields
+// (calls forcing a tool, see below). Where it can do without a reply it
+// falls back quietly, so a script one reply short can still pass. A strict
+// script fails the test instead:
+//
+//	model := llmtest.NewStrictScript(t, replies...) // or llmtest.NewScript(replies...).Strict(t)
+//
+// When the test ends it reports every call that came after the replies ran
+// out ("llmtest: script exhausted: call 4 had no reply (3 scripted)"),
+// every reply that did not fit its request (see below), and replies left
+// over ("llmtest: 2 scripted replies were never used"). Strict takes a
+// [TestingT] (a *testing.T, or a fake). To check by hand, [Script.Err]
+// returns the problems so far and [Script.Remaining] the unused replies.
+//
+// # Answering approvals and requests for input
+//
+// When Agent-Tools wait for the user's approval, the orchestrator reads the
+// user's next message with a call that forces the resolve_approvals tool,
+// whose schema carries the pending approvals' ids. [Decide] answers it by
+// position, counting from 0 in the order the approvals are listed (oldest
+// first; see [Decision] for how that relates to Result.PendingApprovals):
+//
+//	llmtest.Decide(llmtest.Approve(0), llmtest.Cancel(1), llmtest.Edit(2, `{"to":"me@example.com"}`))
+//
+// [ApproveAll] and [CancelAll] decide every pending approval, Decide() none;
+// [Decision.Because] adds the user's reason. A single pending approval
+// answered with a plain "yes" or "no" is decided without a model call, so
+// it takes no reply.
+//
+// When an Agent-Tool waits for missing fields, the orchestrator reads the
+// user's answer with a call that forces the provide_fields tool.
+// [ProvideFields] answers it with the fields the message gives, and
+// [Unrelated] says the message is about something else:
+//
+//	llmtest.ProvideFields(`{"city":"Paris"}`)
+//
+// These replies are built from the request they answer. A request without
+// the tool they answer (the script is out of step with the bot), a position
+// with no pending approval, or a field the waiting agent does not have
+// fails the call with [ErrReplyMismatch] (HandleMessage returns it, unless
+// the call was one the orchestrator can do without) and is recorded for
+// [Script.Err] and a strict script: they never guess. They work in
+// [NewScriptFunc] scripts too.
 //
 // # The fake OpenAI server
 //
@@ -57,4 +108,22 @@
 // A request the model answers spends one Script reply, including one whose
 // connection a Drop fault then cuts; a fault with a Status does not reach the
 // model.
+//
+// # Serving the fake API yourself
+//
+// A [Handler] is the same fake API without a listener: serve it on any
+// address, or mount it in another server, e.g. the one serving a frontend
+// under test or one a client written in another language talks to. It
+// serves POST /v1/chat/completions below where it is mounted, once
+// [http.StripPrefix] has removed the prefix:
+//
+//	fake := llmtest.NewHandler(model, llmtest.WithAPIKey("sk-test"))
+//	mux.Handle("/fake/", http.StripPrefix("/fake", fake))
+//	// base URL for clients: http://<host>/fake/v1
+//	fake.Inject(llmtest.RateLimited(time.Second))
+//
+// Options, faults and [Handler.Requests] work as on a Server;
+// [Server.Handler] returns a Server's own Handler, to mount it elsewhere as
+// well. Faults that cut the connection need a real one (not an
+// [httptest.ResponseRecorder]). [Handler.Close] ends waits in progress.
 package llmtest

@@ -40,7 +40,7 @@ func ExampleScript() {
 	// tool_calls call_1 get_weather {"city":"Paris"}
 	// stop It is sunny in Paris.
 	// 2 calls; the second had 3 messages
-	// llmtest: script has no more replies
+	// llmtest: script exhausted: call 3 had no reply (2 scripted)
 }
 
 func ExampleNewServer() {

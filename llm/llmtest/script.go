@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"iter"
 	"strconv"
 	"strings"
@@ -13,17 +14,32 @@ import (
 	"github.com/valetkit/valet/llm"
 )
 
-// ErrScriptExhausted is returned when a [Script] is asked for more replies
-// than it was given.
-var ErrScriptExhausted = errors.New("llmtest: script has no more replies")
+// ErrScriptExhausted is returned (wrapped, with the call's number, e.g.
+// "llmtest: script exhausted: call 4 had no reply (3 scripted)") when a
+// [Script] is asked for more replies than it was given.
+var ErrScriptExhausted = errors.New("llmtest: script exhausted")
 
-// Reply is one scripted answer of a [Script].
+// ErrReplyMismatch is returned (wrapped, with the call's number and what is
+// wrong) when a scripted reply that is made from its request cannot answer
+// the request it got: [Decide] or [ApproveAll] when the request has no
+// resolve_approvals tool or no approval at a position, [ProvideFields] when
+// it has no provide_fields tool or no such field.
+var ErrReplyMismatch = errors.New("llmtest: reply does not fit the request")
+
+// Reply is one scripted answer of a [Script]. [Text], [Calls] and [Fail]
+// make fixed replies; [Decide], [ApproveAll], [CancelAll], [ProvideFields]
+// and [Unrelated] make replies that are built from the request they answer.
 type Reply struct {
 	Text      string         // assistant text
 	ToolCalls []llm.ToolCall // tool calls; empty IDs become "call_<n>"
 	Usage     llm.Usage      // reported usage; zero means an estimate from lengths
 	Err       error          // returned instead of a response when non-nil
 	Delay     time.Duration  // wait before answering (honours ctx)
+
+	// build, when set, makes the reply from the request it answers (see
+	// Decide and ProvideFields); an error fails the call with
+	// ErrReplyMismatch.
+	build func(req llm.Request) (Reply, error)
 }
 
 // Text returns a reply that answers with text only.
@@ -38,29 +54,39 @@ func Fail(err error) Reply { return Reply{Err: err} }
 // Call builds a tool call; args is any value that encodes to a JSON object
 // (a string or []byte is taken as JSON text as it is).
 func Call(name string, args any) llm.ToolCall {
-	var raw json.RawMessage
-	switch a := args.(type) {
-	case string:
-		raw = json.RawMessage(a)
-	case []byte:
-		raw = json.RawMessage(a)
-	case json.RawMessage:
-		raw = a
-	case nil:
-		raw = json.RawMessage(`{}`)
-	default:
-		b, err := json.Marshal(a)
-		if err != nil {
-			panic("llmtest.Call: " + err.Error()) // test-construction error, like regexp.MustCompile
-		}
-		raw = b
+	raw, err := rawJSON(args)
+	if err != nil {
+		panic("llmtest.Call: " + err.Error()) // test-construction error, like regexp.MustCompile
 	}
 	return llm.ToolCall{Name: name, Arguments: raw}
+}
+
+// rawJSON encodes v as Call takes its args: a string, []byte or
+// json.RawMessage as JSON text as it is, nil as {}, anything else with
+// json.Marshal.
+func rawJSON(v any) (json.RawMessage, error) {
+	switch a := v.(type) {
+	case string:
+		return json.RawMessage(a), nil
+	case []byte:
+		return json.RawMessage(a), nil
+	case json.RawMessage:
+		return a, nil
+	case nil:
+		return json.RawMessage(`{}`), nil
+	}
+	return json.Marshal(v)
 }
 
 // Script is an [llm.Client] that answers from a list of replies in order, or
 // from a function of the request, and records every request it receives. It
 // is safe for concurrent use.
+//
+// A call after the replies ran out fails with [ErrScriptExhausted], and a
+// reply that does not fit its request (e.g. [Decide] when no approval is
+// pending) with [ErrReplyMismatch]. Both are also recorded: [Script.Err]
+// returns them, and a strict script ([Script.Strict], [NewStrictScript])
+// fails the test with them at its end, and with the replies left unused.
 type Script struct {
 	mu       sync.Mutex
 	replies  []Reply
@@ -68,6 +94,7 @@ type Script struct {
 	next     int
 	requests []llm.Request
 	ids      int
+	problems []error
 }
 
 // NewScript returns a Script that answers with replies, in order.
@@ -92,17 +119,31 @@ func (s *Script) Calls() int {
 	return len(s.requests)
 }
 
-// Remaining returns how many scripted replies have not been used.
+// Remaining returns how many scripted replies have not been used (always 0
+// for a [NewScriptFunc] script).
 func (s *Script) Remaining() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.replies) - s.next
 }
 
-// Reset forgets the recorded requests and starts the replies from the top.
+// Err returns what went wrong so far, nil when nothing did: every call that
+// came after the replies ran out ([ErrScriptExhausted]) and every reply that
+// did not fit its request ([ErrReplyMismatch]), joined with [errors.Join]
+// in call order. Replies not used yet are not an error here, since more
+// calls may come: check [Script.Remaining] at the end of a test, or let
+// [Script.Strict] check both.
+func (s *Script) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return errors.Join(s.problems...)
+}
+
+// Reset forgets the recorded requests and problems and starts the replies
+// from the top.
 func (s *Script) Reset() {
 	s.mu.Lock()
-	s.next, s.requests, s.ids = 0, nil, 0
+	s.next, s.requests, s.ids, s.problems = 0, nil, 0, nil
 	s.mu.Unlock()
 }
 
@@ -110,6 +151,7 @@ func (s *Script) take(req llm.Request) (Reply, error) {
 	req.Messages = append([]llm.Message(nil), req.Messages...)
 	s.mu.Lock()
 	s.requests = append(s.requests, req)
+	call := len(s.requests)
 	fn := s.fn
 	var r Reply
 	switch {
@@ -124,10 +166,24 @@ func (s *Script) take(req llm.Request) (Reply, error) {
 		r = s.replies[s.next]
 		s.next++
 	default:
-		s.mu.Unlock()
-		return Reply{}, ErrScriptExhausted
+		defer s.mu.Unlock()
+		err := fmt.Errorf("%w: call %d had no reply (%d scripted)", ErrScriptExhausted, call, len(s.replies))
+		s.problems = append(s.problems, err)
+		return Reply{}, err
 	}
 	defer s.mu.Unlock()
+	if r.build != nil {
+		built, err := r.build(req)
+		if err != nil {
+			err = fmt.Errorf("%w: call %d: %w", ErrReplyMismatch, call, err)
+			s.problems = append(s.problems, err)
+			return Reply{}, err
+		}
+		if built.Delay == 0 {
+			built.Delay = r.Delay
+		}
+		r = built
+	}
 	if len(r.ToolCalls) > 0 {
 		calls := make([]llm.ToolCall, len(r.ToolCalls))
 		for i, c := range r.ToolCalls {

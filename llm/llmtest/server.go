@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -98,35 +97,25 @@ const StatusClientClosedRequest = 499
 // Every response carries an x-request-id header. A Server is safe for
 // concurrent use; Close it when done (Close ends waits in progress and leaves
 // no goroutines behind).
+//
+// The API itself is a [Handler] ([Server.Handler]), which can also be
+// served without a Server, on any address or under a path prefix: see
+// [NewHandler].
 type Server struct {
 	// URL is the base URL of the API, ending in /v1, e.g.
 	// "http://127.0.0.1:43127/v1": what an OpenAI client takes as its base
 	// URL.
 	URL string
 
-	model  llm.Client
-	opts   serverOptions
-	ts     *httptest.Server
-	cancel context.CancelFunc
-	once   sync.Once
-
-	mu       sync.Mutex
-	faults   []Fault
-	requests []ServerRequest
-	seq      int
+	h    *Handler
+	ts   *httptest.Server
+	once sync.Once
 }
 
 // NewServer starts a Server that answers with model, typically a [Script].
 func NewServer(model llm.Client, opts ...ServerOption) *Server {
-	s := &Server{model: model}
-	for _, o := range opts {
-		o(&s.opts)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
-	s.ts = httptest.NewUnstartedServer(http.HandlerFunc(s.serveHTTP))
-	s.ts.Config.BaseContext = func(net.Listener) context.Context { return ctx }
-	s.ts.Start()
+	s := &Server{h: NewHandler(model, opts...)}
+	s.ts = httptest.NewServer(s.h)
 	s.URL = s.ts.URL + "/v1"
 	return s
 }
@@ -135,7 +124,7 @@ func NewServer(model llm.Client, opts ...ServerOption) *Server {
 // for its handlers to return. It may be called more than once.
 func (s *Server) Close() {
 	s.once.Do(func() {
-		s.cancel()
+		s.h.Close()
 		s.ts.Close()
 	})
 }
@@ -144,65 +133,136 @@ func (s *Server) Close() {
 // connections Close closes.
 func (s *Server) Client() *http.Client { return s.ts.Client() }
 
+// Handler returns the server's API as an [http.Handler], to mount in
+// another server as well (it shares the server's model, faults and
+// recorded requests).
+func (s *Server) Handler() *Handler { return s.h }
+
 // Inject queues faults. Each request to the chat endpoint that passes the
 // API-key check takes the next queued fault, in order; once the queue is
 // empty requests are served normally.
-func (s *Server) Inject(faults ...Fault) {
-	s.mu.Lock()
-	s.faults = append(s.faults, faults...)
-	s.mu.Unlock()
+func (s *Server) Inject(faults ...Fault) { s.h.Inject(faults...) }
+
+// PendingFaults returns how many injected faults no request has taken yet.
+func (s *Server) PendingFaults() int { return s.h.PendingFaults() }
+
+// Requests returns every request received so far, in arrival order.
+func (s *Server) Requests() []ServerRequest { return s.h.Requests() }
+
+// Handler is the fake OpenAI API of a [Server] as an [http.Handler],
+// without a listener of its own, so that it can be served on any address
+// or mounted in another server, e.g. beside a frontend under test or for a
+// client written in another language:
+//
+//	h := llmtest.NewHandler(model)
+//	mux.Handle("/fake/", http.StripPrefix("/fake", h))
+//	// clients use the base URL http://<host>/fake/v1
+//
+// It serves POST /v1/chat/completions (the path it sees, after any
+// prefix is stripped) exactly as a Server does, with the same options,
+// [Handler.Inject] faults and [Handler.Requests]; any other path is
+// answered 404 like OpenAI's. Faults that cut the connection ([DropStream],
+// a wait the client abandons) need a real connection, as in an
+// [http.Server] or [httptest.Server]; an [httptest.ResponseRecorder]
+// cannot be cut. A Handler is safe for concurrent use.
+type Handler struct {
+	model  llm.Client
+	opts   serverOptions
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	faults   []Fault
+	requests []ServerRequest
+	seq      int
+}
+
+// NewHandler returns a Handler that answers with model, typically a
+// [Script].
+func NewHandler(model llm.Client, opts ...ServerOption) *Handler {
+	h := &Handler{model: model}
+	for _, o := range opts {
+		o(&h.opts)
+	}
+	h.ctx, h.cancel = context.WithCancel(context.Background())
+	return h
+}
+
+// Close ends the requests in progress that wait (for latency or for the
+// model) by cutting their connections, and every later request the same
+// way. It does not wait for them: the server that serves the handler does.
+// It may be called more than once.
+func (h *Handler) Close() { h.cancel() }
+
+// Inject queues faults. Each request to the chat endpoint that passes the
+// API-key check takes the next queued fault, in order; once the queue is
+// empty requests are served normally.
+func (h *Handler) Inject(faults ...Fault) {
+	h.mu.Lock()
+	h.faults = append(h.faults, faults...)
+	h.mu.Unlock()
 }
 
 // PendingFaults returns how many injected faults no request has taken yet.
-func (s *Server) PendingFaults() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.faults)
+func (h *Handler) PendingFaults() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.faults)
 }
 
 // Requests returns every request received so far, in arrival order.
-func (s *Server) Requests() []ServerRequest {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]ServerRequest, len(s.requests))
-	copy(out, s.requests)
+func (h *Handler) Requests() []ServerRequest {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]ServerRequest, len(h.requests))
+	copy(out, h.requests)
 	return out
 }
 
-func (s *Server) nextSeq() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.seq++
-	return s.seq
+func (h *Handler) nextSeq() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.seq++
+	return h.seq
 }
 
-func (s *Server) record(r ServerRequest) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.requests = append(s.requests, r)
-	return len(s.requests) - 1
+func (h *Handler) record(r ServerRequest) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.requests = append(h.requests, r)
+	return len(h.requests) - 1
 }
 
-func (s *Server) setStatus(idx, status int) {
-	s.mu.Lock()
-	s.requests[idx].Status = status
-	s.mu.Unlock()
+func (h *Handler) setStatus(idx, status int) {
+	h.mu.Lock()
+	h.requests[idx].Status = status
+	h.mu.Unlock()
 }
 
-func (s *Server) nextFault() Fault {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.faults) == 0 {
+func (h *Handler) nextFault() Fault {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.faults) == 0 {
 		return Fault{}
 	}
-	f := s.faults[0]
-	s.faults = s.faults[1:]
+	f := h.faults[0]
+	h.faults = h.faults[1:]
 	return f
 }
 
-func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+// ServeHTTP implements [http.Handler].
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// The request ends when its client goes away or the handler is closed.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stop := context.AfterFunc(h.ctx, cancel)
+	defer stop()
+	h.serveHTTP(w, r.WithContext(ctx))
+}
+
+func (h *Handler) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	seq := s.nextSeq()
+	seq := h.nextSeq()
 	w.Header().Set("x-request-id", fmt.Sprintf("req_llmtest%06d", seq))
 	body, readErr := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes))
 
@@ -214,79 +274,79 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		d, invalidErr = decodeRequest(body)
 		rec.Request, rec.Stream, rec.IncludeUsage = d.req, d.stream, d.includeUsage
 	}
-	idx := s.record(rec)
+	idx := h.record(rec)
 
 	switch {
 	case !isChat:
-		s.writeError(w, idx, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Message: fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path)})
+		h.writeError(w, idx, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Message: fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path)})
 		return
 	case readErr != nil:
-		s.writeError(w, idx, invalid("", "", invalidJSONMessage))
+		h.writeError(w, idx, invalid("", "", invalidJSONMessage))
 		return
 	}
-	if e := s.checkAuth(r); e != nil {
-		s.writeError(w, idx, e)
+	if e := h.checkAuth(r); e != nil {
+		h.writeError(w, idx, e)
 		return
 	}
-	f := s.nextFault()
-	if err := wait(ctx, s.opts.latency+f.Latency); err != nil {
-		s.setStatus(idx, StatusClientClosedRequest)
+	f := h.nextFault()
+	if err := wait(ctx, h.opts.latency+f.Latency); err != nil {
+		h.setStatus(idx, StatusClientClosedRequest)
 		abort(w)
 		return
 	}
 	if f.Status != 0 && !f.Drop {
 		e := f.apiError()
-		s.writeError(w, idx, &e)
+		h.writeError(w, idx, &e)
 		return
 	}
 	if invalidErr != nil {
-		s.writeError(w, idx, invalidErr)
+		h.writeError(w, idx, invalidErr)
 		return
 	}
-	if limit := s.opts.maxContextChars; limit > 0 {
+	if limit := h.opts.maxContextChars; limit > 0 {
 		if n := contextChars(d.req.Messages); n > limit {
-			s.writeError(w, idx, invalid("messages", "context_length_exceeded", fmt.Sprintf("This model's maximum context length is %d tokens. However, your messages resulted in %d tokens. Please reduce the length of the messages.", limit, n)))
+			h.writeError(w, idx, invalid("messages", "context_length_exceeded", fmt.Sprintf("This model's maximum context length is %d tokens. However, your messages resulted in %d tokens. Please reduce the length of the messages.", limit, n)))
 			return
 		}
 	}
 
-	resp, err := s.model.Complete(ctx, d.req)
+	resp, err := h.model.Complete(ctx, d.req)
 	if ctx.Err() != nil {
-		s.setStatus(idx, StatusClientClosedRequest)
+		h.setStatus(idx, StatusClientClosedRequest)
 		abort(w)
 		return
 	}
 	if err != nil {
-		s.writeError(w, idx, modelError(err))
+		h.writeError(w, idx, modelError(err))
 		return
 	}
 	if resp == nil {
-		s.writeError(w, idx, &apiError{Status: http.StatusInternalServerError, Type: "server_error", Message: "llmtest: the model returned no response and no error"})
+		h.writeError(w, idx, &apiError{Status: http.StatusInternalServerError, Type: "server_error", Message: "llmtest: the model returned no response and no error"})
 		return
 	}
 	a := newAnswer(d, resp, seq)
 	if d.stream {
-		s.writeStream(ctx, w, idx, a.chunks(d.includeUsage), f)
+		h.writeStream(ctx, w, idx, a.chunks(d.includeUsage), f)
 		return
 	}
 	if f.Drop {
 		abort(w)
 		return
 	}
-	s.writeJSON(w, idx, http.StatusOK, a.completion())
+	h.writeJSON(w, idx, http.StatusOK, a.completion())
 }
 
 // checkAuth enforces WithAPIKey.
-func (s *Server) checkAuth(r *http.Request) *apiError {
-	if s.opts.apiKey == "" {
+func (h *Handler) checkAuth(r *http.Request) *apiError {
+	if h.opts.apiKey == "" {
 		return nil
 	}
-	h := r.Header.Get("Authorization")
-	if h == "" {
+	auth := r.Header.Get("Authorization")
+	if auth == "" {
 		return &apiError{Status: http.StatusUnauthorized, Type: "invalid_request_error", Message: "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY). You can obtain an API key from https://platform.openai.com/account/api-keys."}
 	}
-	got, _ := strings.CutPrefix(h, "Bearer ")
-	if subtle.ConstantTimeCompare([]byte(got), []byte(s.opts.apiKey)) == 1 && strings.HasPrefix(h, "Bearer ") {
+	got, _ := strings.CutPrefix(auth, "Bearer ")
+	if subtle.ConstantTimeCompare([]byte(got), []byte(h.opts.apiKey)) == 1 && strings.HasPrefix(auth, "Bearer ") {
 		return nil
 	}
 	return &apiError{Status: http.StatusUnauthorized, Type: "invalid_request_error", Code: "invalid_api_key", Message: "Incorrect API key provided: " + maskKey(got) + ". You can find your API key at https://platform.openai.com/account/api-keys."}
@@ -357,7 +417,7 @@ func modelError(err error) *apiError {
 	return &a
 }
 
-func (s *Server) writeError(w http.ResponseWriter, idx int, e *apiError) {
+func (h *Handler) writeError(w http.ResponseWriter, idx int, e *apiError) {
 	if e.RetryAfter > 0 {
 		secs := (e.RetryAfter + time.Second - 1) / time.Second
 		ms := (e.RetryAfter + time.Millisecond - 1) / time.Millisecond
@@ -371,10 +431,10 @@ func (s *Server) writeError(w http.ResponseWriter, idx int, e *apiError) {
 	if e.Code != "" {
 		body.Code = &e.Code
 	}
-	s.writeJSON(w, idx, e.Status, wireError{Error: body})
+	h.writeJSON(w, idx, e.Status, wireError{Error: body})
 }
 
-func (s *Server) writeJSON(w http.ResponseWriter, idx, status int, v any) {
+func (h *Handler) writeJSON(w http.ResponseWriter, idx, status int, v any) {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil { // cannot happen with the wire types
 		status = http.StatusInternalServerError
@@ -383,16 +443,16 @@ func (s *Server) writeJSON(w http.ResponseWriter, idx, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
 	w.WriteHeader(status)
-	s.setStatus(idx, status)
+	h.setStatus(idx, status)
 	_, _ = w.Write(append(b, '\n'))
 }
 
-func (s *Server) writeStream(ctx context.Context, w http.ResponseWriter, idx int, chunks []wireChunk, f Fault) {
+func (h *Handler) writeStream(ctx context.Context, w http.ResponseWriter, idx int, chunks []wireChunk, f Fault) {
 	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
-	s.setStatus(idx, http.StatusOK)
+	h.setStatus(idx, http.StatusOK)
 	_ = rc.Flush()
 	for i, c := range chunks {
 		if f.Drop && i >= f.DropAfter {

@@ -813,7 +813,7 @@ func TestServerModelErrors(t *testing.T) {
 
 func TestServerScriptExhausted(t *testing.T) {
 	srv := newServer(t, llmtest.NewScript())
-	wantError(t, post(t, srv, map[string]any{"model": "m", "messages": []any{map[string]any{"role": "user", "content": "hi"}}}), 500, "server_error", "", "script has no more replies")
+	wantError(t, post(t, srv, map[string]any{"model": "m", "messages": []any{map[string]any{"role": "user", "content": "hi"}}}), 500, "server_error", "", "script exhausted: call 1 had no reply (0 scripted)")
 }
 
 func TestServerRequestsAndUnknownPaths(t *testing.T) {
