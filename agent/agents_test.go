@@ -1083,3 +1083,84 @@ func TestAgentSchemaHasNoEmptyDescriptions(t *testing.T) {
 	}
 	t.Fatal("jot is not a tool")
 }
+
+// Approvals are listed in one order everywhere — Result.PendingApprovals,
+// ListPendingApprovals and the approval call the model answers: oldest
+// first, those of one turn in the order the model called them, whichever
+// parallel call parked first.
+func TestPendingApprovalsAreInOneOrderEverywhere(t *testing.T) {
+	for round := range 20 {
+		var resolveIDs []string
+		rt := &router{loop: []llmtest.Reply{
+			llmtest.Calls(
+				llmtest.Call("send_email", `{"to":"a@example.com","subject":"A"}`),
+				llmtest.Call("send_email", `{"to":"b@example.com","subject":"B"}`),
+				llmtest.Call("send_email", `{"to":"c@example.com","subject":"C"}`),
+			),
+			llmtest.Calls(llmtest.Call("send_email", `{"to":"d@example.com","subject":"D"}`)),
+		}}
+		rt.resolve = []llmtest.Reply{llmtest.Calls(llmtest.Call(approval.ResolveToolName, map[string]any{"decisions": []map[string]any{}}))}
+		base := rt.script(t)
+		spy := llmtest.NewScriptFunc(func(req llm.Request) llmtest.Reply {
+			if req.ToolChoice == approval.ResolveToolName {
+				for _, ts := range req.Tools {
+					var sch struct {
+						Properties struct {
+							Decisions struct {
+								Items struct {
+									Properties struct {
+										ID struct {
+											Enum []string `json:"enum"`
+										} `json:"id"`
+									} `json:"properties"`
+								} `json:"items"`
+							} `json:"decisions"`
+						} `json:"properties"`
+					}
+					if json.Unmarshal(ts.Parameters, &sch) == nil {
+						resolveIDs = sch.Properties.Decisions.Items.Properties.ID.Enum
+					}
+				}
+			}
+			resp, err := base.Complete(context.Background(), req)
+			if err != nil {
+				return llmtest.Fail(err)
+			}
+			return llmtest.Reply{Text: resp.Message.Content, ToolCalls: resp.Message.ToolCalls}
+		})
+		o := agentsOrch(t, spy, agent.Config{}, &emailAgent{}, &noteAgent{})
+		ctx := context.Background()
+		first, err := o.HandleMessage(ctx, msg("mail a, b and c"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := recipients(first.PendingApprovals); got != "a b c" {
+			t.Fatalf("round %d: PendingApprovals in order %q, want the call order", round, got)
+		}
+		// A later message raises one more while the three wait.
+		res, err := o.HandleMessage(ctx, msg("and mail d too"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		list, _ := o.ListPendingApprovals(ctx, "u1")
+		if a, b := recipients(res.PendingApprovals), recipients(list); a != "a b c d" || b != a {
+			t.Fatalf("round %d: Result lists %q, ListPendingApprovals %q; want both \"a b c d\"", round, a, b)
+		}
+		if len(resolveIDs) != 3 {
+			t.Fatalf("round %d: the approval call listed %v", round, resolveIDs)
+		}
+		for i, id := range resolveIDs {
+			if id != first.PendingApprovals[i].ID {
+				t.Fatalf("round %d: the approval call lists %v; the user was shown %v", round, resolveIDs, first.PendingApprovals)
+			}
+		}
+	}
+}
+
+func recipients(reqs []approval.Request) string {
+	var out []string
+	for _, r := range reqs {
+		out = append(out, strings.TrimSuffix(fmt.Sprint(r.Details["to"]), "@example.com"))
+	}
+	return strings.Join(out, " ")
+}

@@ -31,13 +31,15 @@ const cancelledText = "User cancelled this action."
 // startAgent handles the model's call of an Agent-Tool: the arguments are
 // collected; an agent that lacks fields or needs approval is parked in the
 // pool, any other runs now.
-func (r *run) startAgent(a *agentTool, c llm.ToolCall) callOutcome {
+// A parked agent's CreatedAt is created, so that the agents of one turn
+// are listed in the order the model called them.
+func (r *run) startAgent(a *agentTool, c llm.ToolCall, created time.Time) callOutcome {
 	col := a.collect(nil, c.Arguments)
 	if col.err != nil {
 		return agentFailed(a, col.err)
 	}
 	if !col.complete() {
-		return r.park(a, c.ID, col, nil)
+		return r.park(a, c.ID, col, nil, created)
 	}
 	if a.approval != nil {
 		req, err := a.approval(col.fields)
@@ -45,7 +47,7 @@ func (r *run) startAgent(a *agentTool, c llm.ToolCall) callOutcome {
 			return agentFailed(a, err)
 		}
 		if req != nil {
-			return r.park(a, c.ID, col, req)
+			return r.park(a, c.ID, col, req, created)
 		}
 	}
 	content, isErr := r.runAgent(a, c.ID, col.fields)
@@ -65,9 +67,8 @@ func agentFailed(a *agentTool, err error) callOutcome {
 
 // park puts an agent into the pool, waiting for input (req == nil) or for
 // the user's approval of req, and returns the tool result saying so.
-func (r *run) park(a *agentTool, callID string, col collected, req *approval.Request) callOutcome {
+func (r *run) park(a *agentTool, callID string, col collected, req *approval.Request, now time.Time) callOutcome {
 	o := r.o
-	now := o.now()
 	e := &pool.Entry{
 		ID:             newID(),
 		AgentName:      a.name,
@@ -136,7 +137,7 @@ func (r *run) fillApproval(e *pool.Entry, req *approval.Request, now time.Time) 
 }
 
 func waitingOf(e *pool.Entry) Waiting {
-	w := Waiting{AgentID: e.ID, AgentName: e.AgentName, Status: StatusWaitingForInput, Missing: e.Missing, Problems: e.Problems}
+	w := Waiting{AgentID: e.ID, AgentName: e.AgentName, Status: StatusWaitingForInput, Missing: e.Missing, Problems: e.Problems, created: e.CreatedAt}
 	if e.Status == pool.StatusWaitingForApproval && e.Approval != nil {
 		w.Status = StatusWaitingForApproval
 		w.Approval = shownRequest(e)
@@ -761,6 +762,13 @@ func (r *run) settle() {
 	if len(waits) == 0 {
 		return
 	}
+	// The pool's order (pool.Store.List): oldest first, ties by ID.
+	slices.SortStableFunc(waits, func(a, b Waiting) int {
+		if c := a.created.Compare(b.created); c != 0 {
+			return c
+		}
+		return strings.Compare(a.AgentID, b.AgentID)
+	})
 	res.Waiting = waits
 	res.Status = StatusWaitingForInput
 	for _, w := range waits {

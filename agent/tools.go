@@ -43,12 +43,16 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage, window []llm.Messa
 	turnCtx, cancel := context.WithTimeout(r.ctx, o.loop.ToolTimeout)
 	defer cancel()
 	outs := make([]callOutcome, len(calls))
+	var turnAt time.Time // when agents of this turn are parked: in call order, a nanosecond apart
+	if len(o.callable) > 0 {
+		turnAt = o.now()
+	}
 	execOne := func(i int) {
 		c := calls[i]
 		if len(o.callable) > 0 {
 			if a := o.callable[c.Name]; a != nil {
 				t0 := time.Now()
-				outs[i] = r.startAgent(a, c)
+				outs[i] = r.startAgent(a, c, turnAt.Add(time.Duration(i)))
 				outs[i].dur = time.Since(t0)
 				r.markInterrupted(c, &outs[i])
 				return

@@ -40,7 +40,10 @@ type Result struct {
 	Usage     llm.Usage        // tokens of every model call
 	Duration  time.Duration    // wall time of the whole message
 	// PendingApprovals are the approvals the conversation waits for, all
-	// those raised in this run and still open ones from earlier.
+	// those raised in this run and still open ones from earlier, oldest
+	// first (those of one turn in the order the model called them): the
+	// order of ListPendingApprovals, and the order in which a reply's
+	// approvals are put to the model.
 	PendingApprovals []approval.Request
 	// Waiting lists the Agent-Tools of the conversation that wait for the
 	// user (input or approval) when the run ends.
@@ -55,6 +58,8 @@ type Waiting struct {
 	Missing   []string          // required fields not given yet
 	Problems  []string          // why given values were rejected
 	Approval  *approval.Request // set when Status is StatusWaitingForApproval
+
+	created time.Time // the entry's CreatedAt: waits are listed in the pool's order
 }
 
 // ToolCallRecord is the telemetry of one tool call. It never holds secrets:

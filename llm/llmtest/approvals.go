@@ -25,16 +25,10 @@ const (
 // [Approve], [Edit] or [Cancel], which take the approval's position.
 //
 // Positions count from 0 in the order the orchestrator's approval call
-// lists the pending approvals (the numbers the model is shown): oldest
-// first, the order of Orchestrator.ListPendingApprovals. When one message
-// raised them one after another, that is also the order of
-// Result.PendingApprovals, i.e. the order the user was shown them. Two
-// cases differ: tool calls run in parallel (the default) raise their
-// approvals in no fixed order, so set LoopConfig.MaxParallelTools to 1 in
-// a test that decides them one by one; and a Result lists the approvals its
-// message raised before older ones still open. When in doubt, answer with
-// [ApproveAll] or [CancelAll], or look the order up with
-// ListPendingApprovals.
+// lists the pending approvals (the numbers the model is shown), which is
+// the order of Result.PendingApprovals and of
+// Orchestrator.ListPendingApprovals: oldest first, and those raised in one
+// turn in the order the model called them.
 type Decision struct {
 	pos    int
 	action string

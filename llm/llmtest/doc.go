@@ -40,8 +40,8 @@
 // When Agent-Tools wait for the user's approval, the orchestrator reads the
 // user's next message with a call that forces the resolve_approvals tool,
 // whose schema carries the pending approvals' ids. [Decide] answers it by
-// position, counting from 0 in the order the approvals are listed (oldest
-// first; see [Decision] for how that relates to Result.PendingApprovals):
+// position, counting from 0 in the order of Result.PendingApprovals (oldest
+// first; those of one turn in call order):
 //
 //	llmtest.Decide(llmtest.Approve(0), llmtest.Cancel(1), llmtest.Edit(2, `{"to":"me@example.com"}`))
 //

@@ -56,7 +56,6 @@ func ExampleDecide() {
 	o, err := agent.NewOrchestrator(agent.Config{
 		LLM:    model,
 		Agents: reg,
-		Loop:   agent.LoopConfig{MaxParallelTools: 1}, // approvals raised in call order
 		Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {

@@ -277,17 +277,9 @@ func TestStrictCatchesTheQuietFallback(t *testing.T) {
 	}
 }
 
-// Known gap, in the agent package: Result.PendingApprovals is not always in
-// the order the approval call lists the approvals (the pool's, oldest
-// first), so Decide's positions can differ from the presented order:
-//   - approvals raised by parallel tool calls of one turn are listed in the
-//     order the calls happened to park, the Result in call order;
-//   - a message that raises an approval while an older one waits presents
-//     the new one first, the approval call lists the older one first.
-//
-// Unskip once the orchestrator presents approvals in the pool's order.
+// Positions are the order of Result.PendingApprovals, also when a message
+// raises an approval while an older one waits.
 func TestDecidePositionsFollowPendingApprovals(t *testing.T) {
-	t.Skip("agent: Result.PendingApprovals lists new approvals before older ones and parallel ones in call order; the approval call lists them oldest first")
 	model := llmtest.NewStrictScript(t,
 		llmtest.Calls(llmtest.Call("send_email", `{"to":"team@example.com"}`)),
 		llmtest.Text("Send it?"),
