@@ -43,7 +43,8 @@
 //     validation reports it to the model instead of the call being lost;
 //   - empty, missing or repeated tool-call ids get "call_<n>" (n is the
 //     call's position, bumped past any id the reply already uses), so the
-//     tool results can be paired;
+//     tool results can be paired; streamed replies get the same ids as
+//     the same reply sent whole;
 //   - text beside tool calls is kept (Message.Content and Message.ToolCalls);
 //     content "" and null are the same; a refusal becomes the content;
 //   - unknown fields (reasoning_content, reasoning, extra_content, vLLM's
@@ -60,8 +61,11 @@
 // OpenRouter's "error" object inside a chunk into unclassified errors. Here:
 //
 //   - tool-call deltas are assembled by index (several parallel calls, a
-//     whole call in one chunk, arguments over dozens of deltas, calls with
-//     no index), text deltas are yielded as they arrive, chunks with no
+//     whole call in one chunk, arguments over dozens of deltas), so two
+//     calls that share an id stay two calls (and are renamed as above); a
+//     delta with no index continues the call with its id, or the last
+//     call; a new id at a used index (Ollama sends every call at index 0)
+//     opens a new call. Text deltas are yielded as they arrive, chunks with no
 //     choices and repeated finish reasons are fine, usage is taken from
 //     whichever chunk carries it (with or without choices);
 //   - comment lines (": OPENROUTER PROCESSING" keep-alives) are skipped;
@@ -73,6 +77,17 @@
 //     accepted); a server that ignores "stream" and answers with one JSON
 //     object is accepted too;
 //   - breaking out of the range closes the response body.
+//
+// # Size of replies
+//
+// [Config.MaxResponseBytes] (default [DefaultMaxResponseBytes], 8 MiB, far
+// above the longest real reply) caps what one reply may make the client
+// read and hold: the body of a non-streamed reply, each line and event of
+// a stream, and the text and tool-call arguments a stream accumulates.
+// Reading stops at the cap and the call fails with an *llm.Error of kind
+// llm.KindUnknown, which is not retried (the same request would bring the
+// same reply); errors.Is(err, [ErrResponseTooLarge]) holds. The body of an
+// error answer is cut at the cap; its status still classifies it.
 //
 // # Errors
 //
@@ -91,7 +106,11 @@
 //     provider's code to tell the two apart.
 //   - code context_length_exceeded, 413, or a 400/422 whose message says so
 //     ("maximum context length", "context length", "too many tokens",
-//     "prompt is too long"...) → KindContextOverflow.
+//     "prompt is too long"...) → KindContextOverflow. When the error states
+//     the model's window and the request's size ("maximum context length
+//     is 128000 tokens. However, your messages resulted in 130532 tokens",
+//     vLLM's and llama.cpp's wordings, llama.cpp's n_ctx fields), they are
+//     in llm.Error.ContextLimit and ContextUsed; each is 0 when not stated.
 //   - 401, 403 → KindAuth; 408, 504, a network timeout or
 //     context.DeadlineExceeded → KindTimeout; other 5xx, refused or reset
 //     connections, an unexpected EOF → KindUnavailable; other 4xx →
@@ -103,5 +122,9 @@
 // replaced by REDACTED, and [Config] prints and logs it as REDACTED. The same
 // holds for the values of credential headers in [Config.Headers] (Azure's
 // "api-key", any name containing key, token, secret, auth...) and for
-// credential query parameters or a password in [Config.BaseURL].
+// credential query parameters or a password in [Config.BaseURL], anywhere
+// in an error's chain: the *url.Error of a failed connection is rebuilt
+// with the URL redacted (errors.As still finds it, and net.Error and
+// errors.Is(err, syscall.ECONNREFUSED) still hold). [Client.BaseURL]
+// returns the URL redacted too.
 package openai

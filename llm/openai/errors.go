@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -69,16 +71,25 @@ func (c *Client) classify(ctx context.Context, f failure) error {
 		case errors.Is(f.err, context.Canceled) || errors.Is(ctx.Err(), context.Canceled):
 			e.Kind, e.Message, e.Err = llm.KindUnknown, "request cancelled", context.Canceled
 			if cause := context.Cause(ctx); cause != nil && cause != context.Canceled {
-				e.Err = errors.Join(context.Canceled, cause)
+				e.Err = errors.Join(context.Canceled, c.scrubErr(cause))
 			}
 			return e
 		case errors.Is(f.err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
 			e.Kind, e.Message, e.Err = llm.KindTimeout, "deadline exceeded", context.DeadlineExceeded
 			return e
 		}
-		e.Err = f.err
-		e.Message = c.scrub(f.err.Error())
+		// No credential may stay in the chain: a *url.Error from net/http
+		// holds the request's URL, with BaseURL's query.
+		e.Err = c.scrubErr(f.err)
+		e.Message = c.scrub(e.Err.Error())
 		switch {
+		case errors.Is(f.err, ErrResponseTooLarge):
+			// KindUnknown: the request was accepted and answered, so it is
+			// not a bad request; and no retryable kind, since sending it
+			// again would bring the same oversized reply. The caller
+			// decides (raise the cap, ask for less).
+			e.Kind = llm.KindUnknown
+			e.Message = fmt.Sprintf("the reply exceeded %d bytes (Config.MaxResponseBytes)", c.maxBytes)
 		case f.truncated:
 			e.Kind, e.Message = llm.KindUnavailable, "stream ended before the reply was complete"
 		case f.malformed:
@@ -131,7 +142,64 @@ func (c *Client) classify(ctx context.Context, f failure) error {
 	default:
 		e.Kind = typeKind(p.typ)
 	}
+	if e.Kind == llm.KindContextOverflow {
+		e.ContextLimit, e.ContextUsed = overflowFigures(p)
+	}
 	return e
+}
+
+// The wordings that state a context window and a request size, matched in
+// any case; a number may have thousands separators ("128,000"):
+//
+//	OpenAI, DeepSeek, vLLM: "maximum context length is 128000 tokens. However, your messages resulted in 130532 tokens"
+//	                        "maximum context length is 8192 tokens, however you requested 9000 tokens (8000 in your prompt; ...)"
+//	vLLM (newer):           "maximum context length of 131072 tokens. You requested a total of 140000 tokens: ..."
+//	llama.cpp:              "request (13392 tokens) exceeds the available context size (8192 tokens)"
+//	Anthropic via proxies:  "prompt is too long: 210000 tokens > 200000 maximum"
+//
+// The request size is the total the server counted (prompt and completion
+// when it names both), as it states it.
+var (
+	tokensNum       = `(\d{1,3}(?:,\d{3})+|\d+)`
+	contextLimitRes = []*regexp.Regexp{
+		regexp.MustCompile(`(?i)maximum context length (?:is|of) ` + tokensNum + ` tokens`),
+		regexp.MustCompile(`(?i)available context size \(` + tokensNum + ` tokens\)`),
+		regexp.MustCompile(`(?i)tokens > ` + tokensNum + ` maximum`),
+	}
+	contextUsedRes = []*regexp.Regexp{
+		regexp.MustCompile(`(?i)resulted in ` + tokensNum + ` tokens`),
+		regexp.MustCompile(`(?i)you requested (?:a total of )?` + tokensNum + ` tokens`),
+		regexp.MustCompile(`(?i)request \(` + tokensNum + ` tokens\) exceeds`),
+		regexp.MustCompile(`(?i)prompt is too long: ` + tokensNum + ` tokens >`),
+	}
+)
+
+// overflowFigures returns the context window and the request size an
+// overflow error states, each 0 when it does not state it: llama.cpp's
+// n_ctx and n_prompt_tokens fields, else the message's wording. Nothing is
+// guessed: a number is taken only from a wording that names it.
+func overflowFigures(p parsedError) (limit, used int) {
+	limit, used = p.nCtx, p.nPrompt
+	if limit == 0 {
+		limit = firstNumber(contextLimitRes, p.message)
+	}
+	if used == 0 {
+		used = firstNumber(contextUsedRes, p.message)
+	}
+	return limit, used
+}
+
+// firstNumber returns the number captured by the first of res that matches
+// s, or 0.
+func firstNumber(res []*regexp.Regexp, s string) int {
+	for _, re := range res {
+		if m := re.FindStringSubmatch(s); m != nil {
+			if n, err := strconv.Atoi(strings.ReplaceAll(m[1], ",", "")); err == nil && n > 0 {
+				return n
+			}
+		}
+	}
+	return 0
 }
 
 // transportKind classifies an error of the HTTP exchange itself.
@@ -172,6 +240,7 @@ func typeKind(typ string) llm.ErrorKind {
 type parsedError struct {
 	message, code, typ, raw string
 	status                  int // a status the body names: "status_code", or a numeric code 400-599
+	nCtx, nPrompt           int // llama.cpp's n_ctx and n_prompt_tokens of an overflow
 }
 
 // parseErrorBody reads the error shapes servers send: {"error": {...}}
@@ -203,6 +272,7 @@ func parseErrorBody(body []byte) parsedError {
 	}
 	p.code = jsonText(obj.Code)
 	p.typ = obj.Type
+	p.nCtx, p.nPrompt = max(int(obj.NCtx), 0), max(int(obj.NPromptTokens), 0)
 	p.raw = jsonText(obj.Metadata.Raw)
 	if p.raw != "" && !strings.Contains(p.message, p.raw) {
 		if p.message != "" {
@@ -223,7 +293,10 @@ type errorObject struct {
 	Code       json.RawMessage `json:"code"`
 	Type       string          `json:"type"`
 	StatusCode flexInt         `json:"status_code"`
-	Metadata   struct {
+	// llama.cpp states an overflow's figures as fields too.
+	NCtx          flexInt `json:"n_ctx"`
+	NPromptTokens flexInt `json:"n_prompt_tokens"`
+	Metadata      struct {
 		Raw json.RawMessage `json:"raw"`
 	} `json:"metadata"`
 }
@@ -354,6 +427,9 @@ func secretsOf(cfg Config) []string {
 			add(v)
 		}
 	}
+	for _, v := range rawURLCredentials(cfg.BaseURL) {
+		add(v)
+	}
 	if u, err := url.Parse(cfg.BaseURL); err == nil {
 		if pw, ok := u.User.Password(); ok {
 			add(pw)
@@ -381,7 +457,7 @@ func secretsOf(cfg Config) []string {
 func redactURL(base string) string {
 	u, err := url.Parse(base)
 	if err != nil {
-		return base
+		return redactRawURL(base)
 	}
 	changed := false
 	if _, ok := u.User.Password(); ok {

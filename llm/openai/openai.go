@@ -9,6 +9,7 @@ import (
 	"io"
 	"iter"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -28,6 +29,19 @@ const DefaultModel = "gpt-4o-mini"
 
 // DefaultBaseURL is the endpoint used when [Config.BaseURL] is empty.
 const DefaultBaseURL = "https://api.openai.com/v1"
+
+// DefaultMaxResponseBytes is the cap on a reply used when
+// [Config.MaxResponseBytes] is zero: 8 MiB. The longest replies models give
+// today are about 128k output tokens, some 512 KiB of text; JSON escaping
+// (up to six bytes for one character) and the reply's framing make that
+// at most about 3 MiB on the wire. 8 MiB leaves room above every real reply
+// while bounding what one call may hold in memory when a server or proxy
+// misbehaves (an endless stream, a huge page where JSON was expected).
+const DefaultMaxResponseBytes = 8 << 20
+
+// ErrResponseTooLarge is the cause of the error returned for a reply larger
+// than [Config.MaxResponseBytes]: errors.Is(err, ErrResponseTooLarge).
+var ErrResponseTooLarge = errors.New("openai: reply too large")
 
 // The environment variables read by [FromEnv].
 const (
@@ -57,6 +71,17 @@ type Config struct {
 	// Headers are extra headers sent with every request, e.g. Azure's
 	// "api-key". Optional.
 	Headers map[string]string
+	// MaxResponseBytes caps what is read of one reply: the body of a
+	// non-streamed reply; each line and each event of a streamed one; and
+	// the text and tool-call arguments a stream accumulates over its
+	// chunks. Reading stops at the cap, and the call fails with an
+	// *llm.Error of kind llm.KindUnknown (not retried: the same request
+	// would bring the same reply) for which errors.Is(err,
+	// ErrResponseTooLarge) holds. Error answers (4xx, 5xx) are cut at the
+	// cap instead: only their start is used, and their status classifies
+	// them. Zero or negative: DefaultMaxResponseBytes. There is no
+	// "no limit" value; math.MaxInt64 in effect lifts the cap.
+	MaxResponseBytes int64
 }
 
 // String prints the configuration without its secrets.
@@ -99,6 +124,8 @@ type Client struct {
 	model   string
 	baseURL string
 	secrets []string // the credentials, only to scrub them from error messages
+	// maxBytes is Config.MaxResponseBytes, or DefaultMaxResponseBytes.
+	maxBytes int64
 	// completionTokensField is "max_completion_tokens" for OpenAI and Azure,
 	// "max_tokens" for other servers.
 	completionTokensField string
@@ -160,10 +187,15 @@ func New(cfg Config) *Client {
 	for _, k := range names {
 		opts = append(opts, option.WithHeader(k, cfg.Headers[k]))
 	}
+	maxBytes := cfg.MaxResponseBytes
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxResponseBytes
+	}
 	return &Client{
 		svc:                   oa.NewChatCompletionService(opts...),
+		maxBytes:              maxBytes,
 		model:                 model,
-		baseURL:               base,
+		baseURL:               redactURL(base),
 		secrets:               secretsOf(cfg),
 		completionTokensField: field,
 	}
@@ -183,7 +215,9 @@ func FromEnv() (*Client, error) {
 func (c *Client) Model() string { return c.model }
 
 // BaseURL returns the endpoint the client sends to (DefaultBaseURL when
-// Config.BaseURL was empty).
+// Config.BaseURL was empty), redacted like Config.String prints it: a
+// password and the values of credential query parameters (Azure's
+// "api-key", "key", "token"...) are replaced by REDACTED.
 func (c *Client) BaseURL() string { return c.baseURL }
 
 // Complete sends req and returns the whole reply.
@@ -193,7 +227,7 @@ func (c *Client) Complete(ctx context.Context, req llm.Request) (*llm.Response, 
 		return nil, err
 	}
 	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
+	body, err := c.readBody(res.Body)
 	if err != nil {
 		return nil, c.classify(ctx, failure{err: err})
 	}
@@ -231,12 +265,13 @@ func (c *Client) send(ctx context.Context, req llm.Request, stream bool) (*http.
 		return nil, err
 	}
 	var res *http.Response
-	opts = append(opts, option.WithResponseBodyInto(&res))
+	opts = append(opts, option.WithResponseBodyInto(&res), option.WithMiddleware(c.capErrorBody))
 	_, err = c.svc.New(ctx, params, opts...)
 	if res != nil && res.StatusCode >= 400 {
-		// openai-go has read the body and put it back for us; classify it
-		// ourselves, whatever shape it has (integer codes, no JSON at all).
-		body, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+		// openai-go has read the body (cut at the cap by capErrorBody) and
+		// put it back for us; classify it ourselves, whatever shape it has
+		// (integer codes, no JSON at all).
+		body, _ := io.ReadAll(io.LimitReader(res.Body, c.maxBytes))
 		res.Body.Close()
 		return nil, c.classify(ctx, failure{status: res.StatusCode, header: res.Header, body: body})
 	}
@@ -250,6 +285,41 @@ func (c *Client) send(ctx context.Context, req llm.Request, stream bool) (*http.
 		return nil, c.classify(ctx, failure{err: errors.New("openai: no response")})
 	}
 	return res, nil
+}
+
+// capErrorBody is an openai-go middleware that cuts the body of an error
+// answer (4xx, 5xx) at the cap: openai-go reads such bodies whole itself,
+// before the client sees them. Only their start is used, for the message;
+// their status classifies them. The body of a 2xx answer is handed to the
+// client unread (option.WithResponseBodyInto with an **http.Response), and
+// readBody and readStream cap it where they read it.
+func (c *Client) capErrorBody(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	res, err := next(req)
+	if err == nil && res != nil && res.Body != nil && res.StatusCode >= 400 {
+		res.Body = limitedBody{Reader: io.LimitReader(res.Body, c.maxBytes), Closer: res.Body}
+	}
+	return res, err
+}
+
+// limitedBody reads through a limit and closes the body it wraps.
+type limitedBody struct {
+	io.Reader
+	io.Closer
+}
+
+// readBody reads a whole reply body, reading no more than the cap (and one
+// byte to know it was passed); past the cap it fails with
+// ErrResponseTooLarge.
+func (c *Client) readBody(r io.Reader) ([]byte, error) {
+	n := c.maxBytes
+	if n < math.MaxInt64 {
+		n++
+	}
+	body, err := io.ReadAll(io.LimitReader(r, n))
+	if err == nil && int64(len(body)) > c.maxBytes {
+		return nil, ErrResponseTooLarge
+	}
+	return body, err
 }
 
 // params maps an llm.Request onto openai-go's request parameters.

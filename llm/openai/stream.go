@@ -59,17 +59,29 @@ func (c *Client) readStream(ctx context.Context, res *http.Response, yield func(
 			yield(llm.Chunk{}, c.classify(ctx, failure{body: payload, inline: true}))
 			return false
 		}
-		if text := acc.add(&w); text != "" {
+		text := acc.add(&w)
+		if acc.size > c.maxBytes {
+			yield(llm.Chunk{}, c.classify(ctx, failure{err: ErrResponseTooLarge}))
+			return false
+		}
+		if text != "" {
 			return yield(llm.Chunk{Text: text}, nil)
 		}
 		return true
 	}
+	var line []byte
 	for {
-		line, err := br.ReadBytes('\n')
+		var err error
+		line, err = readLine(br, line[:0], c.maxBytes)
 		if len(line) > 0 {
 			line = bytes.TrimRight(line, "\r\n")
 			if !c.sseLine(line, &event, &data) && !dispatch() {
 				return
+			}
+			if int64(data.Len()) > c.maxBytes {
+				// One event's data lines together; each line is capped by
+				// readLine.
+				err = ErrResponseTooLarge
 			}
 		}
 		if err == nil {
@@ -100,6 +112,22 @@ func (c *Client) readStream(ctx context.Context, res *http.Response, yield func(
 	}
 }
 
+// readLine appends to buf the next line of br, with its line ending, and
+// returns it. It stops reading and fails with ErrResponseTooLarge once the
+// line is longer than limit bytes (plus its line ending).
+func readLine(br *bufio.Reader, buf []byte, limit int64) ([]byte, error) {
+	for {
+		frag, err := br.ReadSlice('\n')
+		buf = append(buf, frag...)
+		if int64(len(buf))-2 > limit { // -2: "\r\n"
+			return nil, ErrResponseTooLarge
+		}
+		if err != bufio.ErrBufferFull {
+			return buf, err
+		}
+	}
+}
+
 // sseLine applies one line (without its line ending) to the event being
 // built and reports whether the line was anything but the blank line that
 // ends an event.
@@ -126,7 +154,7 @@ func (c *Client) sseLine(line []byte, event *string, data *bytes.Buffer) bool {
 
 // readWhole handles a non-SSE answer to a streaming request.
 func (c *Client) readWhole(ctx context.Context, res *http.Response, yield func(llm.Chunk, error) bool) {
-	body, err := io.ReadAll(res.Body)
+	body, err := c.readBody(res.Body)
 	if err != nil {
 		yield(llm.Chunk{}, c.classify(ctx, failure{err: err}))
 		return

@@ -278,8 +278,11 @@ type accumulator struct {
 	usage   *wireUsage
 	calls   []*callBuilder
 	byIndex map[int]*callBuilder    // the latest call opened at each wire index
-	byID    map[string]*callBuilder // every call by id
+	byID    map[string]*callBuilder // the latest call with each id
 	last    *callBuilder
+	// size counts the bytes of text, refusal, tool-call names and
+	// arguments accumulated, to hold the reply to Config.MaxResponseBytes.
+	size int64
 }
 
 // add folds one chunk in and returns the text it carried.
@@ -303,8 +306,10 @@ func (a *accumulator) add(w *wireCompletion) string {
 	}
 	text := contentText(d.Content)
 	a.text.WriteString(text)
+	a.size += int64(len(text))
 	if d.Refusal != nil {
 		a.refusal.WriteString(*d.Refusal)
+		a.size += int64(len(*d.Refusal))
 	}
 	for _, tc := range d.ToolCalls {
 		a.addCall(tc)
@@ -314,13 +319,14 @@ func (a *accumulator) add(w *wireCompletion) string {
 
 // startsNew reports whether delta tc opens a call other than b: it names
 // another id, or b's arguments are complete and tc brings a named call with
-// arguments of its own (servers that send parallel calls whole, with one
-// index for all or none).
+// arguments of its own, with no id or b's id again (servers that send
+// parallel calls whole, with one index for all or none, or one id for all).
+// A complete JSON object cannot be continued, so this never splits a call.
 func startsNew(b *callBuilder, tc *wireToolCall) bool {
 	if tc.ID != "" && b.id != "" && tc.ID != b.id {
 		return true
 	}
-	return tc.ID == "" && tc.Function.Name != "" && hasArguments(tc.Function.Arguments) && b.complete()
+	return (tc.ID == "" || tc.ID == b.id) && tc.Function.Name != "" && hasArguments(tc.Function.Arguments) && b.complete()
 }
 
 func hasArguments(raw json.RawMessage) bool {
@@ -333,16 +339,19 @@ func (a *accumulator) addCall(tc wireToolCall) {
 		a.byIndex = make(map[int]*callBuilder)
 		a.byID = make(map[string]*callBuilder)
 	}
-	b := a.byID[tc.ID] // an id seen before continues its call, wherever it is sent
+	var b *callBuilder
 	switch {
-	case b != nil:
 	case tc.Index != nil:
-		// Indexes are not always unique: Ollama sends every parallel call
-		// with index 0; a new id at a used index is a new call.
+		// The index says which call a delta belongs to (OpenAI puts it on
+		// every delta, the id only on the first), even when two calls share
+		// an id. Indexes are not always unique either: Ollama sends every
+		// parallel call with index 0; a new id at a used index is a new call.
 		b = a.byIndex[*tc.Index]
 		if b == nil || startsNew(b, &tc) {
 			b = a.open(*tc.Index)
 		}
+	case tc.ID != "" && a.byID[tc.ID] != nil && !startsNew(a.byID[tc.ID], &tc):
+		b = a.byID[tc.ID] // no index: an id seen before continues its call, wherever it is sent
 	case a.last != nil && (tc.ID == "" || tc.ID == a.last.id) && (tc.Function.Name == "" || tc.Function.Name == a.last.name) && !startsNew(a.last, &tc):
 		b = a.last // a continuation without an index
 	default:
@@ -357,8 +366,11 @@ func (a *accumulator) addCall(tc wireToolCall) {
 	a.last = b
 	if tc.ID != "" && b.id == "" {
 		b.id = tc.ID
-		a.byID[tc.ID] = b
 	}
+	if tc.ID != "" && tc.ID == b.id {
+		a.byID[tc.ID] = b // the latest call with this id
+	}
+	a.size += int64(len(tc.Function.Name) + len(tc.Function.Arguments))
 	if tc.Function.Name != "" {
 		if b.name == "" || b.name == tc.Function.Name {
 			b.name = tc.Function.Name
