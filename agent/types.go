@@ -64,6 +64,15 @@ type Waiting struct {
 
 // ToolCallRecord is the telemetry of one tool call. It never holds secrets:
 // ArgsSummary masks secret-looking fields and cuts long strings.
+//
+// A field is masked, nested objects and arrays included, when its name
+// (JSON-unescaped, split into words at separators and camelCase) has a
+// word such as key, token, secret, password, passphrase, credential, auth,
+// authorization, cookie, session, private or signature, unless its last
+// word is a qualifier (count, type, name, length, len, size, expires,
+// expiry, ttl, kind, url): api-key, X-Api-Key, accessKey and session_id are
+// masked; keyword, author, tokenizer and session_count are not. Arguments
+// that are invalid JSON with such a field are withheld altogether.
 type ToolCallRecord struct {
 	ID           string
 	Name         string
