@@ -111,3 +111,32 @@ func TestEndToEndAuthErrorIsNotRetried(t *testing.T) {
 		t.Fatalf("err = %#v", err)
 	}
 }
+
+// Over HTTP, a context overflow whose message states the window and the
+// request's size ("maximum context length is N tokens. However, your
+// messages resulted in M tokens") is fitted in one retry: the client parses
+// the figures, the loop shrinks straight to fit, and no rejected request is
+// followed by another rejection.
+func TestEndToEndOverflowIsFittedInOneRetry(t *testing.T) {
+	s := llmtest.NewScriptFunc(func(llm.Request) llmtest.Reply { return llmtest.Text(strings.Repeat("noted, ", 30)) })
+	srv, client := httpStack(t, s, llmtest.WithMaxContextChars(3000))
+	o := newOrch(t, client, agent.Config{Loop: fastRetries})
+	for i := range 15 {
+		if _, err := o.HandleMessage(context.Background(), msg(strings.Repeat("remember this too ", 10)+string(rune('a'+i)))); err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+	}
+	rejected, prev := 0, 0
+	for i, r := range srv.Requests() {
+		if r.Status == 400 {
+			rejected++
+			if prev == 400 {
+				t.Fatalf("request %d was rejected right after a rejected one: not fitted in one retry", i)
+			}
+		}
+		prev = r.Status
+	}
+	if rejected == 0 {
+		t.Fatal("no request overflowed; the test does not exercise fitting")
+	}
+}
