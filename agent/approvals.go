@@ -106,11 +106,8 @@ func (r *run) resolve(id string, d approval.Decision) error {
 		return fmt.Errorf("%w: %s", approval.ErrStale, id)
 	}
 
-	r.conv = conv
-	r.window = make([]llm.Message, 0, len(conv.history)+4+4*o.loop.MaxTurns)
-	r.window = append(r.window, llm.SystemMessage(o.systemPrompt(r.msg)))
-	r.window = append(r.window, conv.history...)
-	r.saved = len(conv.history)
+	sys, sysTokens := o.systemPrompt(r.msg)
+	r.open(conv, sys, sysTokens)
 	before := len(r.res.ToolCalls)
 	err = r.applyDecision(e, d)
 	if err == nil && len(r.res.ToolCalls) == before && len(r.parked) == 0 {
@@ -206,13 +203,11 @@ func (o *Orchestrator) CancelAgent(ctx context.Context, tenantID, id string) err
 	if err != nil {
 		return fmt.Errorf("agent: cancel %s: %w", id, err)
 	}
-	r := o.newRun(ctx, Message{TenantID: tenantID, ConversationID: taken.ConversationID}, nil)
-	r.conv = conv
 	callID := resumeCallID(taken)
-	r.add(
+	o.appendHistory(conv,
 		llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: callID, Name: taken.AgentName, Arguments: taken.Fields}}},
 		llm.Message{Role: llm.RoleTool, ToolCallID: callID, Name: taken.AgentName, Content: cancelledText, IsError: true},
 	)
-	o.keepHistory(conv, len(conv.history))
+	o.keepHistory(conv, len(conv.history()))
 	return nil
 }

@@ -298,7 +298,7 @@ func (r *run) shortened(how string, msgs, next []llm.Message, size int) bool {
 		"defence", how, "messages_before", len(msgs), "messages_after", len(next),
 		"tokens_before", size, "tokens_after", r.o.ctxm.Tokens(next))
 	if !r.aside {
-		r.window = next
+		r.setWindow(next)
 	}
 	return true
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	agentctx "github.com/valetkit/valet/context"
@@ -32,6 +33,7 @@ type Orchestrator struct {
 	loc      *time.Location
 	persona  string // system prompt up to (excluding) the time line
 	capsText string // capabilities paragraph
+	prompt   atomic.Pointer[builtPrompt]
 
 	agents   map[string]*agentTool // every registered Agent-Tool
 	callable map[string]*agentTool // those the model sees as tools
@@ -48,7 +50,10 @@ type convKey struct{ tenant, conv string }
 type conversation struct {
 	sem     chan struct{} // held while a message of this conversation runs
 	waiters int           // guarded by Orchestrator.mu: holders + those waiting
-	history []llm.Message // guarded by sem
+	// Guarded by sem: msgs[0] is the system prompt slot of the running
+	// message, msgs[1:] the history; tokens is the history's token total.
+	msgs   []llm.Message
+	tokens int
 }
 
 // NewOrchestrator checks cfg and returns an orchestrator ready to handle
@@ -179,7 +184,7 @@ func (o *Orchestrator) acquire(ctx context.Context, key convKey) (*conversation,
 	done := func() {
 		o.mu.Lock()
 		c.waiters--
-		if c.waiters == 0 && len(c.history) == 0 {
+		if c.waiters == 0 && len(c.msgs) == 0 {
 			delete(o.convs, key)
 		}
 		o.mu.Unlock()
@@ -217,7 +222,7 @@ func (o *Orchestrator) History(ctx context.Context, tenantID, conversationID str
 		return nil, err
 	}
 	defer release()
-	return append([]llm.Message(nil), c.history...), nil
+	return append([]llm.Message(nil), c.history()...), nil
 }
 
 // Tools returns the specs of the tools the model sees.
@@ -230,7 +235,8 @@ func (o *Orchestrator) Forget(ctx context.Context, tenantID, conversationID stri
 	if err != nil {
 		return err
 	}
-	c.history = nil
+	clear(c.msgs)
+	c.msgs, c.tokens = nil, 0
 	release()
 	return nil
 }

@@ -346,7 +346,10 @@ func (r *run) noteBeforeUser(note string) {
 	if at > 0 && w[at-1].Role == llm.RoleUser {
 		at--
 	}
-	r.window = slices.Insert(w, at, llm.SystemMessage(note))
+	out := make([]llm.Message, 0, len(w)+1+4) // never in the history's buffer
+	out = append(out, w[:at]...)
+	out = append(out, llm.SystemMessage(note))
+	r.setWindow(append(out, w[at:]...))
 }
 
 // decideApprovals resolves the user's reply against pending approvals and
@@ -583,9 +586,8 @@ func (r *run) addResumed(a *agentTool, e *pool.Entry, fields json.RawMessage, co
 		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{call}},
 		{Role: llm.RoleTool, ToolCallID: id, Name: a.name, Content: content, IsError: isErr},
 	}
-	r.window = append(r.window, msgs...)
-	r.add(msgs...)
-	r.saved = len(r.conv.history)
+	r.push(msgs...)
+	r.commit()
 }
 
 // ExtractToolName is the tool a waiting agent's field-extraction call

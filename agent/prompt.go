@@ -2,18 +2,26 @@ package agent
 
 import (
 	"strings"
+	"time"
 
+	"github.com/valetkit/valet/llm"
 	"github.com/valetkit/valet/tool"
 )
 
 // systemPrompt is the persona, then the current time in the user's time
-// zone, then what the assistant can do.
-func (o *Orchestrator) systemPrompt(msg Message) string {
+// zone, then what the assistant can do, with its tokens. The time is shown
+// to the minute, so the prompt is built once per minute and time zone and
+// reused by every message in between.
+func (o *Orchestrator) systemPrompt(msg Message) (string, int) {
 	loc := msg.Location
 	if loc == nil {
 		loc = o.loc
 	}
 	now := o.now().In(loc)
+	minute := now.Unix() / 60
+	if p := o.prompt.Load(); p != nil && p.minute == minute && p.loc == loc {
+		return p.text, p.tokens
+	}
 	var b strings.Builder
 	b.Grow(len(o.persona) + len(o.capsText) + 96)
 	if o.persona != "" {
@@ -26,7 +34,18 @@ func (o *Orchestrator) systemPrompt(msg Message) string {
 	b.WriteString(loc.String())
 	b.WriteString(".")
 	b.WriteString(o.capsText)
-	return b.String()
+	p := &builtPrompt{minute: minute, loc: loc, text: b.String()}
+	p.tokens = o.ctxm.MessageTokens(llm.SystemMessage(p.text))
+	o.prompt.Store(p)
+	return p.text, p.tokens
+}
+
+// builtPrompt is the system prompt of one minute in one time zone.
+type builtPrompt struct {
+	minute int64
+	loc    *time.Location
+	text   string
+	tokens int
 }
 
 // capabilities lists the tools for the system prompt; computed once.

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	agentctx "github.com/valetkit/valet/context"
 	"github.com/valetkit/valet/llm"
 )
 
@@ -20,9 +19,11 @@ type run struct {
 	res   Result
 	start time.Time
 
-	window []llm.Message // what the model is sent; trimmed as needed
-	conv   *conversation // held for the whole run
-	saved  int           // len(conv.history) at the end of the last complete turn
+	window    []llm.Message // what the model is sent; trimmed as needed (see buffer.go)
+	apart     bool          // window is not the conversation's buffer
+	sysTokens int           // tokens of the system prompt in the window
+	conv      *conversation // held for the whole run
+	saved     int           // history messages at the end of the last complete turn
 
 	workers workers   // run tool calls; stopped when the run ends
 	clock   callClock // bounds each model call by LLMTimeout
@@ -34,11 +35,6 @@ type run struct {
 	parked  []Waiting
 	pending []Waiting
 }
-
-// add appends messages this run produced to the conversation's history.
-// They are kept only up to r.saved: a run that fails mid-turn leaves no
-// unanswered tool call behind.
-func (r *run) add(msgs ...llm.Message) { r.conv.history = append(r.conv.history, msgs...) }
 
 func (o *Orchestrator) newRun(ctx context.Context, msg Message, emit func(Event) bool) *run {
 	return &run{o: o, ctx: ctx, msg: msg, emit: emit, start: time.Now(), clock: callClock{parent: ctx, d: o.loop.LLMTimeout}}
@@ -88,21 +84,17 @@ func (r *run) handle() error {
 	defer release()
 
 	// Prepare the context: persona + time + capabilities, history, the message.
-	user := llm.UserMessage(msg.Text)
-	r.window = make([]llm.Message, 0, len(conv.history)+2+4*o.loop.MaxTurns)
-	r.window = append(r.window, llm.SystemMessage(o.systemPrompt(msg)))
-	r.window = append(r.window, conv.history...)
-	r.window = append(r.window, user)
-	r.conv = conv
-	conv.history = slices.Grow(conv.history, 2+4*o.loop.MaxTurns)
-	r.add(user)
-	r.saved = len(conv.history)
+	sys, sysTokens := o.systemPrompt(msg)
+	r.open(conv, sys, sysTokens)
+	r.push(llm.UserMessage(msg.Text))
+	r.commit()
 	if h := o.hooks.PrepareContext; h != nil {
-		w, err := h(ctx, msg, r.window)
+		// The hook gets a copy: what it changes is sent, not kept.
+		w, err := h(ctx, msg, slices.Clone(r.window))
 		if err != nil {
 			return fmt.Errorf("agent: prepare-context hook: %w", err)
 		}
-		r.window = w
+		r.setWindow(w)
 	}
 
 	err = r.serveThenLoop()
@@ -145,9 +137,7 @@ func (r *run) loop() error {
 	o := r.o
 	emptyRetried := false
 	for r.res.Turns < o.loop.MaxTurns {
-		if o.ctxm.NeedsTrim(r.window) {
-			r.window = o.ctxm.Trim(r.window)
-		}
+		r.trim()
 		resp, err := r.callLLM(llm.Request{Messages: r.window, Tools: o.specs})
 		if err != nil {
 			return err
@@ -167,12 +157,9 @@ func (r *run) loop() error {
 			return nil
 		}
 		m.ToolCalls = uniqueCallIDs(m.ToolCalls, r.res.Turns)
-		r.window = append(r.window, m)
-		start := len(r.window)
-		r.window = r.runTools(m.ToolCalls, resp.Usage, r.window)
-		r.add(m)
-		r.add(r.window[start:]...)
-		r.saved = len(r.conv.history)
+		r.push(m)
+		r.runTools(m.ToolCalls, resp.Usage)
+		r.commit()
 		if err := r.ctx.Err(); err != nil {
 			return err
 		}
@@ -208,20 +195,9 @@ func (r *run) finish(m llm.Message) {
 		r.emit(Event{Type: EventMessageEnd, Text: m.Content})
 	}
 	r.lastEnd = ""
-	r.add(m)
-	r.saved = len(r.conv.history)
+	r.push(m)
+	r.commit()
 	r.res.Response = m.Content
-}
-
-// keepHistory ends a run's changes to the conversation: what follows the
-// last complete turn is dropped, and only the newest MaxHistoryMessages
-// messages are kept, with tool calls still paired.
-func (o *Orchestrator) keepHistory(c *conversation, saved int) {
-	h := c.history[:saved]
-	if max := o.loop.MaxHistoryMessages; len(h) > max {
-		h = agentctx.RepairPairing(h[len(h)-max:])
-	}
-	c.history = h
 }
 
 // uniqueCallIDs gives every call of a turn a non-empty ID that no other call

@@ -23,7 +23,7 @@ type callOutcome struct {
 // timeout, appends one tool message per call to window (in call order, so
 // the pairing invariant holds) and records each call. A failure becomes an
 // error tool result; the loop goes on.
-func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage, window []llm.Message) []llm.Message {
+func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage) {
 	o := r.o
 	recs := r.res.ToolCalls
 	base := len(recs)
@@ -122,12 +122,11 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage, window []llm.Messa
 		if w := outs[i].wait; w != nil {
 			r.parked = append(r.parked, *w)
 		}
-		window = append(window, llm.Message{
+		r.push(llm.Message{
 			Role: llm.RoleTool, ToolCallID: c.ID, Name: c.Name,
 			Content: outs[i].result.Content, IsError: outs[i].result.IsError,
 		})
 	}
-	return window
 }
 
 // resultInterrupted is the ResultStatus of a call stopped because the run

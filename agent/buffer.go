@@ -1,0 +1,225 @@
+package agent
+
+import (
+	"slices"
+
+	"github.com/valetkit/valet/llm"
+)
+
+// The run's messages live in one buffer, the conversation's msgs: slot 0
+// holds the system prompt of the current run and msgs[1:] is the history.
+// In the common case the window the model is sent is that buffer itself,
+// so a run copies no history: new messages are appended once, the running
+// token total makes the per-turn trim check O(1), and a trim moves messages
+// inside the buffer without allocating.
+//
+// A PrepareContext hook, a note for the model or an overflow defence gives
+// the window contents the history must not keep; the window is then a slice
+// of its own ("apart"), new messages go to both, and the window is trimmed
+// by agentctx's functions as before.
+
+// history returns the conversation's history (aliasing the buffer).
+func (c *conversation) history() []llm.Message {
+	if len(c.msgs) == 0 {
+		return nil
+	}
+	return c.msgs[1:]
+}
+
+// appendHistory adds msgs to the history and to its token total.
+func (o *Orchestrator) appendHistory(c *conversation, msgs ...llm.Message) {
+	if len(c.msgs) == 0 {
+		c.msgs = append(c.msgs, llm.Message{Role: llm.RoleSystem})
+	}
+	for i := range msgs {
+		c.tokens += o.ctxm.MessageTokens(msgs[i])
+	}
+	c.msgs = append(c.msgs, msgs...)
+}
+
+// open makes the conversation's buffer the run's window, with the system
+// prompt (of sysTokens tokens) in slot 0.
+func (r *run) open(c *conversation, system string, sysTokens int) {
+	if len(c.msgs) == 0 {
+		c.msgs = append(c.msgs, llm.Message{})
+	}
+	c.msgs[0] = llm.Message{Role: llm.RoleSystem, Content: system}
+	r.conv, r.sysTokens = c, sysTokens
+	r.window, r.apart = c.msgs, false
+	r.saved = len(c.msgs) - 1
+}
+
+// push appends msgs to the history and to the window.
+func (r *run) push(msgs ...llm.Message) {
+	r.o.appendHistory(r.conv, msgs...)
+	if r.apart {
+		r.window = append(r.window, msgs...)
+	} else {
+		r.window = r.conv.msgs
+	}
+}
+
+// commit marks everything pushed so far as complete: it is kept in the
+// history even if the run fails later.
+func (r *run) commit() { r.saved = len(r.conv.msgs) - 1 }
+
+// setWindow makes w the window from now on, apart from the history. w must
+// not share its backing array with the buffer beyond the buffer's length.
+func (r *run) setWindow(w []llm.Message) { r.window, r.apart = w, true }
+
+// trim shortens the window before a model call when it holds more than
+// MaxHistoryMessages messages after the system prompt or more tokens than
+// the trim budget, with the rules of agentctx.Manager.Trim: the last user
+// message is kept, tool calls keep their results, the newest group is kept
+// whole.
+func (r *run) trim() {
+	o := r.o
+	if r.apart {
+		if o.ctxm.NeedsTrim(r.window) {
+			r.setWindow(o.ctxm.Trim(r.window))
+		}
+		return
+	}
+	c := r.conv
+	hist := c.msgs[1:]
+	n, quota, budget := len(hist), o.loop.MaxHistoryMessages, o.ctxm.TrimBudget()
+	if n <= quota && r.sysTokens+c.tokens <= budget {
+		return
+	}
+	if n == 0 {
+		return
+	}
+	pin := lastUserIndex(hist)
+	pinned := func(s int) int { // 1 when the pinned message lies before s
+		if pin >= 0 && pin < s {
+			return 1
+		}
+		return 0
+	}
+	// Count: the newest group always, then older ones while they fit.
+	from := unitBefore(hist, n)
+	for from > 0 {
+		s := unitBefore(hist, from)
+		if n-s+pinned(s) > quota {
+			break
+		}
+		from = s
+	}
+	// Tokens: drop the oldest kept groups while over the budget.
+	dropped := 0 // tokens of hist[:from], the pinned message excluded
+	for i := range from {
+		if i != pin {
+			dropped += o.ctxm.MessageTokens(hist[i])
+		}
+	}
+	total := r.sysTokens + c.tokens - dropped
+	last := unitBefore(hist, n)
+	for total > budget && from < last {
+		e := unitAfter(hist, from)
+		for i := from; i < e; i++ {
+			if i != pin {
+				t := o.ctxm.MessageTokens(hist[i])
+				total -= t
+				dropped += t
+			}
+		}
+		from = e
+	}
+	if from == 0 {
+		return
+	}
+	// Move what is kept to the front of the history, in place.
+	w := 1
+	keptPin := pinned(from) == 1
+	if keptPin {
+		c.msgs[1] = hist[pin]
+		w = 2
+	}
+	copy(c.msgs[w:], c.msgs[1+from:])
+	size := w + n - from
+	clear(c.msgs[size:])
+	c.msgs = c.msgs[:size]
+	c.tokens -= dropped
+	removed := min(r.saved, from) // r.saved counts history messages
+	if keptPin && pin < r.saved {
+		removed--
+	}
+	r.saved -= removed
+	r.window = c.msgs
+}
+
+// lastUserIndex returns the index of the last user message, or -1.
+func lastUserIndex(hist []llm.Message) int {
+	for i := len(hist) - 1; i >= 0; i-- {
+		if hist[i].Role == llm.RoleUser {
+			return i
+		}
+	}
+	return -1
+}
+
+// unitBefore returns the start of the group that ends just before e (e >
+// 0): an assistant message with tool calls together with its results, or
+// one message. A tool result with no call before its run is a group of its
+// own.
+func unitBefore(hist []llm.Message, e int) int {
+	i := e - 1
+	if hist[i].Role != llm.RoleTool {
+		return i
+	}
+	j := i
+	for j > 0 && hist[j-1].Role == llm.RoleTool {
+		j--
+	}
+	if j > 0 && hist[j-1].Role == llm.RoleAssistant && len(hist[j-1].ToolCalls) > 0 {
+		return j - 1
+	}
+	return i
+}
+
+// unitAfter returns the end of the group that starts at s.
+func unitAfter(hist []llm.Message, s int) int {
+	e := s + 1
+	if hist[s].Role == llm.RoleAssistant && len(hist[s].ToolCalls) > 0 {
+		for e < len(hist) && hist[e].Role == llm.RoleTool {
+			e++
+		}
+	}
+	return e
+}
+
+// keepHistory ends a run's changes to the conversation: what follows the
+// last complete turn (saved history messages) is dropped, and only the
+// newest MaxHistoryMessages messages are kept, cut between groups so tool
+// calls stay paired.
+func (o *Orchestrator) keepHistory(c *conversation, saved int) {
+	if len(c.msgs) == 0 {
+		return
+	}
+	if end := 1 + saved; len(c.msgs) > end {
+		for i := end; i < len(c.msgs); i++ {
+			c.tokens -= o.ctxm.MessageTokens(c.msgs[i])
+		}
+		clear(c.msgs[end:])
+		c.msgs = c.msgs[:end]
+	}
+	hist := c.msgs[1:]
+	if max := o.loop.MaxHistoryMessages; len(hist) > max {
+		cut := len(hist) - max
+		for cut < len(hist) && hist[cut].Role == llm.RoleTool {
+			cut++ // its call is dropped: so is it
+		}
+		for i := range cut {
+			c.tokens -= o.ctxm.MessageTokens(hist[i])
+		}
+		n := copy(c.msgs[1:], c.msgs[1+cut:])
+		clear(c.msgs[1+n:])
+		c.msgs = c.msgs[:1+n]
+	}
+	c.msgs[0] = llm.Message{} // the system prompt is rebuilt by each run
+	if len(c.msgs) == 1 {
+		c.msgs, c.tokens = nil, 0
+	} else if cap(c.msgs) > 2*len(c.msgs)+8 {
+		c.msgs = slices.Clip(slices.Clone(c.msgs)) // an idle conversation holds no spare room
+	}
+}

@@ -1,0 +1,105 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	agentctx "github.com/valetkit/valet/context"
+	"github.com/valetkit/valet/llm"
+)
+
+type nopModel struct{}
+
+func (nopModel) Complete(context.Context, llm.Request) (*llm.Response, error) { return nil, nil }
+func (nopModel) Stream(context.Context, llm.Request) iter.Seq2[llm.Chunk, error] {
+	return func(func(llm.Chunk, error) bool) {}
+}
+
+// randomHistory builds a well-paired history of random groups: user
+// messages, assistant texts, and assistant tool calls with their results.
+func randomHistory(rng *rand.Rand, groups int) []llm.Message {
+	var h []llm.Message
+	text := func() string { return strings.Repeat("x", rng.IntN(400)) }
+	for g := range groups {
+		switch rng.IntN(3) {
+		case 0:
+			h = append(h, llm.UserMessage(fmt.Sprintf("u%d %s", g, text())))
+		case 1:
+			h = append(h, llm.AssistantMessage(fmt.Sprintf("a%d %s", g, text())))
+		default:
+			k := 1 + rng.IntN(3)
+			m := llm.Message{Role: llm.RoleAssistant}
+			for c := range k {
+				m.ToolCalls = append(m.ToolCalls, llm.ToolCall{ID: fmt.Sprintf("c%d_%d", g, c), Name: "t", Arguments: []byte(`{"q":"` + text() + `"}`)})
+			}
+			h = append(h, m)
+			for c := range k {
+				h = append(h, llm.Message{Role: llm.RoleTool, ToolCallID: m.ToolCalls[c].ID, Name: "t", Content: text()})
+			}
+		}
+	}
+	return h
+}
+
+func render(msgs []llm.Message) string {
+	var b strings.Builder
+	for _, m := range msgs {
+		fmt.Fprintf(&b, "[%s %s %d %d]", m.Role, m.ToolCallID, len(m.Content), len(m.ToolCalls))
+		if len(m.Content) > 3 {
+			b.WriteString(m.Content[:3])
+		}
+	}
+	return b.String()
+}
+
+// The in-place trim of the run's buffer keeps exactly what agentctx's Trim
+// keeps, and the running token total stays equal to a full count.
+func TestBufferTrimMatchesAgentctxTrim(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := range 3000 {
+		limit := 500 + rng.IntN(4000)
+		loop := LoopConfig{MaxHistoryMessages: 1 + rng.IntN(30), ContextTokenLimit: limit}
+		o, err := NewOrchestrator(Config{LLM: nopModel{}, Loop: loop})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hist := randomHistory(rng, rng.IntN(25))
+		c := &conversation{}
+		o.appendHistory(c, hist...)
+		r := &run{o: o}
+		sys := strings.Repeat("s", rng.IntN(600))
+		r.open(c, sys, o.ctxm.MessageTokens(llm.SystemMessage(sys)))
+		want := o.ctxm.Trim(append([]llm.Message{llm.SystemMessage(sys)}, hist...))
+		r.trim()
+		if got, w := render(r.window), render(want); got != w {
+			t.Fatalf("round %d (max %d, limit %d):\n got %s\nwant %s\n  in %s", round, loop.MaxHistoryMessages, limit, got, w, render(hist))
+		}
+		if err := llm.CheckPairing(r.window); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if n := o.ctxm.Tokens(c.history()); n != c.tokens {
+			t.Fatalf("round %d: running total %d, counted %d", round, c.tokens, n)
+		}
+		if r.saved != len(c.history()) {
+			t.Fatalf("round %d: saved %d of %d", round, r.saved, len(c.history()))
+		}
+		// Ending the run keeps the newest MaxHistoryMessages, paired, as
+		// agentctx.RepairPairing of that suffix does.
+		before := append([]llm.Message(nil), c.history()...)
+		o.keepHistory(c, r.saved)
+		wantKept := before
+		if len(before) > loop.MaxHistoryMessages {
+			wantKept = agentctx.RepairPairing(before[len(before)-loop.MaxHistoryMessages:])
+		}
+		if got, w := render(c.history()), render(wantKept); got != w {
+			t.Fatalf("round %d keepHistory:\n got %s\nwant %s", round, got, w)
+		}
+		if n := o.ctxm.Tokens(c.history()); n != c.tokens {
+			t.Fatalf("round %d after keepHistory: running total %d, counted %d", round, c.tokens, n)
+		}
+	}
+}
