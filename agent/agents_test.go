@@ -1164,3 +1164,128 @@ func recipients(reqs []approval.Request) string {
 	}
 	return strings.Join(out, " ")
 }
+
+// editDraft changes a pending approval's arguments behind the
+// conversation's back, as another writer of the pool would.
+func editDraft(t *testing.T, store pool.Store, id, fields string) {
+	t.Helper()
+	e, err := store.Get(context.Background(), "u1", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Fields = json.RawMessage(fields)
+	if err := store.Update(context.Background(), e); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// After an edit, what a UI lists is the action that would run (rebuilt
+// from the new arguments, with their fingerprint), never the old summary
+// with a new fingerprint.
+func TestListedApprovalIsRebuiltAfterAnEdit(t *testing.T) {
+	rt := &router{loop: []llmtest.Reply{
+		llmtest.Calls(llmtest.Call("send_email", `{"to":"team@example.com","subject":"Plan"}`)),
+		llmtest.Text("Sent."),
+	}}
+	email := &emailAgent{}
+	store := pool.NewMemory()
+	o := agentsOrch(t, rt.script(t), agent.Config{Pool: store}, email, &noteAgent{})
+	ctx := context.Background()
+	first, err := o.HandleMessage(ctx, msg("mail the team"))
+	if err != nil || len(first.PendingApprovals) != 1 {
+		t.Fatalf("res=%+v err=%v", first, err)
+	}
+	editDraft(t, store, first.PendingApprovals[0].ID, `{"to":"everyone@example.com","subject":"Plan"}`)
+	list, err := o.ListPendingApprovals(ctx, "u1")
+	if err != nil || len(list) != 1 {
+		t.Fatal(list, err)
+	}
+	shown := list[0]
+	if shown.ActionSummary != "Send an email to everyone@example.com" || shown.Details["to"] != "everyone@example.com" || shown.Fingerprint == first.PendingApprovals[0].Fingerprint {
+		t.Fatalf("listed %+v; want the edited action with its own fingerprint", shown)
+	}
+	if _, err := o.ResolveApproval(ctx, "u1", shown.ID, approval.Decision{Action: approval.Approve, Fingerprint: shown.Fingerprint}); err != nil {
+		t.Fatal(err)
+	}
+	if sent := email.Sent(); len(sent) != 1 || sent[0].To != "everyone@example.com" {
+		t.Fatalf("sent %+v", sent)
+	}
+}
+
+// A "yes" in the chat answers what the conversation showed: an action
+// edited after it was shown does not run on it; it is shown again as it
+// now is, and the next "yes" runs that.
+func TestChatYesDoesNotRunAnActionEditedAfterItWasShown(t *testing.T) {
+	rt := &router{loop: []llmtest.Reply{
+		llmtest.Calls(llmtest.Call("send_email", `{"to":"team@example.com","subject":"Plan"}`)),
+		llmtest.Text("It changed; please confirm again."),
+		llmtest.Text("Sent."),
+	}}
+	email := &emailAgent{}
+	store := pool.NewMemory()
+	o := agentsOrch(t, rt.script(t), agent.Config{Pool: store}, email, &noteAgent{})
+	ctx := context.Background()
+	first, err := o.HandleMessage(ctx, msg("mail the team"))
+	if err != nil || len(first.PendingApprovals) != 1 {
+		t.Fatalf("res=%+v err=%v", first, err)
+	}
+	editDraft(t, store, first.PendingApprovals[0].ID, `{"to":"everyone@example.com","subject":"Plan"}`)
+	res, err := o.HandleMessage(ctx, msg("yes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(email.Sent()); n != 0 {
+		t.Fatalf("sent %d emails on a yes to a different action", n)
+	}
+	if len(res.PendingApprovals) != 1 || res.PendingApprovals[0].Details["to"] != "everyone@example.com" {
+		t.Fatalf("res = %+v; want the edited action presented again", res)
+	}
+	if _, err := o.HandleMessage(ctx, msg("yes")); err != nil {
+		t.Fatal(err)
+	}
+	if sent := email.Sent(); len(sent) != 1 || sent[0].To != "everyone@example.com" {
+		t.Fatalf("after confirming the new action: sent %+v", sent)
+	}
+}
+
+// takeHook runs f on every entry taken from the pool.
+type takeHook struct {
+	pool.Store
+	f func(*pool.Entry)
+}
+
+func (p takeHook) Take(ctx context.Context, tenant, id string) (*pool.Entry, error) {
+	e, err := p.Store.Take(ctx, tenant, id)
+	if err == nil && p.f != nil {
+		p.f(e)
+	}
+	return e, err
+}
+
+// An edit that lands between the fingerprint check and the take is caught
+// after the take, and the entry goes back even though the caller's ctx
+// ended meanwhile: an approval is never lost.
+func TestStaleAfterTakeIsPutBackEvenWhenCancelled(t *testing.T) {
+	rt := &router{loop: []llmtest.Reply{llmtest.Calls(llmtest.Call("send_email", `{"to":"team@example.com","subject":"Plan"}`))}}
+	email := &emailAgent{}
+	store := &takeHook{Store: pool.NewMemory()}
+	o := agentsOrch(t, rt.script(t), agent.Config{Pool: store}, email, &noteAgent{})
+	first, err := o.HandleMessage(context.Background(), msg("mail the team"))
+	if err != nil || len(first.PendingApprovals) != 1 {
+		t.Fatalf("res=%+v err=%v", first, err)
+	}
+	shown := first.PendingApprovals[0]
+	ctx, cancel := context.WithCancel(context.Background())
+	store.f = func(e *pool.Entry) {
+		e.Fields = json.RawMessage(`{"to":"everyone@example.com","subject":"Plan"}`)
+		cancel()
+	}
+	_, err = o.ResolveApproval(ctx, "u1", shown.ID, approval.Decision{Action: approval.Approve, Fingerprint: shown.Fingerprint})
+	if !errors.Is(err, approval.ErrStale) {
+		t.Fatalf("err = %v, want approval.ErrStale", err)
+	}
+	store.f = nil
+	if left, _ := o.ListPendingApprovals(context.Background(), "u1"); len(left) != 1 || len(email.Sent()) != 0 {
+		t.Fatalf("pending %+v, sent %+v: the approval must be pending and unsent", left, email.Sent())
+	}
+}

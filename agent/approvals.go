@@ -18,7 +18,7 @@ func (o *Orchestrator) ListPendingApprovals(ctx context.Context, tenantID string
 	var out []approval.Request
 	for _, e := range entries {
 		if e.Status == pool.StatusWaitingForApproval && e.Approval != nil {
-			out = append(out, *shownRequest(e))
+			out = append(out, *o.shownRequest(e))
 		}
 	}
 	return out, err
@@ -30,7 +30,7 @@ func (o *Orchestrator) PendingAgents(ctx context.Context, tenantID string) ([]Wa
 	entries, err := o.live(ctx, tenantID)
 	var out []Waiting
 	for _, e := range entries {
-		out = append(out, waitingOf(e))
+		out = append(out, o.waitingOf(e))
 	}
 	return out, err
 }
@@ -148,7 +148,7 @@ func (r *run) collectPending(except string) {
 	for _, e := range entries {
 		if e.ConversationID == r.msg.ConversationID && e.ID != except && !e.Paused && !e.Expired(now) &&
 			!slices.ContainsFunc(r.parked, func(w Waiting) bool { return w.AgentID == e.ID }) {
-			r.pending = append(r.pending, waitingOf(e))
+			r.pending = append(r.pending, r.o.waitingOf(e))
 		}
 	}
 }

@@ -29,7 +29,7 @@ func (c *conversation) history() []llm.Message {
 // appendHistory adds msgs to the history and to its token total.
 func (o *Orchestrator) appendHistory(c *conversation, msgs ...llm.Message) {
 	if len(c.msgs) == 0 {
-		c.msgs = append(c.msgs, llm.Message{Role: llm.RoleSystem})
+		c.msgs = newBuffer()
 	}
 	for i := range msgs {
 		c.tokens += o.ctxm.MessageTokens(msgs[i])
@@ -37,11 +37,21 @@ func (o *Orchestrator) appendHistory(c *conversation, msgs ...llm.Message) {
 	c.msgs = append(c.msgs, msgs...)
 }
 
+// firstBufferCap is the capacity of a new conversation's buffer: the
+// system prompt, the user's message and a first turn of a few calls fit
+// without growing it, and a conversation parked in its first tool call
+// holds under 1 KB of messages.
+const firstBufferCap = 8
+
+func newBuffer() []llm.Message {
+	return append(make([]llm.Message, 0, firstBufferCap), llm.Message{Role: llm.RoleSystem})
+}
+
 // open makes the conversation's buffer the run's window, with the system
 // prompt (of sysTokens tokens) in slot 0.
 func (r *run) open(c *conversation, system string, sysTokens int) {
 	if len(c.msgs) == 0 {
-		c.msgs = append(c.msgs, llm.Message{})
+		c.msgs = newBuffer()
 	}
 	c.msgs[0] = llm.Message{Role: llm.RoleSystem, Content: system}
 	r.conv, r.sysTokens = c, sysTokens

@@ -96,7 +96,7 @@ func (r *run) park(a *agentTool, callID string, col collected, req *approval.Req
 			status: resultError,
 		}
 	}
-	w := waitingOf(e)
+	w := o.waitingOf(e)
 	return callOutcome{result: tool.Result{Content: waitingText(a, e)}, status: string(w.Status), wait: &w}
 }
 
@@ -136,21 +136,54 @@ func (r *run) fillApproval(e *pool.Entry, req *approval.Request, now time.Time) 
 	e.ExpiresAt = req.ExpiresAt
 }
 
-func waitingOf(e *pool.Entry) Waiting {
+func (o *Orchestrator) waitingOf(e *pool.Entry) Waiting {
 	w := Waiting{AgentID: e.ID, AgentName: e.AgentName, Status: StatusWaitingForInput, Missing: e.Missing, Problems: e.Problems, created: e.CreatedAt}
 	if e.Status == pool.StatusWaitingForApproval && e.Approval != nil {
 		w.Status = StatusWaitingForApproval
-		w.Approval = shownRequest(e)
+		w.Approval = o.shownRequest(e)
 	}
 	return w
 }
 
-// shownRequest is e's approval request as the user is shown it, with the
-// fingerprint of the action as it is now in the pool.
-func shownRequest(e *pool.Entry) *approval.Request {
+// shownRequest is e's approval request as it stands. When the action was
+// changed after the request was made (its arguments no longer have the
+// request's fingerprint), the request is rebuilt from the current
+// arguments, so what is shown is always what would run, with its
+// fingerprint.
+func (o *Orchestrator) shownRequest(e *pool.Entry) *approval.Request {
 	a := *e.Approval
-	a.Fingerprint = entryFingerprint(e)
+	fp := entryFingerprint(e)
+	if a.Fingerprint == fp {
+		return &a
+	}
+	if a.Fingerprint != "" { // an entry from before fingerprints is taken as it is
+		var req *approval.Request
+		if ag := o.agents[e.AgentName]; ag != nil && ag.approval != nil {
+			req, _ = ag.approval(e.Fields)
+		}
+		a.ActionSummary, a.Details = "Run "+e.AgentName, nil
+		if req != nil {
+			if req.ActionSummary != "" {
+				a.ActionSummary = req.ActionSummary
+			}
+			a.Details = req.Details
+		}
+		if a.Details == nil {
+			_ = json.Unmarshal(e.Fields, &a.Details)
+		}
+	}
+	a.Fingerprint = fp
 	return &a
+}
+
+// shownFingerprint is the fingerprint of the action as the conversation
+// last presented it (the stored request's), or, for an entry from before
+// fingerprints, of the action as it is.
+func shownFingerprint(e *pool.Entry) string {
+	if e.Approval != nil && e.Approval.Fingerprint != "" {
+		return e.Approval.Fingerprint
+	}
+	return entryFingerprint(e)
 }
 
 // entryFingerprint identifies the action a pooled approval would run.
@@ -301,7 +334,7 @@ func (r *run) servePending() (done bool, err error) {
 		notes = append(notes, note)
 	}
 	for _, e := range left {
-		r.pending = append(r.pending, waitingOf(e))
+		r.pending = append(r.pending, r.o.waitingOf(e))
 	}
 	if len(r.parked) > 0 {
 		return true, r.replyWaiting()
@@ -382,15 +415,13 @@ func (r *run) decideApprovals(entries []*pool.Entry) (rest []*pool.Entry, note s
 			continue
 		}
 		dec := d.Decision
-		dec.Fingerprint = entryFingerprint(e) // the action the user was shown
+		dec.Fingerprint = shownFingerprint(e) // the action the conversation showed the user
 		err := r.applyDecision(e, dec)
 		if errors.Is(err, approval.ErrStale) {
 			// It changed meanwhile: it stays pending and is shown again,
 			// as it is now.
 			stale = true
-			if fresh, gerr := o.pool.Get(r.ctx, e.TenantID, e.ID); gerr == nil {
-				*e = *fresh
-			}
+			r.representChanged(e)
 			continue
 		}
 		if err != nil {
@@ -414,6 +445,25 @@ func (r *run) decideApprovals(entries []*pool.Entry) (rest []*pool.Entry, note s
 		}
 	}
 	return rest, note, nil
+}
+
+// representChanged stores e's request as it now stands (rebuilt from the
+// changed arguments), so that it is what the user is shown next and what
+// their next answer is checked against.
+func (r *run) representChanged(e *pool.Entry) {
+	o := r.o
+	for range 3 {
+		fresh, err := o.pool.Get(r.ctx, e.TenantID, e.ID)
+		if err != nil || fresh.Approval == nil {
+			return
+		}
+		fresh.Approval = o.shownRequest(fresh)
+		fresh.UpdatedAt = o.now()
+		if err := o.pool.Update(r.ctx, fresh); !errors.Is(err, pool.ErrConflict) {
+			*e = *fresh
+			return
+		}
+	}
 }
 
 // recent returns up to n of the latest user and assistant texts before
@@ -448,6 +498,9 @@ func plainMessages(msgs []llm.Message) []llm.Message {
 func (r *run) applyDecision(e *pool.Entry, d approval.Decision) error {
 	o := r.o
 	a := o.agents[e.AgentName]
+	if d.Fingerprint != "" && d.Fingerprint != entryFingerprint(e) {
+		return fmt.Errorf("%w: %s", approval.ErrStale, e.ID) // nothing taken, nothing runs
+	}
 	taken, err := o.pool.Take(r.ctx, e.TenantID, e.ID)
 	if errors.Is(err, pool.ErrNotFound) {
 		return nil
@@ -459,9 +512,10 @@ func (r *run) applyDecision(e *pool.Entry, d approval.Decision) error {
 		return nil // changed under us; it will not run
 	}
 	if d.Fingerprint != "" && d.Fingerprint != entryFingerprint(taken) {
-		// Edited after the user saw it: put it back as it is, run nothing.
+		// Edited between the check above and the take: put it back as it
+		// is, run nothing.
 		if err := r.putBack(taken); err != nil {
-			return err
+			return fmt.Errorf("%w: %s (%w)", approval.ErrStale, e.ID, err)
 		}
 		return fmt.Errorf("%w: %s", approval.ErrStale, e.ID)
 	}
@@ -515,19 +569,28 @@ func (r *run) repark(e *pool.Entry, problems []string) error {
 	if err := r.putBack(e); err != nil {
 		return err
 	}
-	r.parked = append(r.parked, waitingOf(e))
+	r.parked = append(r.parked, r.o.waitingOf(e))
 	return nil
 }
 
-// putBack returns a taken entry to the pool as it is.
+// putBack returns a taken entry to the pool as it is. It goes on when the
+// run's ctx is cancelled meanwhile: a taken entry that is not put back is
+// lost, neither run nor pending.
 func (r *run) putBack(e *pool.Entry) error {
 	e.Revision = 0
 	e.UpdatedAt = r.o.now()
-	if err := r.o.pool.Create(r.ctx, e); err != nil {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), putBackTimeout)
+	defer cancel()
+	if err := r.o.pool.Create(ctx, e); err != nil {
+		r.o.log.ErrorContext(ctx, "agent: a taken approval could not be returned to the pool; it is lost", "id", e.ID, "tenant", e.TenantID, "agent", e.AgentName, "err", err)
 		return fmt.Errorf("agent: returning approval %s to the pool: %w", e.ID, err)
 	}
 	return nil
 }
+
+// putBackTimeout bounds returning a taken entry to the pool once the run's
+// own ctx may be gone.
+const putBackTimeout = 10 * time.Second
 
 func resumeCallID(e *pool.Entry) string { return "resume_" + e.ID }
 
@@ -622,7 +685,7 @@ func (r *run) supplyInput(e *pool.Entry) (handled bool, note string, err error) 
 		if err := o.pool.Update(r.ctx, e); err != nil {
 			return true, "", fmt.Errorf("agent: updating %s in the pool: %w", e.ID, err)
 		}
-		r.parked = append(r.parked, waitingOf(e))
+		r.parked = append(r.parked, r.o.waitingOf(e))
 		return true, "", nil
 	}
 	if a.approval != nil {
@@ -635,7 +698,7 @@ func (r *run) supplyInput(e *pool.Entry) (handled bool, note string, err error) 
 			if err := o.pool.Update(r.ctx, e); err != nil {
 				return true, "", fmt.Errorf("agent: updating %s in the pool: %w", e.ID, err)
 			}
-			r.parked = append(r.parked, waitingOf(e))
+			r.parked = append(r.parked, r.o.waitingOf(e))
 			return true, "", nil
 		}
 	}
