@@ -175,7 +175,12 @@ func pendingString(ids []string) string {
 func pendingIDs(req llm.Request) ([]string, error) {
 	spec, ok := findTool(req, resolveToolName)
 	if !ok {
-		return nil, fmt.Errorf("the request has no %s tool, so no approval is pending (%s)", resolveToolName, describeTools(req))
+		// The likeliest cause: a plain yes or no to the only pending
+		// approval is decided without a model call (approval.Quick), so a
+		// Decide scripted for it meets the next call instead.
+		return nil, fmt.Errorf("the request has no %s tool, so no approval is pending (%s); "+
+			"a plain yes or no reply to a single pending approval is decided without a model call, "+
+			"so the script should have no Decide or ApproveAll reply for it", resolveToolName, describeTools(req))
 	}
 	var p struct {
 		Properties struct {

@@ -240,6 +240,32 @@ func TestMismatchWithTheOrchestrator(t *testing.T) {
 			t.Fatalf("reported %q", got)
 		}
 	})
+	t.Run("Decide after a plain yes", func(t *testing.T) {
+		// A plain "yes" to the one pending approval is decided without a
+		// model call, so the Decide reply meets the next loop call: the
+		// error says why instead of only that nothing is pending.
+		ft := &fakeT{}
+		model := llmtest.NewStrictScript(ft,
+			llmtest.Calls(llmtest.Call("send_email", `{"to":"team@example.com"}`)),
+			llmtest.Text("Send it?"),
+			llmtest.Decide(llmtest.Approve(0)),
+			llmtest.Text("Sent."),
+		)
+		o, _, _ := orchestrator(t, model, agent.LoopConfig{})
+		if _, err := o.HandleMessage(t.Context(), userSays("mail the team")); err != nil {
+			t.Fatal(err)
+		}
+		_, err := o.HandleMessage(t.Context(), userSays("yes"))
+		const want = "call 3: Decide(Approve(0)): the request has no resolve_approvals tool, so no approval is pending (its tools: send_email, forecast); " +
+			"a plain yes or no reply to a single pending approval is decided without a model call, so the script should have no Decide or ApproveAll reply for it"
+		if !errors.Is(err, llmtest.ErrReplyMismatch) || !strings.Contains(err.Error(), want) {
+			t.Fatalf("err = %v\nwant it to contain %q", err, want)
+		}
+		// Reported first; the unused "Sent." reply is reported too.
+		if got := ft.end(); len(got) == 0 || !strings.Contains(got[0], want) {
+			t.Fatalf("reported %q", got)
+		}
+	})
 	t.Run("ProvideFields when an approval is pending", func(t *testing.T) {
 		ft := &fakeT{}
 		model := llmtest.NewStrictScript(ft,

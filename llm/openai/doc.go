@@ -83,11 +83,14 @@
 // [Config.MaxResponseBytes] (default [DefaultMaxResponseBytes], 8 MiB, far
 // above the longest real reply) caps what one reply may make the client
 // read and hold: the body of a non-streamed reply, each line and event of
-// a stream, and the text and tool-call arguments a stream accumulates.
-// Reading stops at the cap and the call fails with an *llm.Error of kind
-// llm.KindUnknown, which is not retried (the same request would bring the
-// same reply); errors.Is(err, [ErrResponseTooLarge]) holds. The body of an
-// error answer is cut at the cap; its status still classifies it.
+// a stream, and what a stream accumulates (text, tool-call ids, names and
+// arguments, and a fixed cost for each call). Reading stops at the cap and
+// the call fails with an *llm.Error of kind llm.KindUnknown, which is not
+// retried (the same request would bring the same reply); errors.Is(err,
+// [ErrResponseTooLarge]) holds. The body of an error answer is cut at the
+// cap; its status still classifies it. A reply may also hold at most
+// [MaxToolCallsPerReply] tool calls; one with more fails the same way, with
+// [ErrTooManyToolCalls] (which wraps ErrResponseTooLarge) as its cause.
 //
 // # Errors
 //
@@ -121,9 +124,10 @@
 // The API key is never part of an error: messages that echo it have it
 // replaced by REDACTED, and [Config] prints and logs it as REDACTED. The same
 // holds for the values of credential headers in [Config.Headers] (Azure's
-// "api-key", any name containing key, token, secret, auth...) and for
-// credential query parameters or a password in [Config.BaseURL], anywhere
-// in an error's chain: the *url.Error of a failed connection is rebuilt
+// "api-key", any name with a word such as key, token, secret, password,
+// pwd, pass, sig, auth, session...) and for credential query parameters
+// (pairs after a ';' separator included) or the userinfo (user name and
+// password) of [Config.BaseURL], anywhere in an error's chain: the *url.Error of a failed connection is rebuilt
 // with the URL redacted (errors.As still finds it, and net.Error and
 // errors.Is(err, syscall.ECONNREFUSED) still hold). [Client.BaseURL]
 // returns the URL redacted too.

@@ -83,6 +83,10 @@ func (c *Client) classify(ctx context.Context, f failure) error {
 		e.Err = c.scrubErr(f.err)
 		e.Message = c.scrub(e.Err.Error())
 		switch {
+		case errors.Is(f.err, ErrTooManyToolCalls):
+			// Like ErrResponseTooLarge, which it wraps.
+			e.Kind = llm.KindUnknown
+			e.Message = fmt.Sprintf("the reply has more than %d tool calls (MaxToolCallsPerReply)", MaxToolCallsPerReply)
 		case errors.Is(f.err, ErrResponseTooLarge):
 			// KindUnknown: the request was accepted and answered, so it is
 			// not a bad request; and no retryable kind, since sending it
@@ -398,15 +402,106 @@ func snippet(s string) string {
 const minSecretLen = 4
 
 // credentialName reports whether a header or query parameter name is one
-// whose value is a credential.
+// whose value is a credential. The name is split into words at every
+// character that is not an ASCII letter or digit (-, _, ., space...),
+// between letters and digits, and at camelCase boundaries, acronyms
+// included ("XAPIKey" is X, API, Key; "sessionId" is session, Id), like
+// package agent splits the keys it masks in summaries. Words compare
+// case-insensitively. The name is a credential when a word:
+//   - is one of credentialWords;
+//   - ends with key, token, secret or pwd (apikey, accesstoken,
+//     clientsecret, subscriptionkey);
+//   - contains password, passwd, passphrase, credential or signature
+//     (userpassword);
+//   - is one of the above plus "s" (keys, accesstokens).
+//
+// Whole words only otherwise: api-version, author, passage, bypass, signal,
+// codec, keyword and tokenizer are not credentials.
 func credentialName(name string) bool {
-	n := strings.ToLower(name)
-	for _, w := range []string{"key", "token", "secret", "auth", "password", "cookie", "signature", "credential"} {
-		if strings.Contains(n, w) {
+	for _, w := range nameWords(name) {
+		if credentialWord(w) {
 			return true
 		}
 	}
-	return n == "sig" || n == "code"
+	return false
+}
+
+// credentialWords are the words that make a name a credential's (see
+// credentialName). "code" is Azure Functions' key parameter (and OAuth's
+// authorization code), "sig" Azure's SAS signature, "session" a session id.
+var credentialWords = map[string]bool{
+	"key": true, "apikey": true, "token": true, "secret": true,
+	"password": true, "passwd": true, "pwd": true, "pass": true, "passphrase": true,
+	"signature": true, "sig": true, "auth": true, "authorization": true,
+	"credential": true, "session": true, "code": true, "cookie": true,
+	"jwt": true, "bearer": true,
+}
+
+// credentialWord reports whether w, one lower-case word of a name, makes
+// it a credential's (see credentialName).
+func credentialWord(w string) bool {
+	if len(w) > 1 && w[len(w)-1] == 's' && credentialWord(w[:len(w)-1]) { // a plural: keys, accesstokens
+		return true
+	}
+	if credentialWords[w] {
+		return true
+	}
+	for _, suffix := range [...]string{"key", "token", "secret", "pwd"} {
+		if len(w) > len(suffix) && strings.HasSuffix(w, suffix) {
+			return true
+		}
+	}
+	for _, part := range [...]string{"password", "passwd", "passphrase", "credential", "signature"} {
+		if strings.Contains(w, part) {
+			return true
+		}
+	}
+	return false
+}
+
+// nameWords splits name into lower-case words (see credentialName). Bytes
+// of non-ASCII characters count as lower-case letters.
+func nameWords(name string) []string {
+	const (
+		sep = iota
+		lower
+		upper
+		digit
+	)
+	class := func(c byte) int {
+		switch {
+		case 'a' <= c && c <= 'z', c >= utf8.RuneSelf:
+			return lower
+		case 'A' <= c && c <= 'Z':
+			return upper
+		case '0' <= c && c <= '9':
+			return digit
+		}
+		return sep
+	}
+	var words []string
+	for i := 0; i < len(name); {
+		prev := class(name[i])
+		if prev == sep {
+			i++
+			continue
+		}
+		j := i + 1
+		for ; j < len(name); j++ {
+			cur := class(name[j])
+			if cur == sep || (prev == digit) != (cur == digit) || prev == lower && cur == upper {
+				break
+			}
+			// "APIKey": the upper-case letter before a lower-case one starts a word.
+			if prev == upper && cur == upper && j+1 < len(name) && class(name[j+1]) == lower {
+				break
+			}
+			prev = cur
+		}
+		words = append(words, strings.ToLower(name[i:j]))
+		i = j
+	}
+	return words
 }
 
 // secretsOf lists the credentials of cfg, longest first.
@@ -431,9 +526,18 @@ func secretsOf(cfg Config) []string {
 		add(v)
 	}
 	if u, err := url.Parse(cfg.BaseURL); err == nil {
+		// The user name too: a token is often passed as the user
+		// (https://TOKEN@host), with no password.
+		var user []string
+		if u.User != nil {
+			user = append(user, u.User.Username())
+		}
 		if pw, ok := u.User.Password(); ok {
-			add(pw)
-			if esc := url.QueryEscape(pw); esc != pw {
+			user = append(user, pw)
+		}
+		for _, v := range user {
+			add(v)
+			if esc := url.QueryEscape(v); esc != v {
 				add(esc)
 			}
 		}
@@ -452,31 +556,33 @@ func secretsOf(cfg Config) []string {
 	return out
 }
 
-// redactURL returns base with its password and credential query values
-// replaced by REDACTED, for printing.
+// redactURL returns base with its userinfo (user name and password) and
+// the values of credential query parameters (see credentialName) replaced
+// by REDACTED, for printing. The query is redacted as written, pair by
+// pair, with '&' and ';' both taken as separators: url.Values would drop a
+// pair after a ';' (and so print it unredacted) while the request still
+// sends it.
 func redactURL(base string) string {
 	u, err := url.Parse(base)
 	if err != nil {
 		return redactRawURL(base)
 	}
 	changed := false
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "REDACTED")
+	if u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword("REDACTED", "REDACTED")
+		} else {
+			u.User = url.User("REDACTED")
+		}
 		changed = true
 	}
-	q := u.Query()
-	for k, vs := range q {
-		if credentialName(k) {
-			for i := range vs {
-				vs[i] = "REDACTED"
-			}
-			changed = true
-		}
+	if q, ok := redactQuery(u.RawQuery); ok {
+		u.RawQuery = q
+		changed = true
 	}
 	if !changed {
 		return base
 	}
-	u.RawQuery = q.Encode()
 	return u.String()
 }
 

@@ -43,6 +43,26 @@ const DefaultMaxResponseBytes = 8 << 20
 // than [Config.MaxResponseBytes]: errors.Is(err, ErrResponseTooLarge).
 var ErrResponseTooLarge = errors.New("openai: reply too large")
 
+// MaxToolCallsPerReply is the most tool calls one reply may hold, streamed
+// or not; a reply with more fails with an *llm.Error of kind
+// llm.KindUnknown (not retried) for which errors.Is(err,
+// ErrTooManyToolCalls) and errors.Is(err, ErrResponseTooLarge) hold.
+//
+// 128 is the most tools OpenAI accepts in one request, and real replies
+// call far fewer at once (a handful of parallel calls; package agent runs at
+// most agent.Config.MaxParallelTools of them at a time anyway). A reply with more
+// is a runaway model or a misbehaving server, and every call it holds
+// would become a tool run, a tool result in the history and possibly an
+// approval. The cap also bounds the work and memory of a reply made of
+// tiny calls ("{}" in a body, {"index":N} deltas in a stream), which the
+// byte cap alone allows by the hundreds of thousands.
+const MaxToolCallsPerReply = 128
+
+// ErrTooManyToolCalls is the cause of the error returned for a reply with
+// more than MaxToolCallsPerReply tool calls. It wraps ErrResponseTooLarge:
+// a caller that handles oversized replies handles this one too.
+var ErrTooManyToolCalls = fmt.Errorf("openai: reply has more than %d tool calls: %w", MaxToolCallsPerReply, ErrResponseTooLarge)
+
 // The environment variables read by [FromEnv].
 const (
 	EnvAPIKey  = "OPENAI_API_KEY"
@@ -73,8 +93,8 @@ type Config struct {
 	Headers map[string]string
 	// MaxResponseBytes caps what is read of one reply: the body of a
 	// non-streamed reply; each line and each event of a streamed one; and
-	// the text and tool-call arguments a stream accumulates over its
-	// chunks. Reading stops at the cap, and the call fails with an
+	// what a stream accumulates over its chunks (text, refusal, tool-call
+	// ids, names and arguments, plus a fixed cost for each call opened). Reading stops at the cap, and the call fails with an
 	// *llm.Error of kind llm.KindUnknown (not retried: the same request
 	// would bring the same reply) for which errors.Is(err,
 	// ErrResponseTooLarge) holds. Error answers (4xx, 5xx) are cut at the
@@ -215,9 +235,10 @@ func FromEnv() (*Client, error) {
 func (c *Client) Model() string { return c.model }
 
 // BaseURL returns the endpoint the client sends to (DefaultBaseURL when
-// Config.BaseURL was empty), redacted like Config.String prints it: a
-// password and the values of credential query parameters (Azure's
-// "api-key", "key", "token"...) are replaced by REDACTED.
+// Config.BaseURL was empty), redacted like Config.String prints it: the
+// userinfo (user name and password) and the values of credential query
+// parameters (Azure's "api-key", "key", "token", "sig", "pwd"...; pairs
+// after a ';' separator included) are replaced by REDACTED.
 func (c *Client) BaseURL() string { return c.baseURL }
 
 // Complete sends req and returns the whole reply.
@@ -239,7 +260,11 @@ func (c *Client) Complete(ctx context.Context, req llm.Request) (*llm.Response, 
 	if w.hasError() {
 		return nil, c.classify(ctx, failure{body: body, inline: true})
 	}
-	return w.response(), nil
+	r, err := w.response()
+	if err != nil {
+		return nil, c.classify(ctx, failure{err: err})
+	}
+	return r, nil
 }
 
 // Stream sends req with "stream": true and yields the reply's text as it

@@ -124,11 +124,11 @@ type scrubbedNetError struct {
 func (e *scrubbedNetError) Timeout() bool   { return e.timeout }
 func (e *scrubbedNetError) Temporary() bool { return e.temporary }
 
-// rawURLCredentials returns the password and the values of credential
-// query parameters of raw, read without url.Parse so that a BaseURL that
-// does not parse (and is then quoted whole in the error of the first call)
-// gives up its credentials too. Values are returned as written and
-// unescaped.
+// rawURLCredentials returns the user name, the password and the values of
+// credential query parameters of raw, read without url.Parse so that a
+// BaseURL that does not parse (and is then quoted whole in the error of
+// the first call) gives up its credentials too. Values are returned as
+// written and unescaped.
 func rawURLCredentials(raw string) []string {
 	var out []string
 	add := func(v string) {
@@ -137,15 +137,19 @@ func rawURLCredentials(raw string) []string {
 			out = append(out, u)
 		}
 	}
-	if _, pw, ok := rawPassword(raw); ok {
-		add(pw)
+	if start, end, ok := rawUserinfo(raw); ok {
+		user, pw, hasPW := strings.Cut(raw[start:end], ":")
+		add(user)
+		if hasPW {
+			add(pw)
+		}
 	}
 	_, query, ok := strings.Cut(raw, "?")
 	if !ok {
 		return out
 	}
 	query, _, _ = strings.Cut(query, "#")
-	for _, p := range strings.Split(query, "&") {
+	for _, p := range splitQuery(query) {
 		k, v, ok := strings.Cut(p, "=")
 		if ok && credentialName(unescapeLoose(k)) {
 			add(v)
@@ -154,48 +158,74 @@ func rawURLCredentials(raw string) []string {
 	return out
 }
 
-// rawPassword finds the password of the userinfo in raw: it returns the
-// offset where the password starts, the password and whether there is one.
-func rawPassword(raw string) (int, string, bool) {
+// rawUserinfo finds the userinfo of raw ("user:password" before an '@' in
+// the authority): it returns where it starts and ends and whether there is
+// one.
+func rawUserinfo(raw string) (start, end int, ok bool) {
 	i := strings.Index(raw, "://")
 	if i < 0 {
-		return 0, "", false
+		return 0, 0, false
 	}
-	start := i + 3
+	start = i + 3
 	rest := raw[start:]
-	if end := strings.IndexAny(rest, "/?#"); end >= 0 {
-		rest = rest[:end]
+	if e := strings.IndexAny(rest, "/?#"); e >= 0 {
+		rest = rest[:e]
 	}
 	at := strings.LastIndex(rest, "@")
 	if at < 0 {
-		return 0, "", false
+		return 0, 0, false
 	}
-	colon := strings.Index(rest[:at], ":")
-	if colon < 0 {
-		return 0, "", false
+	return start, start + at, true
+}
+
+// splitQuery splits a raw query into its pairs at '&' and ';'.
+func splitQuery(query string) []string {
+	return strings.FieldsFunc(query, func(r rune) bool { return r == '&' || r == ';' })
+}
+
+// redactQuery replaces the values of the credential parameters of a raw
+// query (see credentialName) by REDACTED, keeping everything else as
+// written, separators included. It reports whether it replaced any.
+func redactQuery(query string) (string, bool) {
+	var b strings.Builder
+	changed := false
+	for query != "" {
+		pair, rest := query, ""
+		if i := strings.IndexAny(query, "&;"); i >= 0 {
+			pair, rest = query[:i], query[i:]
+		}
+		if k, _, ok := strings.Cut(pair, "="); ok && credentialName(unescapeLoose(k)) {
+			pair = k + "=REDACTED"
+			changed = true
+		}
+		b.WriteString(pair)
+		if rest != "" {
+			b.WriteByte(rest[0])
+			rest = rest[1:]
+		}
+		query = rest
 	}
-	return start + colon + 1, rest[colon+1 : at], true
+	return b.String(), changed
 }
 
 // redactRawURL is redactURL for a URL that does not parse: it replaces the
-// password and the values of credential query parameters, keeping the rest
+// userinfo and the values of credential query parameters, keeping the rest
 // as written.
 func redactRawURL(raw string) string {
-	if off, pw, ok := rawPassword(raw); ok {
-		raw = raw[:off] + "REDACTED" + raw[off+len(pw):]
+	if start, end, ok := rawUserinfo(raw); ok {
+		red := "REDACTED"
+		if strings.Contains(raw[start:end], ":") {
+			red = "REDACTED:REDACTED"
+		}
+		raw = raw[:start] + red + raw[end:]
 	}
 	base, query, ok := strings.Cut(raw, "?")
 	if !ok {
 		return raw
 	}
 	query, frag, hasFrag := strings.Cut(query, "#")
-	parts := strings.Split(query, "&")
-	for i, p := range parts {
-		if k, _, ok := strings.Cut(p, "="); ok && credentialName(unescapeLoose(k)) {
-			parts[i] = k + "=REDACTED"
-		}
-	}
-	raw = base + "?" + strings.Join(parts, "&")
+	query, _ = redactQuery(query)
+	raw = base + "?" + query
 	if hasFrag {
 		raw += "#" + frag
 	}

@@ -60,6 +60,10 @@ func (c *Client) readStream(ctx context.Context, res *http.Response, yield func(
 			return false
 		}
 		text := acc.add(&w)
+		if acc.err != nil {
+			yield(llm.Chunk{}, c.classify(ctx, failure{err: acc.err}))
+			return false
+		}
 		if acc.size > c.maxBytes {
 			yield(llm.Chunk{}, c.classify(ctx, failure{err: ErrResponseTooLarge}))
 			return false
@@ -168,7 +172,11 @@ func (c *Client) readWhole(ctx context.Context, res *http.Response, yield func(l
 		yield(llm.Chunk{}, c.classify(ctx, failure{body: body, inline: true}))
 		return
 	}
-	r := w.response()
+	r, err := w.response()
+	if err != nil {
+		yield(llm.Chunk{}, c.classify(ctx, failure{err: err}))
+		return
+	}
 	if r.Message.Content != "" && !yield(llm.Chunk{Text: r.Message.Content}, nil) {
 		return
 	}

@@ -3,6 +3,7 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -46,8 +47,41 @@ type wireMessage struct {
 	Role      string          `json:"role"`
 	Content   json.RawMessage `json:"content"` // string, null, or (rarely) an array of parts
 	Refusal   *string         `json:"refusal"`
-	ToolCalls []wireToolCall  `json:"tool_calls"`
+	ToolCalls wireToolCalls   `json:"tool_calls"`
 }
+
+// wireToolCalls decodes a list of tool calls, stopping one past
+// MaxToolCallsPerReply: a longer list is refused anyway (see tooMany), and
+// decoding all of it would turn a body of "{}," into 100 bytes of memory
+// for every 3 bytes read.
+type wireToolCalls []wireToolCall
+
+func (l *wireToolCalls) UnmarshalJSON(b []byte) error {
+	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
+		*l = nil
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if tok, err := dec.Token(); err != nil {
+		return err
+	} else if d, ok := tok.(json.Delim); !ok || d != '[' {
+		return &json.UnmarshalTypeError{Value: "non-array", Type: reflect.TypeFor[wireToolCalls](), Field: "tool_calls"}
+	}
+	var out wireToolCalls
+	for dec.More() && len(out) <= MaxToolCallsPerReply {
+		var tc wireToolCall
+		if err := dec.Decode(&tc); err != nil {
+			return err
+		}
+		out = append(out, tc)
+	}
+	*l = out
+	return nil
+}
+
+// tooMany reports whether the list holds more than MaxToolCallsPerReply
+// entries (it was cut one past the cap).
+func (l wireToolCalls) tooMany() bool { return len(l) > MaxToolCallsPerReply }
 
 type wireToolCall struct {
 	Index    *int   `json:"index"`
@@ -102,12 +136,16 @@ func (w *wireCompletion) first() *wireChoice {
 	return nil
 }
 
-// response normalises a non-streamed completion.
-func (w *wireCompletion) response() *llm.Response {
+// response normalises a non-streamed completion. It fails with
+// ErrTooManyToolCalls for more than MaxToolCallsPerReply calls.
+func (w *wireCompletion) response() (*llm.Response, error) {
 	r := &llm.Response{Message: llm.Message{Role: llm.RoleAssistant}, Usage: w.Usage.usage(), Model: w.Model}
 	ch := w.first()
 	if ch == nil {
-		return r
+		return r, nil
+	}
+	if ch.Message.ToolCalls.tooMany() {
+		return nil, ErrTooManyToolCalls
 	}
 	if ch.FinishReason != nil {
 		r.FinishReason = *ch.FinishReason
@@ -121,7 +159,7 @@ func (w *wireCompletion) response() *llm.Response {
 		calls = append(calls, llm.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: argumentsText(tc.Function.Arguments)})
 	}
 	r.Message.ToolCalls = finishCalls(calls)
-	return r
+	return r, nil
 }
 
 // contentText reads message content: a string, null, or an array of parts
@@ -280,10 +318,21 @@ type accumulator struct {
 	byIndex map[int]*callBuilder    // the latest call opened at each wire index
 	byID    map[string]*callBuilder // the latest call with each id
 	last    *callBuilder
-	// size counts the bytes of text, refusal, tool-call names and
-	// arguments accumulated, to hold the reply to Config.MaxResponseBytes.
+	// size counts the bytes of text, refusal, tool-call ids, names and
+	// arguments accumulated, plus callCost for every call opened, to hold
+	// the reply to Config.MaxResponseBytes.
 	size int64
+	// err is ErrTooManyToolCalls once a chunk brings more calls than
+	// MaxToolCallsPerReply; nothing more is added then.
+	err error
 }
+
+// callCost is what opening a tool call adds to accumulator.size, so that
+// calls carrying little or nothing (index-only deltas) are not free: about
+// what a call with empty fields takes in a non-streamed body,
+// {"id":"","type":"function","function":{"name":"","arguments":""}} (62
+// bytes), and less than the memory the call takes here.
+const callCost = 64
 
 // add folds one chunk in and returns the text it carried.
 func (a *accumulator) add(w *wireCompletion) string {
@@ -311,8 +360,14 @@ func (a *accumulator) add(w *wireCompletion) string {
 		a.refusal.WriteString(*d.Refusal)
 		a.size += int64(len(*d.Refusal))
 	}
+	if d.ToolCalls.tooMany() {
+		a.err = ErrTooManyToolCalls
+		return text
+	}
 	for _, tc := range d.ToolCalls {
-		a.addCall(tc)
+		if !a.addCall(tc) {
+			break
+		}
 	}
 	return text
 }
@@ -334,7 +389,9 @@ func hasArguments(raw json.RawMessage) bool {
 	return len(raw) > 0 && !bytes.Equal(raw, []byte("null")) && !bytes.Equal(raw, []byte(`""`))
 }
 
-func (a *accumulator) addCall(tc wireToolCall) {
+// addCall folds one tool-call delta in. It reports false, with a.err set,
+// when the delta would open a call past MaxToolCallsPerReply.
+func (a *accumulator) addCall(tc wireToolCall) bool {
 	if a.byIndex == nil {
 		a.byIndex = make(map[int]*callBuilder)
 		a.byID = make(map[string]*callBuilder)
@@ -363,6 +420,9 @@ func (a *accumulator) addCall(tc wireToolCall) {
 		}
 		b = a.open(n)
 	}
+	if b == nil {
+		return false
+	}
 	a.last = b
 	if tc.ID != "" && b.id == "" {
 		b.id = tc.ID
@@ -370,7 +430,9 @@ func (a *accumulator) addCall(tc wireToolCall) {
 	if tc.ID != "" && tc.ID == b.id {
 		a.byID[tc.ID] = b // the latest call with this id
 	}
-	a.size += int64(len(tc.Function.Name) + len(tc.Function.Arguments))
+	// The id counts on every delta that brings it, like the name: a
+	// server may repeat both; each distinct id opens a call of its own.
+	a.size += int64(len(tc.ID) + len(tc.Function.Name) + len(tc.Function.Arguments))
 	if tc.Function.Name != "" {
 		if b.name == "" || b.name == tc.Function.Name {
 			b.name = tc.Function.Name
@@ -389,10 +451,17 @@ func (a *accumulator) addCall(tc wireToolCall) {
 	default:
 		b.obj = append(json.RawMessage(nil), raw...)
 	}
+	return true
 }
 
-// open starts a call at wire index i.
+// open starts a call at wire index i, or returns nil and sets a.err if the
+// reply already has MaxToolCallsPerReply calls.
 func (a *accumulator) open(i int) *callBuilder {
+	if len(a.calls) >= MaxToolCallsPerReply {
+		a.err = ErrTooManyToolCalls
+		return nil
+	}
+	a.size += callCost
 	b := &callBuilder{index: i, seq: len(a.calls)}
 	a.calls = append(a.calls, b)
 	a.byIndex[i] = b
