@@ -7,6 +7,7 @@ import (
 	"iter"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,6 +43,8 @@ func benchCalc(_ context.Context, in benchCalcIn) (string, error) { return "42",
 
 const benchTurns, benchCalls = 5, 3
 
+const benchText = "Plan my trip to Paris"
+
 // benchModel answers by position: tool calls until benchTurns assistant
 // messages follow the user's message, then a final text. Replies are built
 // once, so the model itself costs (almost) nothing.
@@ -49,6 +52,7 @@ type benchModel struct {
 	turns []*llm.Response
 	final *llm.Response
 	delay time.Duration
+	sent  atomic.Int64 // messages in the last request, for the checks of sequential benchmarks
 }
 
 func newBenchModel(turns, calls int, names ...string) *benchModel {
@@ -58,6 +62,7 @@ func newBenchModel(turns, calls int, names ...string) *benchModel {
 		"web_search":  `{"query":"flights to Paris","limit":5}`,
 		"calculator":  `{"expression":"6*7"}`,
 		"sleep":       `{}`,
+		"park":        `{}`,
 	}
 	for t := range turns {
 		r := &llm.Response{Usage: llm.Usage{InputTokens: 400, OutputTokens: 30}}
@@ -74,6 +79,7 @@ func newBenchModel(turns, calls int, names ...string) *benchModel {
 }
 
 func (m *benchModel) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	m.sent.Store(int64(len(req.Messages)))
 	n := 0
 	for i := len(req.Messages) - 1; i >= 0 && req.Messages[i].Role != llm.RoleUser; i-- {
 		if req.Messages[i].Role == llm.RoleAssistant {
@@ -101,63 +107,123 @@ func benchTools() []tool.Tool {
 	}
 }
 
+// benchHandler is a bare loop's tool: raw arguments in, text out.
+type benchHandler = func(context.Context, json.RawMessage) (string, error)
+
+// bareHandler decodes the arguments into In and calls f: what a
+// hand-written loop does for each of its tools.
+func bareHandler[In any](f func(context.Context, In) (string, error)) benchHandler {
+	return func(ctx context.Context, raw json.RawMessage) (string, error) {
+		var in In
+		if err := json.Unmarshal(raw, &in); err != nil {
+			return "", err
+		}
+		return f(ctx, in)
+	}
+}
+
+// benchHandlers are the bare loop's counterparts of benchTools.
+func benchHandlers() map[string]benchHandler {
+	return map[string]benchHandler{
+		"get_weather": bareHandler(benchWeather),
+		"web_search":  bareHandler(benchSearch),
+		"calculator":  bareHandler(benchCalc),
+	}
+}
+
+// bareResult is what a bare loop did, so a benchmark can check that it did
+// the work.
+type bareResult struct {
+	text          string
+	turns, calls  int // model calls; tool calls run
+	failed, total int // tool calls that failed; messages sent in the last model call
+}
+
 // bareLoop is the hand-written baseline: the same model, the same tool
 // functions, calls of a turn in parallel, arguments decoded into the same
 // structs — and nothing else (no validation, timeouts, telemetry, history).
-func bareLoop(ctx context.Context, model llm.Client, specs []llm.ToolSpec, text string) (string, error) {
-	decode := func(raw json.RawMessage, v any) error { return json.Unmarshal(raw, v) }
-	handlers := map[string]func(context.Context, json.RawMessage) (string, error){
-		"get_weather": func(ctx context.Context, raw json.RawMessage) (string, error) {
-			var in benchWeatherIn
-			if err := decode(raw, &in); err != nil {
-				return "", err
-			}
-			return benchWeather(ctx, in)
-		},
-		"web_search": func(ctx context.Context, raw json.RawMessage) (string, error) {
-			var in benchSearchIn
-			if err := decode(raw, &in); err != nil {
-				return "", err
-			}
-			return benchSearch(ctx, in)
-		},
-		"calculator": func(ctx context.Context, raw json.RawMessage) (string, error) {
-			var in benchCalcIn
-			if err := decode(raw, &in); err != nil {
-				return "", err
-			}
-			return benchCalc(ctx, in)
-		},
-	}
-	msgs := []llm.Message{llm.SystemMessage("You are a benchmark."), llm.UserMessage(text)}
+// It builds its tool table per conversation, as it always has.
+func bareLoop(ctx context.Context, model llm.Client, specs []llm.ToolSpec, text string) (bareResult, error) {
+	return bareLoopWith(ctx, model, specs, benchHandlers(), nil, text)
+}
+
+// bareLoopWith is bareLoop with the given tools, sending history (which it
+// does not modify) between the system prompt and the user's message.
+func bareLoopWith(ctx context.Context, model llm.Client, specs []llm.ToolSpec, handlers map[string]benchHandler, history []llm.Message, text string) (bareResult, error) {
+	var res bareResult
+	msgs := make([]llm.Message, 0, len(history)+2)
+	msgs = append(msgs, llm.SystemMessage("You are a benchmark."))
+	msgs = append(msgs, history...)
+	msgs = append(msgs, llm.UserMessage(text))
 	for {
+		res.total = len(msgs)
 		resp, err := model.Complete(ctx, llm.Request{Messages: msgs, Tools: specs})
 		if err != nil {
-			return "", err
+			return res, err
 		}
+		res.turns++
 		if len(resp.Message.ToolCalls) == 0 {
-			return resp.Message.Content, nil
+			res.text = resp.Message.Content
+			return res, nil
 		}
 		msgs = append(msgs, resp.Message)
 		calls := resp.Message.ToolCalls
-		out := make([]string, len(calls))
+		out := make([]struct {
+			text   string
+			failed bool
+		}, len(calls))
 		var wg sync.WaitGroup
 		for i, c := range calls {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				s, err := handlers[c.Name](ctx, c.Arguments)
-				if err != nil {
-					s = err.Error()
+				h := handlers[c.Name]
+				if h == nil {
+					out[i].text, out[i].failed = "unknown tool "+c.Name, true
+					return
 				}
-				out[i] = s
+				s, err := h(ctx, c.Arguments)
+				if err != nil {
+					s, out[i].failed = err.Error(), true
+				}
+				out[i].text = s
 			}()
 		}
 		wg.Wait()
 		for i, c := range calls {
-			msgs = append(msgs, llm.ToolResultMessage(c, out[i], false))
+			msgs = append(msgs, llm.ToolResultMessage(c, out[i].text, out[i].failed))
+			if out[i].failed {
+				res.failed++
+			}
+		}
+		res.calls += len(calls)
+	}
+}
+
+// checkBare fails b unless one bare conversation did turns tool turns of
+// calls successful calls each, then answered.
+func checkBare(b *testing.B, r bareResult, err error, turns, calls int) {
+	if err != nil || r.turns != turns+1 || r.calls != turns*calls || r.failed != 0 || r.text == "" {
+		b.Fatalf("bare loop did not do the work: %+v err=%v", r, err)
+	}
+}
+
+// checkValet fails b unless one message ran turns tool turns of calls
+// successful calls each, then answered.
+func checkValet(b *testing.B, res *agent.Result, err error, turns, calls int) {
+	if err == nil && res.Status == agent.StatusCompleted && res.Turns == turns+1 && len(res.ToolCalls) == turns*calls && res.Response != "" {
+		ok := true
+		for _, c := range res.ToolCalls {
+			ok = ok && c.Success
+		}
+		if ok {
+			return
 		}
 	}
+	if res == nil {
+		b.Fatalf("valet did not do the work: err=%v", err)
+	}
+	b.Fatalf("valet did not do the work: status=%s turns=%d calls=%d err=%v", res.Status, res.Turns, len(res.ToolCalls), err)
 }
 
 func runBare(b *testing.B) {
@@ -170,9 +236,8 @@ func runBare(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := bareLoop(ctx, model, specs, "Plan my trip to Paris"); err != nil {
-			b.Fatal(err)
-		}
+		r, err := bareLoop(ctx, model, specs, benchText)
+		checkBare(b, r, err, benchTurns, benchCalls)
 	}
 }
 
@@ -183,22 +248,158 @@ func runValet(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	m := agent.Message{TenantID: "bench", ConversationID: "c", Text: "Plan my trip to Paris"}
+	m := agent.Message{TenantID: "bench", ConversationID: "c", Text: benchText}
 	b.ReportAllocs()
 	for b.Loop() {
 		res, err := o.HandleMessage(ctx, m)
-		if err != nil || res.Turns != benchTurns+1 || len(res.ToolCalls) != benchTurns*benchCalls {
-			b.Fatalf("res=%+v err=%v", res, err)
-		}
+		checkValet(b, res, err, benchTurns, benchCalls)
 		if err := o.Forget(ctx, m.TenantID, m.ConversationID); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
+// side is one loop measured in interleaved blocks; one call of run is one
+// conversation (or message), and fails the benchmark when it did not do
+// the work.
+type side struct {
+	name string
+	run  func()
+	sent *int64 // messages in the last model call of the last conversation, when recorded
+}
+
+// tally adds up the blocks of one side.
+type tally struct {
+	n             int // conversations
+	wall, cpu     time.Duration
+	cpuOK         bool
+	allocs, bytes uint64
+}
+
+func (t tally) nsPer() float64     { return float64(t.wall) / float64(t.n) }
+func (t tally) cpuPer() float64    { return float64(t.cpu) / float64(t.n) }
+func (t tally) allocsPer() float64 { return float64(t.allocs) / float64(t.n) }
+func (t tally) bytesPer() float64  { return float64(t.bytes) / float64(t.n) }
+
+// interleave runs, for each b.Loop iteration, block conversations of each
+// side in turn, starting from a different side each iteration so that no
+// side always follows the same one, and returns each side's totals: wall
+// time, CPU time of the whole process (user+sys, GC workers included) and
+// allocations, read around each block.
+func interleave(b *testing.B, block int, sides ...side) []tally {
+	out := make([]tally, len(sides))
+	for i := range out {
+		out[i].cpuOK = true
+	}
+	var ms runtime.MemStats
+	k := 0
+	for b.Loop() {
+		for j := range sides {
+			i := (k + j) % len(sides)
+			runtime.ReadMemStats(&ms)
+			a0, b0 := ms.Mallocs, ms.TotalAlloc
+			c0, ok0 := processCPU()
+			t0 := time.Now()
+			for range block {
+				sides[i].run()
+			}
+			d := time.Since(t0)
+			c1, ok1 := processCPU()
+			runtime.ReadMemStats(&ms)
+			t := &out[i]
+			t.n += block
+			t.wall += d
+			t.cpu += c1 - c0
+			t.cpuOK = t.cpuOK && ok0 && ok1
+			t.allocs += ms.Mallocs - a0
+			t.bytes += ms.TotalAlloc - b0
+		}
+		k++
+	}
+	return out
+}
+
+// reportGOMAXPROCS reports GOMAXPROCS as the metric "gomaxprocs" and logs it.
+func reportGOMAXPROCS(b *testing.B) {
+	p := runtime.GOMAXPROCS(0)
+	b.Logf("GOMAXPROCS=%d NumCPU=%d", p, runtime.NumCPU())
+	b.ReportMetric(float64(p), "gomaxprocs")
+}
+
+// reportSide reports one side's cost per conversation, each metric's name
+// starting with prefix: ns/conv (wall), cpu-ns/conv, allocs/conv, B/conv.
+func reportSide(b *testing.B, prefix string, t tally) {
+	b.ReportMetric(t.nsPer(), prefix+"ns/conv")
+	if t.cpuOK {
+		b.ReportMetric(t.cpuPer(), prefix+"cpu-ns/conv")
+	}
+	b.ReportMetric(t.allocsPer(), prefix+"allocs/conv")
+	b.ReportMetric(t.bytesPer(), prefix+"B/conv")
+}
+
+// reportRatios reports num's cost as a multiple of den's, per conversation:
+// wall time as timeName, then prefix+"cpu", prefix+"allocs" and
+// prefix+"bytes" (the last two only when all is true).
+func reportRatios(b *testing.B, timeName, prefix string, num, den tally, all bool) {
+	b.ReportMetric(num.nsPer()/den.nsPer(), timeName)
+	if num.cpuOK && den.cpuOK {
+		b.ReportMetric(num.cpuPer()/den.cpuPer(), prefix+"cpu")
+	}
+	if all {
+		b.ReportMetric(num.allocsPer()/den.allocsPer(), prefix+"allocs")
+		b.ReportMetric(num.bytesPer()/den.bytesPer(), prefix+"bytes")
+	}
+}
+
+// valetSide handles m per call and then forgets conversation forget: m's
+// own for a fresh conversation each time, another one (which then costs
+// the same bookkeeping, on an empty conversation) to keep m's history.
+// model must be o's, which keeps limit messages of history (its
+// MaxHistoryMessages). The last model call of each message must have been
+// sent the system prompt, the prior messages, the user's message and the
+// turns of this message, or, when those pass the limit, at least all but 2
+// turns' worth of the limit (the window is capped at MaxHistoryMessages
+// besides the system prompt, trimmed by whole tool-call groups).
+func valetSide(b *testing.B, name string, o *agent.Orchestrator, model *benchModel, m agent.Message, forget string, prior, limit int) side {
+	ctx := context.Background()
+	full := int64(prior + 2 + benchTurns*(1+benchCalls))
+	lo, hi := full, full
+	if full > int64(limit)+1 {
+		lo, hi = int64(limit+1-2*(1+benchCalls)), int64(limit)+1
+	}
+	sent := new(int64)
+	return side{name, func() {
+		res, err := o.HandleMessage(ctx, m)
+		checkValet(b, res, err, benchTurns, benchCalls)
+		if *sent = model.sent.Load(); *sent < lo || *sent > hi {
+			b.Fatalf("%s: the last model call was sent %d messages, want %d to %d", name, *sent, lo, hi)
+		}
+		if err := o.Forget(ctx, m.TenantID, forget); err != nil {
+			b.Fatal(err)
+		}
+	}, sent}
+}
+
+// bareSide runs one bare conversation per call with history before the
+// user's message, as bareLoop does (tool table built per conversation).
+func bareSide(b *testing.B, name string, model llm.Client, specs []llm.ToolSpec, history []llm.Message) side {
+	ctx := context.Background()
+	sent := new(int64)
+	return side{name, func() {
+		r, err := bareLoopWith(ctx, model, specs, benchHandlers(), history, benchText)
+		checkBare(b, r, err, benchTurns, benchCalls)
+		if *sent = int64(r.total); r.total != len(history)+2+benchTurns*(1+benchCalls) {
+			b.Fatalf("bare loop sent %d messages, want %d", r.total, len(history)+2+benchTurns*(1+benchCalls))
+		}
+	}, sent}
+}
+
 // BenchmarkConversation prints the bare loop and valet side by side, and in
 // "ratio" valet's cost as a multiple of the bare loop's, measured in
-// alternating blocks of the same run (x-time, x-allocs, x-bytes):
+// alternating blocks of the same run: x-time (wall), x-cpu (user+sys of the
+// process from getrusage, GC included), x-allocs, x-bytes, with each side's
+// figures per conversation (bare-ns/conv, valet-cpu-ns/conv, ...) and
+// GOMAXPROCS (metric gomaxprocs, also the name's -N suffix):
 //
 //	go test -run '^$' -bench BenchmarkConversation -benchtime 2s ./agent/
 func BenchmarkConversation(b *testing.B) {
@@ -210,46 +411,125 @@ func BenchmarkConversation(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		specs := o.Tools()
-		ctx := context.Background()
-		m := agent.Message{TenantID: "bench", ConversationID: "c", Text: "Plan my trip to Paris"}
-		const block = 100
-		var bareT, valetT time.Duration
-		var bareA, valetA, bareB, valetB uint64
-		var ms runtime.MemStats
-		measure := func(f func()) (time.Duration, uint64, uint64) {
-			runtime.ReadMemStats(&ms)
-			a0, b0 := ms.Mallocs, ms.TotalAlloc
-			t0 := time.Now()
-			for range block {
-				f()
-			}
-			d := time.Since(t0)
-			runtime.ReadMemStats(&ms)
-			return d, ms.Mallocs - a0, ms.TotalAlloc - b0
-		}
-		for b.Loop() {
-			d, a, by := measure(func() {
-				if _, err := bareLoop(ctx, model, specs, m.Text); err != nil {
-					b.Fatal(err)
-				}
-			})
-			bareT, bareA, bareB = bareT+d, bareA+a, bareB+by
-			d, a, by = measure(func() {
-				if _, err := o.HandleMessage(ctx, m); err != nil {
-					b.Fatal(err)
-				}
-				_ = o.Forget(ctx, m.TenantID, m.ConversationID)
-			})
-			valetT, valetA, valetB = valetT+d, valetA+a, valetB+by
-		}
-		n := float64(b.N * block)
-		b.ReportMetric(float64(bareT)/n, "bare-ns/conv")
-		b.ReportMetric(float64(valetT)/n, "valet-ns/conv")
-		b.ReportMetric(float64(valetT)/float64(bareT), "x-time")
-		b.ReportMetric(float64(valetA)/float64(bareA), "x-allocs")
-		b.ReportMetric(float64(valetB)/float64(bareB), "x-bytes")
+		m := agent.Message{TenantID: "bench", ConversationID: "c", Text: benchText}
+		t := interleave(b, 100,
+			bareSide(b, "bare", model, o.Tools(), nil),
+			valetSide(b, "valet", o, model, m, m.ConversationID, 0, agent.DefaultMaxHistoryMessages),
+		)
+		bare, valet := t[0], t[1]
+		reportGOMAXPROCS(b)
+		reportSide(b, "bare-", bare)
+		reportSide(b, "valet-", valet)
+		reportRatios(b, "x-time", "x-", valet, bare, true)
 	})
+}
+
+// BenchmarkHistoryGrowth/curve measures one message (the 5 turns × 3
+// parallel calls of BenchmarkConversation) in a conversation with 0, about
+// 40 and about 200 prior messages, and the bare loop sending the same prior
+// messages (a snapshot of valet's history) before the user's message, all
+// six in interleaved blocks of one run:
+//
+//	go test -run '^$' -bench BenchmarkHistoryGrowth -benchtime 2s ./agent/
+//
+// p0 is a fresh conversation each time (Forget after each message). p40 is
+// a conversation at the default MaxHistoryMessages (40), p200 one at
+// MaxHistoryMessages 200; both are primed with the same workload until the
+// history stops growing and stay there (each message adds 22 and the cap
+// drops as many; the trim keeps tool calls paired, so a few fewer than the
+// cap remain: the exact numbers are the metrics p40-prior and p200-prior,
+// checked again at the end). Their messages are followed by a Forget of an
+// empty conversation, so every valet side pays the same bookkeeping.
+//
+// valet caps what it sends at MaxHistoryMessages besides the system
+// prompt, the bare loop sends every prior message: pN-valet-sent and
+// pN-bare-sent are the messages of the last model call of a conversation
+// (checked on every one).
+//
+// Metrics: per side and per conversation pN-valet-/pN-bare- ns/conv (wall),
+// cpu-ns/conv (user+sys of the process), allocs/conv, B/conv;
+// x-fresh-N = valet at N prior messages / valet in a fresh conversation
+// (wall; x-fresh-N-cpu, -allocs, -bytes likewise), the issue's target being
+// x-fresh-40 ≤ 1.3; x-bare-N = valet / bare loop at the same history length
+// (wall; x-bare-N-cpu likewise).
+func BenchmarkHistoryGrowth(b *testing.B) {
+	b.Run("curve", func(b *testing.B) {
+		model := newBenchModel(benchTurns, benchCalls, "get_weather", "web_search", "calculator")
+		cfg := agent.Config{LLM: model, SystemPrompt: "You are a benchmark.", Tools: benchTools()}
+		o40, err := agent.NewOrchestrator(cfg) // MaxHistoryMessages: the default, 40
+		if err != nil {
+			b.Fatal(err)
+		}
+		cfg.Loop.MaxHistoryMessages = 200
+		o200, err := agent.NewOrchestrator(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		fresh := agent.Message{TenantID: "bench", ConversationID: "fresh", Text: benchText}
+		long := agent.Message{TenantID: "bench", ConversationID: "long", Text: benchText}
+		h40 := primeHistory(b, o40, long, 40)
+		h200 := primeHistory(b, o200, long, 200)
+		specs := o40.Tools()
+
+		sides := []side{
+			valetSide(b, "p0-valet", o40, model, fresh, fresh.ConversationID, 0, 40),
+			bareSide(b, "p0-bare", model, specs, nil),
+			valetSide(b, "p40-valet", o40, model, long, "other", len(h40), 40),
+			bareSide(b, "p40-bare", model, specs, h40),
+			valetSide(b, "p200-valet", o200, model, long, "other", len(h200), 200),
+			bareSide(b, "p200-bare", model, specs, h200),
+		}
+		t := interleave(b, 50, sides...)
+		checkHistoryLen(b, o40, long, len(h40))
+		checkHistoryLen(b, o200, long, len(h200))
+
+		reportGOMAXPROCS(b)
+		b.ReportMetric(float64(len(h40)), "p40-prior")
+		b.ReportMetric(float64(len(h200)), "p200-prior")
+		for i, s := range sides {
+			reportSide(b, s.name+"-", t[i])
+			b.ReportMetric(float64(*s.sent), s.name+"-sent")
+		}
+		v0, v40, v200 := t[0], t[2], t[4]
+		reportRatios(b, "x-fresh-40", "x-fresh-40-", v40, v0, true)
+		reportRatios(b, "x-fresh-200", "x-fresh-200-", v200, v0, true)
+		reportRatios(b, "x-bare-0", "x-bare-0-", v0, t[1], false)
+		reportRatios(b, "x-bare-40", "x-bare-40-", v40, t[3], false)
+		reportRatios(b, "x-bare-200", "x-bare-200-", v200, t[5], false)
+	})
+}
+
+// primeHistory handles m in o until its history stops growing, which it
+// must do within 22 messages of limit, and returns that history.
+func primeHistory(b *testing.B, o *agent.Orchestrator, m agent.Message, limit int) []llm.Message {
+	ctx := context.Background()
+	prev := -1
+	for range limit + 2 {
+		res, err := o.HandleMessage(ctx, m)
+		checkValet(b, res, err, benchTurns, benchCalls)
+		h, err := o.History(ctx, m.TenantID, m.ConversationID)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(h) == prev {
+			if per := 2 + benchTurns*(1+benchCalls); len(h) > limit || len(h) <= limit-per {
+				b.Fatalf("history settled at %d messages, want %d or a few fewer", len(h), limit)
+			}
+			return h
+		}
+		prev = len(h)
+	}
+	b.Fatalf("history did not settle at %d messages (last %d)", limit, prev)
+	return nil
+}
+
+// checkHistoryLen fails b unless the history of m's conversation has n
+// messages.
+func checkHistoryLen(b *testing.B, o *agent.Orchestrator, m agent.Message, n int) {
+	h, err := o.History(context.Background(), m.TenantID, m.ConversationID)
+	if err != nil || len(h) != n {
+		b.Fatalf("history has %d messages (err=%v), want %d", len(h), err, n)
+	}
 }
 
 // BenchmarkParallelTools: 3 turns of 5 tools that each take 20 ms. Run one
@@ -276,9 +556,8 @@ func BenchmarkParallelTools(b *testing.B) {
 	m := agent.Message{TenantID: "bench", ConversationID: "p", Text: "go"}
 	start := time.Now()
 	for b.Loop() {
-		if _, err := o.HandleMessage(ctx, m); err != nil {
-			b.Fatal(err)
-		}
+		res, err := o.HandleMessage(ctx, m)
+		checkValet(b, res, err, turns, calls)
 		_ = o.Forget(ctx, m.TenantID, m.ConversationID)
 	}
 	per := time.Since(start) / time.Duration(b.N)

@@ -25,7 +25,6 @@ type run struct {
 	conv      *conversation // held for the whole run
 	saved     int           // history messages at the end of the last complete turn
 
-	workers workers   // run tool calls; stopped when the run ends
 	clock   callClock // bounds each model call by LLMTimeout
 	aside   bool      // a model call outside the conversation is under way
 	lastEnd string    // the text of the last streamed model call, when it wrote one
@@ -113,11 +112,10 @@ func (r *run) serveThenLoop() error {
 	return r.loop()
 }
 
-// end closes a run that held the conversation: workers and timers stop,
+// end closes a run that held the conversation: timers stop,
 // the history keeps what is complete, and the status is set.
 func (r *run) end(err error) error {
 	o, res := r.o, &r.res
-	r.workers.stop()
 	r.clock.close()
 	o.keepHistory(r.conv, r.saved)
 	if err != nil {

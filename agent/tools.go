@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/valetkit/valet/llm"
@@ -77,10 +76,10 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage) {
 		outs[i] = callOutcome{result: res, dur: time.Since(t0)}
 		r.markInterrupted(c, &outs[i])
 	}
-	// The last call runs here, on the loop's goroutine; the others go to
-	// the run's workers, at most MaxParallelTools-1 of them, so at most
-	// MaxParallelTools calls run at once (a hand-over waits for a free
-	// worker). With MaxParallelTools 1 every call runs here, in order.
+	// The last call runs here, on the loop's goroutine; each other call
+	// runs on a goroutine of its own, at most MaxParallelTools-1 at once, so
+	// at most MaxParallelTools calls run at once (starting one waits for a
+	// free slot). With MaxParallelTools 1 every call runs here, in order.
 	last := len(calls) - 1
 	if o.loop.MaxParallelTools == 1 {
 		for i := range calls {
@@ -91,13 +90,25 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage) {
 	} else {
 		var done chan int
 		if last > 0 {
+			// One goroutine per call, ending with it: a conversation parked
+			// in a slow call holds that call's goroutine and nothing more.
 			done = make(chan int, last)
-			r.workers.ensure(min(last, o.loop.MaxParallelTools-1))
+			var slots chan struct{} // bounds the goroutines to MaxParallelTools-1
+			if last > o.loop.MaxParallelTools-1 {
+				slots = make(chan struct{}, o.loop.MaxParallelTools-1)
+			}
 			for i := range last {
-				r.workers.jobs <- func() {
-					execOne(i)
-					done <- i
+				if slots != nil {
+					slots <- struct{}{}
 				}
+				go func() {
+					growStack(i)
+					execOne(i)
+					if slots != nil {
+						<-slots
+					}
+					done <- i
+				}()
 			}
 		}
 		execOne(last)
@@ -142,42 +153,6 @@ func (r *run) markInterrupted(c llm.ToolCall, out *callOutcome) {
 	}
 	out.result.Content = fmt.Sprintf("tool %q was interrupted: the request was cancelled before the call finished, so it may or may not have taken effect", c.Name)
 	out.status = resultInterrupted
-}
-
-// workers run the tool calls of one message that do not run on the loop's
-// own goroutine. They are started on demand, reused from turn to turn, and
-// end with the message: stop waits for them.
-type workers struct {
-	jobs chan func() // unbuffered: a send hands a call to an idle worker
-	n    int
-	wg   sync.WaitGroup
-}
-
-// ensure starts workers until there are at least n.
-func (w *workers) ensure(n int) {
-	if w.jobs == nil {
-		w.jobs = make(chan func())
-	}
-	for ; w.n < n; w.n++ {
-		w.wg.Add(1)
-		go w.work(w.n)
-	}
-}
-
-func (w *workers) work(id int) {
-	defer w.wg.Done()
-	growStack(id)
-	for job := range w.jobs {
-		job()
-	}
-}
-
-// stop ends the workers once their current calls return.
-func (w *workers) stop() {
-	if w.jobs != nil {
-		close(w.jobs)
-		w.wg.Wait()
-	}
 }
 
 // record fills the telemetry of call i once it has finished, truncates its
