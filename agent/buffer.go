@@ -38,10 +38,9 @@ func (o *Orchestrator) appendHistory(c *conversation, msgs ...llm.Message) {
 }
 
 // firstBufferCap is the capacity of a new conversation's buffer: the
-// system prompt, the user's message and a first turn of a few calls fit
-// without growing it, and a conversation parked in its first tool call
-// holds under 1 KB of messages.
-const firstBufferCap = 8
+// system prompt, the user's message, a first turn of three calls and the
+// answer fit without growing it (about 700 bytes).
+const firstBufferCap = 7
 
 func newBuffer() []llm.Message {
 	return append(make([]llm.Message, 0, firstBufferCap), llm.Message{Role: llm.RoleSystem})

@@ -78,16 +78,16 @@ type ToolCallRecord struct {
 	Name         string
 	ArgsSummary  string
 	Duration     time.Duration
-	Success      bool
 	ResultStatus string    // completed, error, or interrupted (the run was cancelled while the call ran); for Agent-Tools also waiting_for_input, waiting_for_approval
 	ResultChars  int       // size of the result before truncation
-	Truncated    bool      // the result was cut to fit the context window
 	Error        string    // why the call failed, when it did
 	Usage        llm.Usage // usage of the model call that asked for this tool
 	// Attempts is how many times a plain tool ran: more than 1 when a
 	// transient failure was retried (tool.WithRetries), 0 when it never ran
 	// (unknown tool, arguments rejected) and for Agent-Tools.
-	Attempts int
+	Attempts  int
+	Success   bool // the call succeeded
+	Truncated bool // the result was cut to fit the context window
 	// Resumed is true for an Agent-Tool taken from the pool and run (or
 	// cancelled) by the user's decision or input: the model made its call
 	// in an earlier message.
