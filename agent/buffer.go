@@ -10,8 +10,8 @@ import (
 // holds the system prompt of the current run and msgs[1:] is the history.
 // In the common case the window the model is sent is that buffer itself,
 // so a run copies no history: new messages are appended once, the running
-// token total makes the per-turn trim check O(1), and a trim moves messages
-// inside the buffer without allocating.
+// token total makes the per-turn trim check O(1), and a trim moves no
+// messages: the buffer's start moves forward past what is dropped.
 //
 // A PrepareContext hook, a note for the model or an overflow defence gives
 // the window contents the history must not keep; the window is then a slice
@@ -137,17 +137,19 @@ func (r *run) trim() {
 	if from == 0 {
 		return
 	}
-	// Move what is kept to the front of the history, in place.
-	w := 1
+	// Drop the front without moving what is kept: the system prompt (and
+	// the pinned user message) are written into the slots just before it,
+	// and the buffer starts there. The dropped slots are cleared for the
+	// collector; the next growth of the buffer leaves them behind.
 	keptPin := pinned(from) == 1
+	start := from // the slot of hist[from-1], just before the kept part
 	if keptPin {
-		c.msgs[1] = hist[pin]
-		w = 2
+		c.msgs[start] = hist[pin]
+		start--
 	}
-	copy(c.msgs[w:], c.msgs[1+from:])
-	size := w + n - from
-	clear(c.msgs[size:])
-	c.msgs = c.msgs[:size]
+	c.msgs[start] = c.msgs[0]
+	clear(c.msgs[:start])
+	c.msgs = c.msgs[start:]
 	c.tokens -= dropped
 	removed := min(r.saved, from) // r.saved counts history messages
 	if keptPin && pin < r.saved {
@@ -221,9 +223,9 @@ func (o *Orchestrator) keepHistory(c *conversation, saved int) {
 		for i := range cut {
 			c.tokens -= o.ctxm.MessageTokens(hist[i])
 		}
-		n := copy(c.msgs[1:], c.msgs[1+cut:])
-		clear(c.msgs[1+n:])
-		c.msgs = c.msgs[:1+n]
+		c.msgs[cut] = c.msgs[0] // the slot before the kept part, as in trim
+		clear(c.msgs[:cut])
+		c.msgs = c.msgs[cut:]
 	}
 	c.msgs[0] = llm.Message{} // the system prompt is rebuilt by each run
 	if len(c.msgs) == 1 {
