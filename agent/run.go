@@ -26,6 +26,7 @@ type run struct {
 	saved     int           // history messages at the end of the last complete turn
 
 	clock   callClock // bounds each model call by LLMTimeout
+	tools   turnClock // bounds each turn's tool calls by ToolTimeout
 	aside   bool      // a model call outside the conversation is under way
 	lastEnd string    // the text of the last streamed model call, when it wrote one
 
@@ -36,7 +37,7 @@ type run struct {
 }
 
 func (o *Orchestrator) newRun(ctx context.Context, msg Message, emit func(Event) bool) *run {
-	return &run{o: o, ctx: ctx, msg: msg, emit: emit, start: time.Now(), clock: callClock{parent: ctx, d: o.loop.LLMTimeout}}
+	return &run{o: o, ctx: ctx, msg: msg, emit: emit, start: time.Now(), clock: callClock{parent: ctx, d: o.loop.LLMTimeout}, tools: turnClock{parent: ctx, d: o.loop.ToolTimeout}}
 }
 
 func (r *run) execute(body func(*run) error) (*Result, error) {
@@ -117,6 +118,7 @@ func (r *run) serveThenLoop() error {
 func (r *run) end(err error) error {
 	o, res := r.o, &r.res
 	r.clock.close()
+	r.tools.close()
 	o.keepHistory(r.conv, r.saved)
 	if err != nil {
 		return err

@@ -39,8 +39,8 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage) {
 
 	// Calls that keep the default timeout share one deadline for the turn
 	// (they all start now); a tool with its own timeout gets its own.
-	turnCtx, cancel := context.WithTimeout(r.ctx, o.loop.ToolTimeout)
-	defer cancel()
+	turnCtx := r.tools.start()
+	defer r.tools.stop()
 	outs := make([]callOutcome, len(calls))
 	var turnAt time.Time // when agents of this turn are parked: in call order, a nanosecond apart
 	if len(o.callable) > 0 {
@@ -57,7 +57,7 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage) {
 				return
 			}
 		}
-		parent := turnCtx
+		var parent context.Context = turnCtx
 		if t, ok := o.tools.Get(c.Name); ok && tool.SettingsOf(t).Timeout > 0 {
 			parent = r.ctx // Execute applies the tool's own timeout
 		}
