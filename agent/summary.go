@@ -1,9 +1,12 @@
 package agent
 
 import (
+	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -22,25 +25,35 @@ const (
 // It is split into words at every character that is not a letter or digit
 // (-, _, ., space...), between letters and digits, and at camelCase
 // boundaries, acronyms included: "XAPIKey" is XAPI, Key; "sessionId" is
-// session, Id. Words are compared case-insensitively.
+// session, Id. Words are compared case-insensitively; a word of fewer than
+// three bytes is never sensitive.
 //
 // The value of a key is masked, whatever it holds (objects and arrays
 // included), when any word is sensitive and the last word is not a benign
-// qualifier. A word is sensitive when:
+// qualifier. A word is sensitive when it, or the word without a final
+// plural "s" (tokens, api_keys, sessionids), matches one of these rules:
 //   - it is one of key, token, secret, password, passwd, pwd, passphrase,
 //     credential, credentials, auth, authorization, cookie, session,
-//     private, signature, apikey, cvv, ssn, or one of them plus a plural
-//     "s" (tokens, api_keys);
+//     private, signature, apikey, cvv, ssn, bearer, jwt;
 //   - it ends with token or secret (accesstoken, clientsecret);
 //   - it contains password, passwd, passphrase, apikey or credential
 //     (userpassword, xapikey);
-//   - it is "number" right after "card" (card_number, cardNumber).
+//   - it is glued: it starts with secret, private, access, session or auth
+//     and ends, after that start, with key, id or token (secretkey,
+//     privatekey, accesskey, sessionid, authtoken, secretaccesskey); a word
+//     starting with "author" is glued only if it starts with "authoriz" or
+//     "authoris" (authorid stays visible, authorizationkey does not).
+//
+// The word "number" right after the word "card" is sensitive too
+// (card_number, cardNumber).
 //
 // Whole words only otherwise: keyword, author, monkey, tokenizer, secretary
 // stay visible. The benign last words, count, type, name, length, len,
 // size, expires, expiry, ttl, kind and url, describe a secret without being
 // one: session_count, token_type, password_length, auth_url stay visible.
 // "id" is deliberately not benign: a session_id is a credential.
+//
+// summarizeArgs masks more than the values of such keys: see there.
 func isSecretKey[S ~string | ~[]byte](k S) bool {
 	for i := 0; i < len(k); i++ {
 		if k[i] >= utf8.RuneSelf {
@@ -58,7 +71,7 @@ func sensitiveWord[S ~string | ~[]byte](w S) bool {
 		return false
 	}
 	if n > 32 {
-		return sensitiveLower(strings.ToLower(string(w)))
+		return sensitiveLower([]byte(strings.ToLower(string(w))))
 	}
 	var buf [32]byte
 	for i := 0; i < n; i++ {
@@ -68,28 +81,24 @@ func sensitiveWord[S ~string | ~[]byte](w S) bool {
 		}
 		buf[i] = c
 	}
-	return sensitiveLower(string(buf[:n])) // does not escape: no allocation
+	return sensitiveLower(buf[:n]) // does not escape: no allocation
 }
 
 // sensitiveLower is sensitiveWord for a lower-case word of 3 bytes or more.
-func sensitiveLower(w string) bool {
+func sensitiveLower(w []byte) bool {
 	n := len(w)
-	if sensitiveName(w) || w[n-1] == 's' && sensitiveName(w[:n-1]) {
-		return true
-	}
-	if n > 5 && strings.HasSuffix(w, "token") || n > 6 && strings.HasSuffix(w, "secret") {
+	if sensitiveWhole(w) || n > 3 && w[n-1] == 's' && sensitiveWhole(w[:n-1]) {
 		return true
 	}
 	for i := 0; i+6 <= n; i++ { // contains password, passwd, passphrase, apikey or credential
 		var hit bool
-		switch w[i] {
+		switch r := w[i:]; r[0] {
 		case 'p':
-			r := w[i:]
-			hit = strings.HasPrefix(r, "passwd") || strings.HasPrefix(r, "password") || strings.HasPrefix(r, "passphrase")
+			hit = hasPrefix(r, "passwd") || hasPrefix(r, "password") || hasPrefix(r, "passphrase")
 		case 'a':
-			hit = strings.HasPrefix(w[i:], "apikey")
+			hit = hasPrefix(r, "apikey")
 		case 'c':
-			hit = strings.HasPrefix(w[i:], "credential")
+			hit = hasPrefix(r, "credential")
 		}
 		if hit {
 			return true
@@ -98,15 +107,47 @@ func sensitiveLower(w string) bool {
 	return false
 }
 
-func sensitiveName(w string) bool {
-	switch w {
+// sensitiveWhole applies the rules of isSecretKey that look at the whole
+// of a lower-case word (all but "contains").
+func sensitiveWhole(w []byte) bool {
+	return sensitiveName(w) || hasSuffix(w, "token") && len(w) > 5 || hasSuffix(w, "secret") && len(w) > 6 ||
+		(w[0] == 's' || w[0] == 'p' || w[0] == 'a') && gluedSecret(w)
+}
+
+// gluedSecret reports whether a lower-case word is a secret name written
+// without separators: secret, private, access, session or auth (not
+// author, but authoriz and authoris), then anything, then key, id or token.
+func gluedSecret(w []byte) bool {
+	var rest []byte
+	switch {
+	case hasPrefix(w, "secret"), hasPrefix(w, "access"):
+		rest = w[6:]
+	case hasPrefix(w, "session"), hasPrefix(w, "private"):
+		rest = w[7:]
+	case hasPrefix(w, "auth"):
+		if hasPrefix(w, "author") && !hasPrefix(w, "authoriz") && !hasPrefix(w, "authoris") {
+			return false
+		}
+		rest = w[4:]
+	default:
+		return false
+	}
+	return hasSuffix(rest, "key") || hasSuffix(rest, "id") || hasSuffix(rest, "token")
+}
+
+func sensitiveName(w []byte) bool {
+	switch string(w) { // no allocation
 	case "key", "token", "secret", "password", "passwd", "pwd", "passphrase",
 		"credential", "credentials", "auth", "authorization", "cookie",
-		"session", "private", "signature", "apikey", "cvv", "ssn":
+		"session", "private", "signature", "apikey", "cvv", "ssn", "bearer", "jwt":
 		return true
 	}
 	return false
 }
+
+func hasPrefix(w []byte, p string) bool { return len(w) >= len(p) && string(w[:len(p)]) == p }
+
+func hasSuffix(w []byte, p string) bool { return len(w) >= len(p) && string(w[len(w)-len(p):]) == p }
 
 func benignLastWord[S ~string | ~[]byte](w S) bool {
 	for _, b := range [...]string{"count", "type", "name", "length", "len", "size", "expires", "expiry", "ttl", "kind", "url"} {
@@ -163,6 +204,13 @@ func class(c byte) int {
 // secretWords applies the masking rule to k, split into words, without
 // allocating.
 func secretWords[S ~string | ~[]byte](k S) bool {
+	return wordRule(k, false)
+}
+
+// wordRule splits k into words (see isSecretKey) and reports whether any of
+// them is sensitive and, unless anyWord, the last word is not benign. It
+// does not allocate.
+func wordRule[S ~string | ~[]byte](k S, anyWord bool) bool {
 	sensitive, afterCard := false, false
 	var last S
 	for i := 0; i < len(k); {
@@ -186,16 +234,16 @@ func secretWords[S ~string | ~[]byte](k S) bool {
 		}
 		w := k[i:j]
 		if !sensitive && (sensitiveWord(w) || afterCard && equalFold(w, "number")) {
+			if anyWord {
+				return true
+			}
 			sensitive = true
 		}
 		afterCard = equalFold(w, "card")
 		last = w
 		i = j
 	}
-	if !sensitive {
-		return false
-	}
-	return !benignLastWord(last)
+	return sensitive && !benignLastWord(last)
 }
 
 // equalFold is an ASCII case-insensitive comparison (p is lower case).
@@ -215,108 +263,582 @@ func equalFold[S ~string | ~[]byte](s S, p string) bool {
 	return true
 }
 
-// invalidSecretArgs stands for arguments that are not valid JSON but have a
-// secret-looking key: they cannot be masked field by field.
-const invalidSecretArgs = "(invalid arguments, withheld: a key looks secret)"
+// rawArgumentsKey is llm/openai.RawArgumentsKey (not imported: agent does
+// not depend on a provider): llm/openai keeps arguments that are not a JSON
+// object as {"_raw_arguments": "<what the model wrote>"}.
+const rawArgumentsKey = "_raw_arguments"
 
-// summarizeArgs renders tool arguments for telemetry: JSON with the values
-// of secret keys (see isSecretKey) replaced by "***" and long strings
-// cut. Arguments that need neither are returned as they are (one
+// withheld stands for n bytes of text that is not valid JSON and holds a
+// sensitive word: it cannot be masked field by field.
+func withheld(n int) string {
+	return "(invalid JSON withheld: " + strconv.Itoa(n) + " bytes, may hold a secret)"
+}
+
+// summarizeArgs renders tool arguments for telemetry. Valid JSON is
+// rendered as JSON with strings longer than summaryMaxString cut and these
+// values replaced by "***":
+//   - the value of a key that isSecretKey;
+//   - the "value" field, whatever it holds, of an object whose "name",
+//     "key" or "header" field is a string that isSecretKey
+//     ({"name":"Authorization","value":"..."}); these field names are
+//     compared ASCII case-insensitively;
+//   - a string that starts, after leading white space (space, tab, CR,
+//     LF), with Bearer or Basic (case-insensitive) then white space.
+//
+// A string that starts, after leading white space, with { or [ is JSON text:
+// when it parses as an object or array it is summarised the same way and
+// the result (cut) replaces it; otherwise it is raw text. The string value
+// of a "_raw_arguments" key (see rawArgumentsKey) is summarised as JSON text
+// when it parses as an object or array, and is raw text otherwise.
+//
+// Raw text, and whole arguments that are not valid JSON, are withheld when a
+// sensitive word (see isSecretKey: split into words the same way, and read
+// as written and after each round of undoing \ escapes) appears anywhere in
+// them, and shown cut otherwise.
+//
+// Arguments that need none of this are returned as they are (one
 // allocation).
 func summarizeArgs(raw json.RawMessage) string {
-	secret, long := scanArgs(raw)
-	if !secret && !long {
+	if cleanArgs(raw) {
 		return cut(string(raw), summaryMaxLen)
 	}
 	var v any
 	if err := json.Unmarshal(raw, &v); err != nil {
-		if secret {
-			return invalidSecretArgs
-		}
-		return cut(string(raw), summaryMaxLen)
+		return rawText(string(raw), summaryMaxLen)
 	}
-	b, err := json.Marshal(redact("", v))
+	return cut(marshal(redact(v)), summaryMaxLen)
+}
+
+func marshal(v any) string {
+	b, err := json.Marshal(v)
 	if err != nil {
 		return "(unprintable arguments)"
 	}
-	return cut(string(b), summaryMaxLen)
+	return string(b)
 }
 
-// scanArgs reports whether raw may hold a secret key and whether it holds a
-// string longer than summaryMaxString. It allocates only to decode a key
-// written with escapes or non-ASCII letters.
-func scanArgs(raw []byte) (secret, long bool) {
-	inStr, esc, escaped, start := false, false, false, 0
-	for i, c := range raw {
-		switch {
-		case esc:
-			esc = false
-		case inStr && c == '\\':
-			esc, escaped = true, true
-		case c == '"' && !inStr:
-			inStr, escaped, start = true, false, i+1
-		case c == '"':
-			inStr = false
-			s := raw[start:i]
-			if len(s) > summaryMaxString {
-				long = true
-			}
-			if !secret && isKey(raw[i+1:]) && isSecretRawKey(raw[start-1:i+1], escaped) {
-				secret = true
-			}
-			if secret && long {
-				return
-			}
-		}
-	}
-	return
-}
-
-// isSecretRawKey applies isSecretKey to a quoted JSON string, unescaping it
-// first when it holds escapes.
-func isSecretRawKey(quoted []byte, escaped bool) bool {
-	if !escaped {
-		return isSecretKey(quoted[1 : len(quoted)-1])
-	}
-	var k string
-	if err := json.Unmarshal(quoted, &k); err != nil {
-		return true // a key that does not decode cannot be checked
-	}
-	return isSecretKey(k)
-}
-
-// isKey reports whether the string that ended just before rest is an
-// object key: the next non-space byte is a colon.
-func isKey(rest []byte) bool {
-	for _, c := range rest {
-		switch c {
-		case ' ', '\t', '\n', '\r':
-			continue
-		case ':':
-			return true
-		}
-		return false
-	}
-	return false
-}
-
-func redact(key string, v any) any {
-	if key != "" && isSecretKey(key) {
-		return "***"
-	}
+// redact applies the rules of summarizeArgs to a decoded JSON value.
+func redact(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
+		maskValue := false
 		for k, e := range x {
-			x[k] = redact(k, e)
+			if s, ok := e.(string); ok && isNameField(k) && isSecretKey(s) {
+				maskValue = true
+				break
+			}
+		}
+		for k, e := range x {
+			switch {
+			case isSecretKey(k), maskValue && equalFold(k, "value"):
+				x[k] = "***"
+			case equalFold(k, rawArgumentsKey):
+				if s, ok := e.(string); ok {
+					x[k] = jsonText(s, summaryMaxString)
+				} else {
+					x[k] = redact(e)
+				}
+			default:
+				x[k] = redact(e)
+			}
 		}
 	case []any:
 		for i, e := range x {
-			x[i] = redact("", e)
+			x[i] = redact(e)
 		}
 	case string:
+		switch stringKind(x) {
+		case strAuth:
+			return "***"
+		case strJSON:
+			return jsonText(x, summaryMaxString)
+		}
 		return cut(x, summaryMaxString)
 	}
 	return v
+}
+
+// jsonText summarises s, text that may hold JSON, in at most about max
+// bytes: as JSON when it parses as an object or array, as raw text
+// otherwise.
+func jsonText(s string, max int) string {
+	var v any
+	if json.Unmarshal([]byte(s), &v) == nil {
+		switch v.(type) {
+		case map[string]any, []any:
+			return cut(marshal(redact(v)), max)
+		}
+	}
+	return rawText(s, max)
+}
+
+// rawText is s cut to max bytes, or withheld when a sensitive word appears
+// anywhere in it.
+func rawText(s string, max int) string {
+	if sensitiveText(s) {
+		return withheld(len(s))
+	}
+	return cut(strings.ToValidUTF8(s, "\uFFFD"), max)
+}
+
+// sensitiveText reports whether a sensitive word appears in s as written or
+// after any round of undoing escapes (\n, \u0070, \x70, \\...).
+func sensitiveText(s string) bool {
+	for range 8 {
+		if sensitiveWordIn(s) {
+			return true
+		}
+		var changed bool
+		if s, changed = unescapeText(s); !changed {
+			return false
+		}
+	}
+	return true // escaped more than 8 times over: do not guess
+}
+
+// sensitiveWordIn reports whether any word of s is sensitive (see
+// isSecretKey; the benign last words do not apply to text).
+func sensitiveWordIn(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			s = foldToASCII(s)
+			break
+		}
+	}
+	return wordRule(s, true)
+}
+
+// unescapeText undoes one level of JSON or JavaScript escapes in s: \uXXXX
+// (surrogate pairs included), \xHH, \n and the like, and \c for any other c.
+func unescapeText(s string) (string, bool) {
+	i := strings.IndexByte(s, '\\')
+	if i < 0 || i == len(s)-1 {
+		return s, false
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	b.WriteString(s[:i])
+	for ; i < len(s); i++ {
+		c := s[i]
+		if c != '\\' || i+1 == len(s) {
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		switch c = s[i]; c {
+		case 'u':
+			if r, ok := hexRune(s[i+1:], 4); ok {
+				i += 4
+				if utf16.IsSurrogate(r) && i+6 < len(s) && s[i+1] == '\\' && s[i+2] == 'u' {
+					if r2, ok := hexRune(s[i+3:], 4); ok {
+						if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
+							r = d
+							i += 6
+						}
+					}
+				}
+				b.WriteRune(r)
+				continue
+			}
+		case 'x':
+			if r, ok := hexRune(s[i+1:], 2); ok {
+				i += 2
+				b.WriteRune(r)
+				continue
+			}
+		case 'n', 't', 'r', 'b', 'f', 'v', '0':
+			c = ' '
+		}
+		b.WriteByte(c)
+	}
+	return b.String(), true
+}
+
+// hexRune decodes the n hex digits that start s.
+func hexRune(s string, n int) (rune, bool) {
+	if len(s) < n {
+		return 0, false
+	}
+	var r rune
+	for i := 0; i < n; i++ {
+		c := s[i]
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}
+
+func isNameField[S ~string | ~[]byte](k S) bool {
+	return equalFold(k, "name") || equalFold(k, "key") || equalFold(k, "header")
+}
+
+// Kinds of string values (see summarizeArgs).
+const (
+	strPlain = iota
+	strJSON  // starts with { or [
+	strAuth  // starts with Bearer or Basic and white space
+)
+
+// stringKind classifies a decoded string value, or the first bytes of one,
+// by its start after leading white space.
+func stringKind[S ~string | ~[]byte](s S) int {
+	i := 0
+	for i < len(s) && isSpace(s[i]) {
+		i++
+	}
+	h := s[i:]
+	switch {
+	case len(h) == 0:
+		return strPlain
+	case h[0] == '{' || h[0] == '[':
+		return strJSON
+	case len(h) > 6 && equalFold(h[:6], "bearer") && isSpace(h[6]),
+		len(h) > 5 && equalFold(h[:5], "basic") && isSpace(h[5]):
+		return strAuth
+	}
+	return strPlain
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// maxScanDepth bounds the nesting cleanArgs follows; deeper arguments take
+// the slow path.
+const maxScanDepth = 200
+
+// cleanArgs reports whether raw is valid JSON, in valid UTF-8, that
+// summarizeArgs returns as it is: no key isSecretKey or is
+// "_raw_arguments", no name/value pair names a secret, no string is longer
+// than summaryMaxString, and no string value is JSON text or starts with an
+// HTTP auth scheme. A false answer only sends raw down the slow path: the
+// scan may be cautious, never lax. It allocates only to decode a key
+// written with escapes.
+func cleanArgs(raw []byte) bool {
+	s := argScan{b: raw}
+	if !s.value() {
+		return false
+	}
+	s.skipSpace()
+	return s.i == len(s.b)
+}
+
+// argScan validates JSON by recursive descent, checking strings on the way.
+type argScan struct {
+	b     []byte
+	i     int
+	depth int
+}
+
+func (s *argScan) skipSpace() {
+	for s.i < len(s.b) && isSpace(s.b[s.i]) {
+		s.i++
+	}
+}
+
+// at reports whether s.b[s.i] is c, after white space.
+func (s *argScan) at(c byte) bool {
+	s.skipSpace()
+	return s.i < len(s.b) && s.b[s.i] == c
+}
+
+func (s *argScan) value() bool {
+	s.skipSpace()
+	if s.i == len(s.b) {
+		return false
+	}
+	switch s.b[s.i] {
+	case '{':
+		return s.object()
+	case '[':
+		return s.array()
+	case '"':
+		return s.stringValue()
+	case 't':
+		return s.literal("true")
+	case 'f':
+		return s.literal("false")
+	case 'n':
+		return s.literal("null")
+	}
+	return s.number()
+}
+
+func (s *argScan) object() bool {
+	if s.depth++; s.depth > maxScanDepth {
+		return false
+	}
+	s.i++
+	if s.at('}') {
+		s.i++
+		s.depth--
+		return true
+	}
+	// For the name/value rule: whether a name field names a secret, whether
+	// there is a value field, and the first name not checked yet (quoted).
+	secretName, hasValue, pending := false, false, []byte(nil)
+	for {
+		if !s.at('"') {
+			return false
+		}
+		start := s.i
+		k, esc, ok := s.str()
+		if !ok {
+			return false
+		}
+		var name, value bool
+		if esc {
+			var d string
+			if json.Unmarshal(s.b[start:s.i], &d) != nil || isSecretKey(d) || equalFold(d, rawArgumentsKey) {
+				return false
+			}
+			name, value = isNameField(d), equalFold(d, "value")
+		} else {
+			if isSecretKey(k) || equalFold(k, rawArgumentsKey) {
+				return false
+			}
+			name, value = isNameField(k), equalFold(k, "value")
+		}
+		if value {
+			hasValue = true
+			if pending != nil {
+				secretName = secretName || isSecretQuoted(pending)
+				pending = nil
+			}
+		}
+		if !s.at(':') {
+			return false
+		}
+		s.i++
+		if name && s.at('"') {
+			start := s.i
+			if !s.stringValue() {
+				return false
+			}
+			switch q := s.b[start:s.i]; {
+			case hasValue || pending != nil:
+				secretName = secretName || isSecretQuoted(q)
+			default:
+				pending = q // checked only if a value field shows up
+			}
+		} else if !s.value() {
+			return false
+		}
+		if secretName && hasValue {
+			return false
+		}
+		if s.skipSpace(); s.i == len(s.b) {
+			return false
+		}
+		switch s.b[s.i] {
+		case ',':
+			s.i++
+		case '}':
+			s.i++
+			s.depth--
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+func (s *argScan) array() bool {
+	if s.depth++; s.depth > maxScanDepth {
+		return false
+	}
+	s.i++
+	if s.at(']') {
+		s.i++
+		s.depth--
+		return true
+	}
+	for {
+		if !s.value() {
+			return false
+		}
+		if s.skipSpace(); s.i == len(s.b) {
+			return false
+		}
+		switch s.b[s.i] {
+		case ',':
+			s.i++
+		case ']':
+			s.i++
+			s.depth--
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// stringValue scans a string value and reports whether it needs no change.
+func (s *argScan) stringValue() bool {
+	v, esc, ok := s.str()
+	if !ok || len(v) > summaryMaxString {
+		return false
+	}
+	if !esc {
+		return stringKind(v) == strPlain
+	}
+	var buf [16]byte
+	return stringKind(unescapeHead(v, buf[:0])) == strPlain
+}
+
+// isSecretQuoted applies isSecretKey to a valid quoted JSON string,
+// unescaping it first when it holds escapes.
+func isSecretQuoted(q []byte) bool {
+	v := q[1 : len(q)-1]
+	if bytes.IndexByte(v, '\\') < 0 {
+		return isSecretKey(v)
+	}
+	var d string
+	if json.Unmarshal(q, &d) != nil {
+		return true
+	}
+	return isSecretKey(d)
+}
+
+// unescapeHead appends to dst the start of the escaped JSON string v,
+// unescaped, without its leading white space, up to about cap(dst) bytes.
+func unescapeHead(v, dst []byte) []byte {
+	for i := 0; i < len(v) && len(dst)+utf8.UTFMax <= cap(dst); i++ {
+		c := v[i]
+		if c == '\\' { // v is valid: an escape is complete
+			i++
+			switch c = v[i]; c {
+			case 'u':
+				r, _ := hexRune(string(v[i+1:i+5]), 4)
+				i += 4
+				if r >= utf8.RuneSelf {
+					dst = utf8.AppendRune(dst, r)
+					continue
+				}
+				c = byte(r)
+			case 'n':
+				c = '\n'
+			case 't':
+				c = '\t'
+			case 'r':
+				c = '\r'
+			case 'b':
+				c = '\b'
+			case 'f':
+				c = '\f'
+			}
+		}
+		if len(dst) == 0 && isSpace(c) {
+			continue
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}
+
+// strSpecial marks the bytes str must look at.
+var strSpecial = func() (t [256]bool) {
+	for c := range t {
+		t[c] = c == '"' || c == '\\' || c < 0x20 || c >= utf8.RuneSelf
+	}
+	return t
+}()
+
+// str scans a JSON string: v is its content as written, esc whether it
+// holds escapes.
+func (s *argScan) str() (v []byte, esc, ok bool) {
+	b := s.b
+	start, high := s.i+1, false
+	for i := start; i < len(b); i++ {
+		if !strSpecial[b[i]] {
+			continue
+		}
+		switch c := b[i]; {
+		case c == '"':
+			s.i = i + 1
+			v = b[start:i]
+			return v, esc, !high || utf8.Valid(v)
+		case c == '\\':
+			esc = true
+			if i++; i == len(b) {
+				return nil, false, false
+			}
+			switch b[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if i+4 >= len(b) {
+					return nil, false, false
+				}
+				if _, ok := hexRune(string(b[i+1:i+5]), 4); !ok {
+					return nil, false, false
+				}
+				i += 4
+			default:
+				return nil, false, false
+			}
+		case c < 0x20:
+			return nil, false, false
+		case c >= utf8.RuneSelf:
+			high = true
+		}
+	}
+	return nil, false, false
+}
+
+func (s *argScan) literal(l string) bool {
+	if len(s.b)-s.i < len(l) || string(s.b[s.i:s.i+len(l)]) != l {
+		return false
+	}
+	s.i += len(l)
+	return true
+}
+
+func (s *argScan) number() bool {
+	b, i := s.b, s.i
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	if i < len(b) && b[i] == '0' {
+		i++
+	} else if i = digits(b, i); i < 0 {
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		if i = digits(b, i+1); i < 0 {
+			return false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i = digits(b, i); i < 0 {
+			return false
+		}
+	}
+	s.i = i
+	return true
+}
+
+// digits returns the end of the digits that start at b[i], or -1 if there
+// are none.
+func digits(b []byte, i int) int {
+	n := i
+	for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+		i++
+	}
+	if i == n {
+		return -1
+	}
+	return i
 }
 
 // cut shortens s to at most n bytes on a rune boundary, marking the cut.

@@ -1,8 +1,13 @@
 package agent
 
 import (
+	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/valetkit/valet/llm/openai"
 )
 
 const summarySecret = "s3cr3t-VALUE-42"
@@ -22,11 +27,15 @@ func TestSummarizeArgsMasksSecretKeys(t *testing.T) {
 		"private_key", "privateKey", "signature", "x-signature", "credential", "credentials", "db credentials",
 		"secret", "secrets", "tokens", "api_keys", "oauth2_token",
 		"cvv", "ssn", "card_number", "cardNumber",
+		// glued words, bearer, jwt
+		"secretkey", "privatekey", "accesskey", "sessionid", "authtoken", "authkey", "secretaccesskey", "authorizationkey",
+		"SECRETKEY", "sessionids", "accesstokens", "bearer", "Bearer", "jwt", "JWT", "id_jwt", "jwts",
 	}
 	visible := []string{
 		"keyword", "keywords", "author", "authors", "session_count", "token_count", "monkey", "tokenizer",
 		"secretary", "possession", "keyboard", "user", "query", "city",
 		"token_type", "auth_type", "secret_name", "key_name", "password_length", "token_ttl", "session_expires", "auth_url",
+		"authorid", "authors_id", "accessory", "id", "keyid_count", "bearer_type", "value", "name",
 	}
 	for _, k := range masked {
 		raw := `{"` + k + `":"` + summarySecret + `","user":"ann"}`
@@ -59,19 +68,107 @@ func TestSummarizeArgsMasksNestedValues(t *testing.T) {
 	}
 }
 
-// TestSummarizeArgsMasksInvalidJSON: arguments that do not parse are not
-// echoed when a key looks secret.
+// TestSummarizeArgsMasksInvalidJSON: arguments that do not parse are
+// withheld when a sensitive word appears anywhere in them, and shown (cut)
+// otherwise.
 func TestSummarizeArgsMasksInvalidJSON(t *testing.T) {
 	for _, raw := range []string{
 		`{"password":"` + summarySecret + `"`,
 		`{"api-key":"` + summarySecret + `",}`,
+		`{password: "` + summarySecret + `"}`,
+		`{'password': '` + summarySecret + `'}`,
+		`{Password:'` + summarySecret + `'}`,
+		`{"user":"ann","note":"my password is ` + summarySecret,     // unclosed string
+		`{"user":"ann","note":"the token is ` + summarySecret + `"`, // unclosed object
+		`{"note":"x"} jwt ` + summarySecret,                         // trailing text
+		`{pass\u0077ord: "` + summarySecret + `"}`,
+		`{"a":"\\u0070assword ` + summarySecret + `"`, // escaped twice
+		`{'a':'\x70assword ` + summarySecret + `'}`,
+		"{\"pa\u017fsword\":\"" + summarySecret + `"`,
+		`{"sessionid":"` + summarySecret + `"`,
+		`Bearer ` + summarySecret,
+		`{"a":"C:\token ` + summarySecret + `"`,                       // \t is not only a tab here
+		`{"keyword":"museum","session_count":2,"x":"` + summarySecret, // a sensitive word anywhere
 	} {
-		if sum := summarizeArgs([]byte(raw)); strings.Contains(sum, summarySecret) {
-			t.Errorf("%s: summary %s leaks", raw, sum)
+		sum := summarizeArgs([]byte(raw))
+		if strings.Contains(sum, summarySecret) || !strings.Contains(sum, "withheld") {
+			t.Errorf("%s: summary %s, want it withheld", raw, sum)
 		}
 	}
-	if sum := summarizeArgs([]byte(`{"city":"Paris"`)); sum != `{"city":"Paris"` {
-		t.Errorf("invalid but harmless arguments: %s", sum)
+	for _, raw := range []string{`{"city":"Paris"`, `{city: 'Paris', days: 3}`, `{"keyword":"museum","monkey":2,`, `not json at all`, ``} {
+		if sum := summarizeArgs([]byte(raw)); sum != raw {
+			t.Errorf("invalid but harmless arguments %s: summary %s", raw, sum)
+		}
+	}
+	long := `{"note":"` + strings.Repeat("x", 500)
+	if sum := summarizeArgs([]byte(long)); len(sum) > summaryMaxLen+len("…") || !strings.HasSuffix(sum, "…") {
+		t.Errorf("long invalid arguments not cut: %d bytes", len(sum))
+	}
+}
+
+// TestSummarizeArgsRawArguments: llm/openai wraps arguments that are not a
+// JSON object as {"_raw_arguments": "<text>"}; the text is summarised as
+// arguments of its own.
+func TestSummarizeArgsRawArguments(t *testing.T) {
+	for _, tc := range []struct{ raw, hidden, shown string }{
+		{`{"_raw_arguments":"{\"user\":\"ann\",\"password\":\"` + summarySecret + `\""}`, summarySecret, "withheld"},
+		{`{"_raw_arguments":"{password: ` + summarySecret + `}"}`, summarySecret, "withheld"},
+		{`{"_raw_arguments":"{pass\\u0077ord: ` + summarySecret + `}"}`, summarySecret, "withheld"},
+		{`{"_raw_arguments":"\"my password is ` + summarySecret + `\""}`, summarySecret, "withheld"}, // a bare string
+		{`{"_raw_arguments":"[{\"token\":\"` + summarySecret + `\"},\"plain\"]"}`, summarySecret, `plain`},
+		{`{"_raw_arguments":"{\"city\":\"Paris\""}`, "withheld", `{"_raw_arguments":"{\"city\":\"Paris\""}`},
+		{`{"_raw_arguments":"[1,2]"}`, "withheld", `{"_raw_arguments":"[1,2]"}`},
+	} {
+		sum := summarizeArgs([]byte(tc.raw))
+		if strings.Contains(sum, tc.hidden) || !strings.Contains(sum, tc.shown) {
+			t.Errorf("%s: summary %s, want %q hidden and %q shown", tc.raw, sum, tc.hidden, tc.shown)
+		}
+	}
+}
+
+// TestSummarizeArgsMasksValues: name/value pairs naming a secret, values
+// with an HTTP auth scheme, and JSON text inside string values.
+func TestSummarizeArgsMasksValues(t *testing.T) {
+	for _, tc := range []struct{ raw, hidden, shown string }{
+		{`{"headers":[{"name":"Authorization","value":"Bearer ` + summarySecret + `"}]}`, summarySecret, `"name":"Authorization"`},
+		{`{"headers":[{"name":"X-Api-Key","value":"` + summarySecret + `"},{"name":"Accept","value":"json"}]}`, summarySecret, `"value":"json"`},
+		{`[{"value":"` + summarySecret + `","name":"session_id"}]`, summarySecret, `"value":"***"`},
+		{`{"header":"Cookie","value":"` + summarySecret + `"}`, summarySecret, `"value":"***"`},
+		{`{"Name":"pass\u0077ord","Value":"` + summarySecret + `"}`, summarySecret, `"Value":"***"`},
+		{`{"key":"jwt","value":"` + summarySecret + `"}`, summarySecret, `"value":"***"`},
+		{`{"h":"Bearer ` + summarySecret + `"}`, summarySecret, `"h":"***"`},
+		{`{"h":"basic ` + summarySecret + `"}`, summarySecret, `"h":"***"`},
+		{`{"h":"  BEARER\t` + summarySecret + `"}`, summarySecret, `"h":"***"`},
+		{`{"h":"\u0042earer ` + summarySecret + `"}`, summarySecret, `"h":"***"`},
+		{`{"h":"\n\n\n\n\n\n\n\n\n\nBasic ` + summarySecret + `"}`, summarySecret, `"h":"***"`},
+		{`["Bearer ` + summarySecret + `"]`, summarySecret, `["***"]`},
+		{`"Bearer ` + summarySecret + `"`, summarySecret, `"***"`},
+		{`{"body":"{\"token\":\"` + summarySecret + `\",\"a\":1}"}`, summarySecret, `\"token\":\"***\"`},
+		{`{"body":" [{\"password\":\"` + summarySecret + `\"}]"}`, summarySecret, `\"password\":\"***\"`},
+		{`{"body":"\n{\"a\":\"{\\\"token\\\":\\\"` + summarySecret + `\\\"}\"}"}`, summarySecret, `***`}, // twice
+		{`{"body":"\u007b\"token\":\"` + summarySecret + `\"}"}`, summarySecret, `***`},
+		{`{"body":"{\"password\":\"` + summarySecret + `\""}`, summarySecret, `"body":"(invalid`}, // not JSON
+		{`{"body":"{password: ` + summarySecret + `}"}`, summarySecret, `"body":"(invalid`},
+	} {
+		sum := summarizeArgs([]byte(tc.raw))
+		if strings.Contains(sum, tc.hidden) || !strings.Contains(sum, tc.shown) {
+			t.Errorf("%s: summary %s, want %q hidden and %q shown", tc.raw, sum, tc.hidden, tc.shown)
+		}
+	}
+	for _, tc := range []struct{ raw, want string }{
+		{`{"name":"city","value":"Paris"}`, `{"name":"city","value":"Paris"}`},
+		{`{"name":"token_count","value":"5"}`, `{"name":"token_count","value":"5"}`},
+		{`{"name":"Authorization"}`, `{"name":"Authorization"}`},
+		{`{"name":"Authorization","values":"x"}`, `{"name":"Authorization","values":"x"}`},
+		{`{"name":{"k":"Authorization"},"value":"x"}`, `{"name":{"k":"Authorization"},"value":"x"}`},
+		{`{"h":"Bearers are fine","b":"Basically fine","c":"bearer"}`, `{"h":"Bearers are fine","b":"Basically fine","c":"bearer"}`},
+		{`{"q":"reset my password","r":"the token is { here }","s":"[not json"}`, `{"q":"reset my password","r":"the token is { here }","s":"[not json"}`},
+		{`{"body":"{\"city\":\"Paris\"}"}`, `{"body":"{\"city\":\"Paris\"}"}`},
+		{`{"body":"[not json]"}`, `{"body":"[not json]"}`},
+	} {
+		if sum := summarizeArgs([]byte(tc.raw)); sum != tc.want {
+			t.Errorf("%s: summary %s, want %s", tc.raw, sum, tc.want)
+		}
 	}
 }
 
@@ -88,10 +185,74 @@ func TestSummarizeArgsKeepsCleanArgs(t *testing.T) {
 }
 
 func TestSummarizeArgsCleanPathDoesNotAllocateMore(t *testing.T) {
-	raw := []byte(`{"city":"Paris","days":3,"keyword":"museum","session_count":2,"units":"metric"}`)
-	if n := testing.AllocsPerRun(100, func() { _ = summarizeArgs(raw) }); n > 1 {
-		t.Errorf("summarizeArgs of clean arguments: %v allocations, want at most 1", n)
+	for _, s := range []string{
+		`{"city":"Paris","days":3,"keyword":"museum","session_count":2,"units":"metric"}`,
+		`{"q":"\"quoted\" text","n":"\n\tline","u":"\u00e9t\u00e9","a":[true,false,null,-1.5e3,0]}`,
+		`{"headers":[{"name":"Accept","value":"json"}],"author":"Ann","monkey":"Bearers"}`,
+	} {
+		raw := []byte(s)
+		if n := testing.AllocsPerRun(100, func() { _ = summarizeArgs(raw) }); n > 1 {
+			t.Errorf("summarizeArgs(%s): %v allocations, want at most 1", s, n)
+		}
 	}
+}
+
+func TestRawArgumentsKeyIsOpenAIs(t *testing.T) {
+	if rawArgumentsKey != openai.RawArgumentsKey {
+		t.Fatalf("rawArgumentsKey = %q, llm/openai uses %q", rawArgumentsKey, openai.RawArgumentsKey)
+	}
+}
+
+// TestCleanArgsValidates: the fast path returns arguments as they are only
+// when they are valid JSON.
+func TestCleanArgsValidates(t *testing.T) {
+	for _, raw := range []string{
+		``, ` `, `01`, `1.`, `.5`, `-`, `1e`, `1e+`, `+1`, `"\x"`, `"\u12"`, `"\u12G4"`, "\"a\tb\"", `"a`, `tru`, `nul`, `True`,
+		`[1,]`, `[,1]`, `[1 2]`, `{"a":1,}`, `{"a" 1}`, `{,}`, `{"a":1}}`, `{"a":1} {}`, `{a:1}`, `{'a':1}`, "\"\xff\"",
+		strings.Repeat("[", maxScanDepth+1) + strings.Repeat("]", maxScanDepth+1), // valid but deep: slow path
+	} {
+		if cleanArgs([]byte(raw)) {
+			t.Errorf("cleanArgs(%q) = true", raw)
+		}
+	}
+	for _, raw := range []string{`-0.5e+3`, ` [ ] `, `{"a":[{},[],true,false,null,0,-1,2.5E-7]}`, `"\u00e9\/\\\""`, "\"\u00e9t\u00e9\"", `{"name":"city","value":"Paris"}`} {
+		if !cleanArgs([]byte(raw)) {
+			t.Errorf("cleanArgs(%q) = false", raw)
+		}
+	}
+}
+
+// FuzzSummarizeArgs checks that the fast path agrees with the slow one: what
+// cleanArgs lets through is valid JSON that redact would leave unchanged.
+//
+//	go test -run '^$' -fuzz FuzzSummarizeArgs -fuzztime 60s ./agent/
+func FuzzSummarizeArgs(f *testing.F) {
+	for _, s := range []string{
+		`{"city":"Paris","days":3}`, `{"password":"x","user":"ann"}`, `{"headers":[{"name":"Authorization","value":"Bearer x"}]}`,
+		`{"name":"X-Api-Key","value":"x"}`, `{"body":"{\"token\":\"x\"}"}`, `{"_raw_arguments":"{\"a\":1"}`,
+		`{"h":"\u0042earer x"}`, `["basic x", " [1]"]`, `{"pass\u0077ord":1}`, `{"k\u00e9y":"\u00e9"}`, `{password: 'x'}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		sum := summarizeArgs(raw)
+		if !utf8.ValidString(sum) {
+			t.Errorf("summary %q is not valid UTF-8", sum)
+		}
+		if !cleanArgs(raw) {
+			return
+		}
+		if !json.Valid(raw) {
+			t.Fatalf("cleanArgs accepts invalid JSON %q", raw)
+		}
+		var v, want, got any
+		if json.Unmarshal(raw, &v) != nil || json.Unmarshal(raw, &want) != nil {
+			return // valid JSON that does not decode into any: 1e999
+		}
+		if err := json.Unmarshal([]byte(marshal(redact(v))), &got); err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("cleanArgs accepts %q, which redact changes to %v", raw, got)
+		}
+	})
 }
 
 // go test -run '^$' -bench SummarizeArgs -benchmem ./agent/
