@@ -11,7 +11,8 @@ import (
 // In the common case the window the model is sent is that buffer itself,
 // so a run copies no history: new messages are appended once, the running
 // token total makes the per-turn trim check O(1), and a trim moves no
-// messages: the buffer's start moves forward past what is dropped.
+// messages: the buffer's start moves forward past what is dropped, and the
+// messages move back to the front only when the buffer is full at the end.
 //
 // A PrepareContext hook, a note for the model or an overflow defence gives
 // the window contents the history must not keep; the window is then a slice
@@ -29,12 +30,37 @@ func (c *conversation) history() []llm.Message {
 // appendHistory adds msgs to the history and to its token total.
 func (o *Orchestrator) appendHistory(c *conversation, msgs ...llm.Message) {
 	if len(c.msgs) == 0 {
-		c.msgs = newBuffer()
+		c.setBuffer(newBuffer())
 	}
 	for i := range msgs {
 		c.tokens += o.ctxm.MessageTokens(msgs[i])
 	}
+	if len(c.msgs)+len(msgs) > cap(c.msgs) && c.dead > 0 {
+		// Full at the end but with slots dropped at the front: move the
+		// messages to the front instead of growing the buffer.
+		n := copy(c.base, c.msgs)
+		clear(c.base[n : c.dead+len(c.msgs)])
+		c.msgs, c.dead = c.base[:n], 0
+	}
+	before := cap(c.msgs)
 	c.msgs = append(c.msgs, msgs...)
+	if cap(c.msgs) != before { // grown: a new backing array
+		c.setBuffer(c.msgs)
+	}
+}
+
+// setBuffer makes msgs the conversation's buffer, starting at its first
+// slot.
+func (c *conversation) setBuffer(msgs []llm.Message) {
+	c.msgs, c.base, c.dead = msgs, msgs[:cap(msgs)], 0
+}
+
+// dropFront drops the first k slots of the buffer without moving the rest:
+// they are cleared for the collector and reused when the buffer fills.
+func (c *conversation) dropFront(k int) {
+	clear(c.msgs[:k])
+	c.msgs = c.msgs[k:]
+	c.dead += k
 }
 
 // firstBufferCap is the capacity of a new conversation's buffer: the
@@ -50,7 +76,7 @@ func newBuffer() []llm.Message {
 // prompt (of sysTokens tokens) in slot 0.
 func (r *run) open(c *conversation, system string, sysTokens int) {
 	if len(c.msgs) == 0 {
-		c.msgs = newBuffer()
+		c.setBuffer(newBuffer())
 	}
 	c.msgs[0] = llm.Message{Role: llm.RoleSystem, Content: system}
 	r.conv, r.sysTokens = c, sysTokens
@@ -148,8 +174,7 @@ func (r *run) trim() {
 		start--
 	}
 	c.msgs[start] = c.msgs[0]
-	clear(c.msgs[:start])
-	c.msgs = c.msgs[start:]
+	c.dropFront(start)
 	c.tokens -= dropped
 	removed := min(r.saved, from) // r.saved counts history messages
 	if keptPin && pin < r.saved {
@@ -224,13 +249,18 @@ func (o *Orchestrator) keepHistory(c *conversation, saved int) {
 			c.tokens -= o.ctxm.MessageTokens(hist[i])
 		}
 		c.msgs[cut] = c.msgs[0] // the slot before the kept part, as in trim
-		clear(c.msgs[:cut])
-		c.msgs = c.msgs[cut:]
+		c.dropFront(cut)
 	}
 	c.msgs[0] = llm.Message{} // the system prompt is rebuilt by each run
 	if len(c.msgs) == 1 {
-		c.msgs, c.tokens = nil, 0
-	} else if cap(c.msgs) > 2*len(c.msgs)+8 {
-		c.msgs = slices.Clip(slices.Clone(c.msgs)) // an idle conversation holds no spare room
+		c.forget()
+	} else if cap(c.base) > 2*len(c.msgs)+8 {
+		c.setBuffer(slices.Clip(slices.Clone(c.msgs))) // an idle conversation holds no spare room
 	}
+}
+
+// forget drops the history.
+func (c *conversation) forget() {
+	clear(c.base)
+	c.msgs, c.base, c.dead, c.tokens = nil, nil, 0, 0
 }

@@ -150,3 +150,63 @@ func TestTurnClock(t *testing.T) {
 		t.Fatalf("parent cancelled: Err = %v, want context.Canceled", next.Err())
 	}
 }
+
+// Many runs on one conversation: messages are pushed, trimmed and kept
+// turn after turn, so the buffer's start moves, the messages move back to
+// the front when the end is full, and the buffer grows. After every step
+// the window equals agentctx's Trim of what it was, the token total equals
+// a full count, and the buffer is the slice of its backing array it claims.
+func TestBufferOverManyRuns(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for round := range 200 {
+		loop := LoopConfig{MaxHistoryMessages: 2 + rng.IntN(40), ContextTokenLimit: 2000 + rng.IntN(20000)}
+		o, err := NewOrchestrator(Config{LLM: nopModel{}, Loop: loop})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := &conversation{}
+		for step := range 40 {
+			r := &run{o: o}
+			r.open(c, "system prompt", o.ctxm.MessageTokens(llm.SystemMessage("system prompt")))
+			r.push(llm.UserMessage(fmt.Sprintf("user %d %s", step, strings.Repeat("u", rng.IntN(300)))))
+			r.commit()
+			for range rng.IntN(4) {
+				for _, m := range randomHistory(rng, 1+rng.IntN(2)) {
+					if m.Role != llm.RoleUser {
+						r.push(m)
+					}
+				}
+				before := append([]llm.Message(nil), r.window...)
+				r.commit()
+				r.trim()
+				if got, want := render(r.window), render(o.ctxm.Trim(before)); got != want {
+					t.Fatalf("round %d step %d:\n got %s\nwant %s", round, step, got, want)
+				}
+				if err := llm.CheckPairing(r.window); err != nil {
+					t.Fatalf("round %d step %d: %v", round, step, err)
+				}
+				checkBuffer(t, o, c)
+			}
+			o.keepHistory(c, r.saved)
+			checkBuffer(t, o, c)
+		}
+	}
+}
+
+func checkBuffer(t *testing.T, o *Orchestrator, c *conversation) {
+	t.Helper()
+	if n := o.ctxm.Tokens(c.history()); n != c.tokens {
+		t.Fatalf("running total %d, counted %d", c.tokens, n)
+	}
+	if len(c.msgs) == 0 {
+		return
+	}
+	if c.dead+len(c.msgs) > len(c.base) || &c.base[c.dead] != &c.msgs[0] {
+		t.Fatalf("buffer is not base[%d:]: len %d, base %d", c.dead, len(c.msgs), len(c.base))
+	}
+	for i := range c.dead {
+		if c.base[i].Content != "" || c.base[i].ToolCalls != nil {
+			t.Fatalf("dropped slot %d still holds a message", i)
+		}
+	}
+}

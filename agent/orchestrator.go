@@ -54,6 +54,8 @@ type conversation struct {
 	// message, msgs[1:] the history; tokens is the history's token total.
 	msgs   []llm.Message
 	tokens int
+	base   []llm.Message // msgs' backing array from its first slot (len = cap)
+	dead   int           // slots of base before msgs, dropped by trims
 }
 
 // NewOrchestrator checks cfg and returns an orchestrator ready to handle
@@ -235,8 +237,7 @@ func (o *Orchestrator) Forget(ctx context.Context, tenantID, conversationID stri
 	if err != nil {
 		return err
 	}
-	clear(c.msgs)
-	c.msgs, c.tokens = nil, 0
+	c.forget()
 	release()
 	return nil
 }
