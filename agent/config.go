@@ -159,7 +159,9 @@ type Config struct {
 	// (pool/redispool.NewLocker). Nil → serialised within this process
 	// only, which is enough for a single replica.
 	Locker pool.Locker
-	// Credentials reaches tools through tool.ExecContextFrom(ctx).
+	// Credentials reaches tools through tool.ExecContextFrom(ctx), bound to
+	// the message's tenant (credentials.ForTenant): a tool asking for
+	// another tenant's credentials gets credentials.ErrNotFound. Optional.
 	Credentials credentials.Store
 	// Loop holds every number of the loop; zero fields take defaults.
 	Loop LoopConfig

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/valetkit/valet/agent"
+	"github.com/valetkit/valet/credentials"
 	"github.com/valetkit/valet/llm"
 	"github.com/valetkit/valet/llm/llmtest"
 	"github.com/valetkit/valet/tool"
@@ -684,5 +685,48 @@ func TestToolCallRecordCountsAttempts(t *testing.T) {
 	}
 	if len(res.ToolCalls) != 2 || res.ToolCalls[0].Attempts != 3 || !res.ToolCalls[0].Success || res.ToolCalls[1].Attempts != 1 {
 		t.Fatalf("records = %+v, want 3 attempts for the retried call and 1 for the other", res.ToolCalls)
+	}
+}
+
+// A tool reaches the message's tenant's credentials through its
+// ExecContext, and never another tenant's, whatever tenant it names.
+func TestToolCredentialsAreBoundToTheMessagesTenant(t *testing.T) {
+	store := credentials.NewMemory()
+	ctx := context.Background()
+	if err := store.Save(ctx, "u1", "google", "", map[string]string{"token": "u1-token"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Save(ctx, "u2", "google", "", map[string]string{"token": "u2-token"}); err != nil {
+		t.Fatal(err)
+	}
+	type in struct {
+		Tenant string `json:"tenant"`
+	}
+	var got []string
+	peek := tool.New("peek", "Reads a google token", func(ctx context.Context, v in) (string, error) {
+		ec := tool.ExecContextFrom(ctx)
+		s, err := ec.Credentials.Get(ctx, v.Tenant, "google", "")
+		if err != nil {
+			got = append(got, v.Tenant+": "+err.Error())
+			return "", err
+		}
+		var tok struct{ Token string }
+		if err := s.Decode(&tok); err != nil {
+			return "", err
+		}
+		got = append(got, v.Tenant+": "+tok.Token)
+		return "ok", nil
+	})
+	s := llmtest.NewScript(
+		llmtest.Calls(llmtest.Call("peek", `{"tenant":"u1"}`)),
+		llmtest.Calls(llmtest.Call("peek", `{"tenant":"u2"}`)),
+		llmtest.Text("done"),
+	)
+	o := newOrch(t, paired{t, s}, agent.Config{Tools: []tool.Tool{peek}, Credentials: store})
+	if _, err := o.HandleMessage(ctx, msg("peek")); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0] != "u1: u1-token" || !strings.HasPrefix(got[1], "u2: ") || strings.Contains(got[1], "u2-token") || !strings.Contains(got[1], credentials.ErrNotFound.Error()) {
+		t.Fatalf("tool saw %q; want u1's token and not found for u2", got)
 	}
 }

@@ -248,7 +248,7 @@ func (r *run) runAgent(a *agentTool, callID string, fields json.RawMessage) (con
 		TenantID:       r.msg.TenantID,
 		ConversationID: r.msg.ConversationID,
 		CallID:         callID,
-		Credentials:    o.cfg.Credentials,
+		Credentials:    r.credentials(),
 		Logger:         o.log,
 	})
 	reply, err := safeRun(ctx, a, fields)

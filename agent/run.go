@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/valetkit/valet/credentials"
 	"github.com/valetkit/valet/llm"
 )
 
@@ -25,10 +26,11 @@ type run struct {
 	conv      *conversation // held for the whole run
 	saved     int           // history messages at the end of the last complete turn
 
-	clock   callClock // bounds each model call by LLMTimeout
-	tools   turnClock // bounds each turn's tool calls by ToolTimeout
-	aside   bool      // a model call outside the conversation is under way
-	lastEnd string    // the text of the last streamed model call, when it wrote one
+	clock   callClock         // bounds each model call by LLMTimeout
+	tools   turnClock         // bounds each turn's tool calls by ToolTimeout
+	aside   bool              // a model call outside the conversation is under way
+	lastEnd string            // the text of the last streamed model call, when it wrote one
+	creds   credentials.Store // Config.Credentials bound to the message's tenant, made on first use
 
 	// Agent-Tools: those parked in the pool by this run, and those of the
 	// conversation still waiting from earlier runs.
@@ -99,6 +101,16 @@ func (r *run) handle() error {
 
 	err = r.serveThenLoop()
 	return r.end(err)
+}
+
+// credentials returns the credential store the run's tool calls get: the
+// configured one bound to the message's tenant (credentials.ForTenant), so
+// no tool can reach another tenant's secrets. Nil when none is configured.
+func (r *run) credentials() credentials.Store {
+	if r.creds == nil && r.o.cfg.Credentials != nil {
+		r.creds = credentials.ForTenant(r.o.cfg.Credentials, r.msg.TenantID)
+	}
+	return r.creds
 }
 
 // serveThenLoop serves the conversation's waiting Agent-Tools first, then

@@ -42,6 +42,7 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage) {
 	turnCtx := r.tools.start()
 	defer r.tools.stop()
 	outs := make([]callOutcome, len(calls))
+	creds := r.credentials() // made here, before the calls read it concurrently
 	var turnAt time.Time // when agents of this turn are parked: in call order, a nanosecond apart
 	if len(o.callable) > 0 {
 		turnAt = o.now()
@@ -65,7 +66,7 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage) {
 			TenantID:       r.msg.TenantID,
 			ConversationID: r.msg.ConversationID,
 			CallID:         c.ID,
-			Credentials:    o.cfg.Credentials,
+			Credentials:    creds,
 			Logger:         o.log,
 		})
 		t0 := time.Now()
