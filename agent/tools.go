@@ -43,7 +43,7 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage) {
 	defer r.tools.stop()
 	outs := make([]callOutcome, len(calls))
 	creds := r.credentials() // made here, before the calls read it concurrently
-	var turnAt time.Time // when agents of this turn are parked: in call order, a nanosecond apart
+	var turnAt time.Time     // when agents of this turn are parked: in call order, a nanosecond apart
 	if len(o.callable) > 0 {
 		turnAt = o.now()
 	}
