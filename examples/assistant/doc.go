@@ -1,15 +1,17 @@
-// Command assistant is valet's reference bot: a ReAct assistant with three
-// tools — get_weather, web_search and calculator — that runs with no API
-// key, no servers and no network.
+// Command assistant is valet's reference bot: a ReAct assistant with four
+// tools — get_weather, web_search, calculator and calendar_today, which
+// needs the user's Google credential — that runs with no API key, no
+// servers and no network.
 //
 // Run the demo conversation from the repository root:
 //
 //	go run ./examples/assistant
 //
-// It plays three user messages through agent.Orchestrator.Stream and prints
-// each step: the model's text as it streams, every tool call as it starts
-// and ends (two weather calls run in parallel; a calculator call with a
-// wrong argument fails validation and the model corrects it), and the
+// It plays a short conversation through agent.Orchestrator.Stream and
+// prints each step: the model's text as it streams, every tool call as it
+// starts and ends (two weather calls run in parallel; a calculator call with
+// a wrong argument fails validation and the model corrects it; the calendar
+// asks for a Google account until the host connects one), and the
 // telemetry of each message (status, turns, tool calls, tokens, time).
 //
 // Chat with it:
@@ -34,11 +36,40 @@
 // user's time zone (default Europe/Paris) and -v logs debug traces to
 // stderr.
 //
+// # Credentials
+//
+// calendar_today reads the tenant's "google" credential through
+// tool.ExecContextFrom(ctx).Credentials, the store of agent.Config.Credentials
+// bound to the message's tenant. Until there is one it answers, as a normal
+// result, that the user has not connected a Google account, and the model
+// relays how to connect it. With one, it calls a fake calendar with the
+// access token; the token is never printed, logged or shown to the model.
+//
+// Credentials are saved by the host, never by the model. In -i mode, lines
+// starting with "/" are the host's and never reach the model:
+//
+//	/connect google TOKEN   saves {"access_token": TOKEN} for the demo tenant
+//	/disconnect google      deletes it
+//
+// The demo conversation does the same with a fake token. A real app would
+// save the tokens at the end of its OAuth flow.
+//
+// Credentials are kept in memory unless -postgres names a PostgreSQL
+// database, where they survive restarts, encrypted with AES-256-GCM under
+// the key in VALET_CREDENTIALS_KEY (32 random bytes in base64, key id "k1").
+// The table is created at start (pgstore.Store.Migrate); a search_path in
+// the URL chooses its schema:
+//
+//	export VALET_CREDENTIALS_KEY="$(openssl rand -base64 32)" # keep it: without it the credentials cannot be read
+//	go run ./examples/assistant -i -postgres 'postgres://postgres@localhost:5432/valet?sslmode=disable'
+//
 // # The files
 //
 //   - main.go wires the orchestrator and prints the stream of events;
 //   - tools.go defines the tools, the way real ones are written: typed input
 //     structs whose tags are the schema, ctx honoured, tool.ExecContextFrom
-//     for tenant and logger;
+//     for tenant, logger and credentials;
+//   - credentials.go opens the credential store and runs the host's
+//     /connect and /disconnect;
 //   - script.go is the offline model.
 package main

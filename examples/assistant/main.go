@@ -14,12 +14,14 @@ import (
 	"time"
 
 	"github.com/valetkit/valet/agent"
+	"github.com/valetkit/valet/credentials"
 	"github.com/valetkit/valet/llm"
 	"github.com/valetkit/valet/llm/openai"
 )
 
 const systemPrompt = `You are Valet, a concise travel and errands assistant.
-Use the tools for facts and numbers: never guess the weather, a price or a search result, and use the calculator for arithmetic.
+Use the tools for facts and numbers: never guess the weather, a price, a meeting or a search result, and use the calculator for arithmetic.
+When a tool says an account is not connected, tell the user how to connect it, as the tool says; never ask them to send you a password or token.
 When a tool fails, read the error, fix what it names and try again, or tell the user what went wrong.`
 
 // defaultTimeZone is the demo user's time zone.
@@ -31,10 +33,12 @@ type options struct {
 	Offline     bool      // -offline: use the scripted model even if OPENAI_API_KEY is set
 	TimeZone    string    // -tz: the user's IANA time zone; "" is defaultTimeZone
 	Verbose     bool      // -v: debug logs (tool calls, retries) on Logs
+	Postgres    string    // -postgres: keep credentials on PostgreSQL at this URL; "" keeps them in memory
 	In          io.Reader // the user's messages in interactive mode
 	EchoInput   bool      // print what is read from In (it is not a terminal, so nothing echoed it)
 	Logs        io.Writer // where logs go; nil discards them
 	Model       llm.Client
+	Calendar    calendarAPI // the calendar service of calendar_today; nil is fakeCalendar
 }
 
 func main() {
@@ -43,9 +47,12 @@ func main() {
 	flag.BoolVar(&opts.Offline, "offline", false, "use the offline scripted model even when OPENAI_API_KEY is set")
 	flag.StringVar(&opts.TimeZone, "tz", defaultTimeZone, "the user's time zone (IANA name)")
 	flag.BoolVar(&opts.Verbose, "v", false, "log debug traces to stderr")
+	flag.StringVar(&opts.Postgres, "postgres", "", "keep credentials on PostgreSQL at this `URL`, encrypted with the key in "+EnvCredentialsKey+" (default: in memory)")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./examples/assistant [-i] [-offline] [-tz zone] [-v]\n\n"+
-			"Without OPENAI_API_KEY the model is a local script; with it, OPENAI_BASE_URL and OPENAI_MODEL are optional.\n\n")
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./examples/assistant [-i] [-offline] [-tz zone] [-v] [-postgres URL]\n\n"+
+			"Without OPENAI_API_KEY the model is a local script; with it, OPENAI_BASE_URL and OPENAI_MODEL are optional.\n"+
+			"In -i mode, /connect google TOKEN saves a credential for the calendar_today tool; /disconnect google deletes it.\n"+
+			"-postgres needs %s: 32 random bytes in base64, from `openssl rand -base64 32`.\n\n", EnvCredentialsKey)
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -73,13 +80,20 @@ func run(ctx context.Context, w io.Writer, opts options) error {
 		return err
 	}
 	loc := userLocation(w, opts.TimeZone)
+	store, closeStore, err := openCredentials(ctx, w, opts)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
 
-	// The whole wiring: a model, a persona, tools, a time zone.
+	// The whole wiring: a model, a persona, tools, a time zone, and where
+	// the tenants' credentials are.
 	o, err := agent.NewOrchestrator(agent.Config{
 		LLM:          model,
 		SystemPrompt: systemPrompt,
-		Tools:        tools(),
-		Location:     loc, // shown to the model with the current time
+		Tools:        tools(opts.Calendar),
+		Location:     loc,   // shown to the model with the current time
+		Credentials:  store, // tools get it bound to the message's tenant
 		Logger:       logger(opts),
 	})
 	if err != nil {
@@ -90,10 +104,16 @@ func run(ctx context.Context, w io.Writer, opts options) error {
 
 	conv := agent.Message{TenantID: "demo-user", ConversationID: "demo"}
 	if opts.Interactive {
-		return chat(ctx, w, o, conv, opts)
+		return chat(ctx, w, o, store, conv, opts)
 	}
 	for _, text := range demoMessages {
-		fmt.Fprintf(w, "\nyou> %s\n", text)
+		fmt.Fprintf(w, "\nyou> %s\n", redactCommand(text))
+		if ok, err := hostCommand(ctx, w, store, conv.TenantID, text); ok {
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		conv.Text = text
 		if err := send(ctx, w, o, conv); err != nil {
 			return err
@@ -159,11 +179,12 @@ func printResult(w io.Writer, r *agent.Result) {
 }
 
 // chat is the interactive mode: one conversation, a message per line,
-// until EOF or "exit".
-func chat(ctx context.Context, w io.Writer, o *agent.Orchestrator, conv agent.Message, opts options) error {
+// until EOF or "exit". Lines starting with "/" are the host's commands
+// (hostCommand) and never reach the model.
+func chat(ctx context.Context, w io.Writer, o *agent.Orchestrator, store credentials.Store, conv agent.Message, opts options) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	fmt.Fprintln(w, `Type a message; "exit" or Ctrl-D quits.`)
+	fmt.Fprintln(w, `Type a message; "/connect google <token>" connects a Google account; "exit" or Ctrl-D quits.`)
 	lines := readLines(ctx, opts.In)
 	for {
 		fmt.Fprint(w, "\nyou> ")
@@ -179,13 +200,22 @@ func chat(ctx context.Context, w io.Writer, o *agent.Orchestrator, conv agent.Me
 			text = strings.TrimSpace(line)
 		}
 		if opts.EchoInput {
-			fmt.Fprintln(w, text)
+			fmt.Fprintln(w, redactCommand(text)) // never a token
 		}
 		switch text {
 		case "":
 			continue
 		case "exit", "quit":
 			return nil
+		}
+		if ok, err := hostCommand(ctx, w, store, conv.TenantID, text); ok {
+			if err != nil {
+				if ctx.Err() != nil {
+					return err
+				}
+				fmt.Fprintln(w, "error:", err)
+			}
+			continue
 		}
 		conv.Text = text
 		err := send(ctx, w, o, conv)

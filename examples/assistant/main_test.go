@@ -3,16 +3,23 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
+	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/goleak"
 
 	"github.com/valetkit/valet/agent"
+	"github.com/valetkit/valet/credentials"
 	"github.com/valetkit/valet/llm"
 	"github.com/valetkit/valet/llm/llmtest"
 	"github.com/valetkit/valet/tool"
@@ -80,7 +87,7 @@ func TestEvaluateErrors(t *testing.T) {
 // execute runs one call through a registry, as the orchestrator does.
 func execute(t *testing.T, name, args string) tool.Result {
 	t.Helper()
-	reg, err := tool.NewRegistry(tools()...)
+	reg, err := tool.NewRegistry(tools(nil)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +156,7 @@ func TestTools(t *testing.T) {
 }
 
 func TestToolsHonourCancellation(t *testing.T) {
-	reg, err := tool.NewRegistry(tools()...)
+	reg, err := tool.NewRegistry(tools(nil)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,10 +198,18 @@ func TestDemo(t *testing.T) {
 		// the answer from history
 		"bot> Going by the forecast I fetched earlier, tomorrow is best for a walk in Rome",
 		"[completed · 1 turn · 0 tool calls ·",
+		// the calendar before and after the host connects Google
+		"you> What's on my calendar today?\n  → calendar_today {}\n  ✓ calendar_today {}",
+		"bot> I can't see your calendar yet: you haven't connected a Google account. To connect it, type /connect google <token>",
+		"you> /connect google ********\nconnected google\n",
+		"bot> 3 meetings today:\n     - 10:00–10:30 Team stand-up",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q", want)
 		}
+	}
+	if strings.Contains(got, demoToken) {
+		t.Error("the demo printed the token")
 	}
 	if strings.Contains(got, "error") && !strings.Contains(got, "(1 failed)") {
 		t.Errorf("unexpected error in output")
@@ -214,15 +229,20 @@ func TestDemoRequests(t *testing.T) {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
 	reqs := model.Requests()
-	if len(reqs) != 6 { // 2 + 3 + 1 model calls
-		t.Fatalf("%d model calls, want 6", len(reqs))
+	if len(reqs) != 10 { // 2 + 3 + 1 + 2 + 2 model calls
+		t.Fatalf("%d model calls, want 10", len(reqs))
 	}
 	for i, r := range reqs {
 		if err := llm.CheckPairing(r.Messages); err != nil {
 			t.Errorf("request %d: %v", i, err)
 		}
-		if len(r.Tools) != 3 {
+		if len(r.Tools) != 4 {
 			t.Errorf("request %d offers %d tools", i, len(r.Tools))
+		}
+		for _, m := range r.Messages {
+			if strings.Contains(m.Content, demoToken) {
+				t.Errorf("request %d shows the model the token: %q", i, m.Content)
+			}
 		}
 	}
 	if sys := reqs[0].Messages[0].Content; !strings.Contains(sys, "Europe/Paris") || !strings.Contains(sys, "You are Valet") {
@@ -232,6 +252,11 @@ func TestDemoRequests(t *testing.T) {
 	_, results := currentTurn(reqs[3].Messages)
 	if c, failed := lastResult(results, "calculator"); c == nil || !failed {
 		t.Errorf("the model was not shown the calculator's error: %+v", results)
+	}
+	// The model read "not connected" as an answer, not a failure.
+	_, results = currentTurn(reqs[7].Messages)
+	if c, failed := lastResult(results, "calendar_today"); c == nil || failed || !strings.Contains(c.Content, notConnected) {
+		t.Errorf("calendar_today before /connect: %+v", results)
 	}
 }
 
@@ -357,5 +382,274 @@ func TestStreamDroppedAndRetried(t *testing.T) {
 	got := out.String()
 	if !strings.Contains(got, " [cut off; discarded]\n") || strings.Count(got, "Rome is sunny tomorrow, good for a walk.") != 1 {
 		t.Fatalf("output:\n%s", got)
+	}
+}
+
+// calendarSpy is a calendar service that records the tokens it was called
+// with.
+type calendarSpy struct{ tokens []string }
+
+func (c *calendarSpy) api(ctx context.Context, token string) ([]Meeting, error) {
+	c.tokens = append(c.tokens, token) // the tool runs one call at a time here
+	return fakeCalendar(ctx, token)
+}
+
+// callCalendar runs calendar_today for tenant with store as the
+// orchestrator would.
+func callCalendar(t *testing.T, store credentials.Store, tenant string, cal calendarAPI) tool.Result {
+	t.Helper()
+	reg, err := tool.NewRegistry(tools(cal)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := tool.WithExecContext(context.Background(), tool.ExecContext{TenantID: tenant, Credentials: credentials.ForTenant(store, tenant)})
+	return reg.Execute(ctx, llm.ToolCall{ID: "call_1", Name: "calendar_today", Arguments: json.RawMessage(`{}`)}, 5*time.Second)
+}
+
+func TestCalendarTool(t *testing.T) {
+	ctx := context.Background()
+	store := credentials.NewMemory()
+	spy := &calendarSpy{}
+
+	// Not connected: an answer for the model, not a failure.
+	res := callCalendar(t, store, "alice", spy.api)
+	if res.IsError || res.Content != `{"connected":false,"note":"`+notConnected+`"}` {
+		t.Errorf("not connected: %+v", res)
+	}
+	if len(spy.tokens) != 0 {
+		t.Errorf("the calendar was called without a credential: %d calls", len(spy.tokens))
+	}
+
+	// Another tenant's credential is not alice's.
+	if err := store.Save(ctx, "bob", "google", "", map[string]string{"access_token": "bob-token"}); err != nil {
+		t.Fatal(err)
+	}
+	if res := callCalendar(t, store, "alice", spy.api); res.IsError || !strings.Contains(res.Content, `"connected":false`) {
+		t.Errorf("alice sees bob's calendar: %+v", res)
+	}
+
+	// Connected: the calendar gets the token; the result does not hold it.
+	if err := store.Save(ctx, "alice", "google", "", map[string]string{"access_token": "alice-token"}); err != nil {
+		t.Fatal(err)
+	}
+	res = callCalendar(t, store, "alice", spy.api)
+	var day CalendarDay
+	if res.IsError || json.Unmarshal([]byte(res.Content), &day) != nil || !day.Connected || len(day.Meetings) != 3 {
+		t.Fatalf("connected: %+v", res)
+	}
+	if len(spy.tokens) != 1 || spy.tokens[0] != "alice-token" {
+		t.Errorf("the calendar got %d tokens, want alice's", len(spy.tokens))
+	}
+	if strings.Contains(res.Content, "alice-token") {
+		t.Error("the tool result holds the token")
+	}
+
+	// A credential without an access token, and no store at all, fail.
+	if err := store.Save(ctx, "carol", "google", "", map[string]string{"refresh_token": "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if res := callCalendar(t, store, "carol", spy.api); !res.IsError || !strings.Contains(res.Content, "no access token") {
+		t.Errorf("no access token: %+v", res)
+	}
+	if res := execute(t, "calendar_today", `{}`); !res.IsError || !strings.Contains(res.Content, "no credential store") {
+		t.Errorf("no store: %+v", res)
+	}
+}
+
+// TestInteractiveConnect: the host, not the model, saves the token; the
+// tool then reads it; nothing prints it.
+func TestInteractiveConnect(t *testing.T) {
+	const token = "tok-interactive-7c1f"
+	in := strings.NewReader("what's on my calendar today\n" +
+		"/connect google " + token + "\n" +
+		"any meetings today?\n" +
+		"/disconnect google\n" +
+		"what's my schedule\n" +
+		"/connect google\n" +
+		"exit\n")
+	spy := &calendarSpy{}
+	var out, logs bytes.Buffer
+	err := run(context.Background(), &out, options{Interactive: true, Offline: true, In: in, EchoInput: true, Calendar: spy.api, Logs: &logs, Verbose: true})
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	got := out.String()
+	wants := []string{
+		"you> what's on my calendar today\n  → calendar_today {}",
+		"bot> I can't see your calendar yet: you haven't connected a Google account. To connect it, type /connect google <token>",
+		"you> /connect google ********\nconnected google\n",
+		"bot> 3 meetings today:\n     - 10:00–10:30 Team stand-up with Ana, Tom (video call)",
+		"you> /disconnect google\ndisconnected google\n",
+		"you> /connect google\ncommands: /connect SERVICE TOKEN",
+	}
+	last := 0
+	for _, want := range wants {
+		i := strings.Index(got[last:], want)
+		if i < 0 {
+			t.Errorf("output lacks %q after byte %d", want, last)
+			continue
+		}
+		last += i + len(want)
+	}
+	if n := strings.Count(got, "haven't connected a Google account"); n != 2 {
+		t.Errorf("%d \"not connected\" answers, want 2 (before /connect and after /disconnect)", n)
+	}
+	if len(spy.tokens) != 1 || spy.tokens[0] != token {
+		t.Errorf("the calendar was called %d times, want once with the token", len(spy.tokens))
+	}
+	if strings.Contains(got, token) || strings.Contains(logs.String(), token) {
+		t.Error("the token was printed or logged")
+	}
+	if !strings.Contains(logs.String(), "calendar_today") {
+		t.Errorf("no debug logs:\n%s", logs.String())
+	}
+	if t.Failed() {
+		t.Log(got)
+	}
+}
+
+func TestRedactCommand(t *testing.T) {
+	for in, want := range map[string]string{
+		"/connect google secret":     "/connect google ********",
+		"/connect  google  a b":      "/connect google ********",
+		"/connect google":            "/connect google",
+		"/disconnect google":         "/disconnect google",
+		"what's on my calendar":      "what's on my calendar",
+		"connect google to calendar": "connect google to calendar",
+	} {
+		if got := redactCommand(in); got != want {
+			t.Errorf("redactCommand(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestPostgresNeedsKey: -postgres without a usable VALET_CREDENTIALS_KEY
+// stops before connecting, says how to make a key, and never prints one.
+func TestPostgresNeedsKey(t *testing.T) {
+	short := base64.StdEncoding.EncodeToString([]byte("sixteen byte key"))
+	for _, tt := range []struct{ name, key, want string }{
+		{"unset", "", "needs a key in VALET_CREDENTIALS_KEY"},
+		{"not base64", "not*base64!", "VALET_CREDENTIALS_KEY is not valid base64"},
+		{"16 bytes", short, "VALET_CREDENTIALS_KEY decodes to 16 bytes, want 32"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv(EnvCredentialsKey, tt.key)
+			var out bytes.Buffer
+			// Port 1: nothing listens, and nothing should try.
+			err := run(context.Background(), &out, options{Offline: true, Postgres: "postgres://postgres@127.0.0.1:1/none?connect_timeout=1"})
+			if err == nil {
+				t.Fatalf("run succeeded:\n%s", out.String())
+			}
+			for _, want := range []string{tt.want, "openssl rand -base64 32"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q lacks %q", err, want)
+				}
+			}
+			if strings.Contains(err.Error(), "127.0.0.1") || strings.Contains(out.String(), "tools:") {
+				t.Errorf("went on without a key: %v\n%s", err, out.String())
+			}
+			if tt.key != "" && (strings.Contains(err.Error(), tt.key) || strings.Contains(out.String(), tt.key)) {
+				t.Error("the key was printed")
+			}
+		})
+	}
+}
+
+// TestPostgresRestart: a credential saved with /connect by one run is read
+// by the next run, with a fresh orchestrator and pool, as after a restart.
+// It needs VALET_TEST_POSTGRES and works in a schema of its own.
+func TestPostgresRestart(t *testing.T) {
+	pgURL := os.Getenv("VALET_TEST_POSTGRES")
+	if pgURL == "" {
+		t.Skip("VALET_TEST_POSTGRES not set; set it to a PostgreSQL URL such as postgres://postgres@127.0.0.1:5432/test?sslmode=disable to run this test")
+	}
+	ctx := context.Background()
+	db, err := pgxpool.New(ctx, pgURL)
+	if err != nil {
+		t.Fatalf("VALET_TEST_POSTGRES: %v", err)
+	}
+	t.Cleanup(db.Close)
+	schema := "valet_assistant_" + strings.ToLower(rand.Text()[:10])
+	if _, err := db.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
+		t.Fatalf("creating schema: %v", err)
+	}
+	t.Cleanup(func() {
+		if _, err := db.Exec(context.Background(), "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+			t.Errorf("dropping schema %s: %v", schema, err)
+		}
+	})
+	// The runs see only the test's schema: -postgres takes any libpq URL.
+	u, err := url.Parse(pgURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+
+	key := make([]byte, credentials.KeySize)
+	rand.Read(key)
+	t.Setenv(EnvCredentialsKey, base64.StdEncoding.EncodeToString(key))
+	const token = "tok-postgres-5be2"
+
+	chatRun := func(input string, spy *calendarSpy) string {
+		t.Helper()
+		var out bytes.Buffer
+		opts := options{Interactive: true, Offline: true, In: strings.NewReader(input), EchoInput: true, Postgres: u.String()}
+		if spy != nil {
+			opts.Calendar = spy.api
+		}
+		if err := run(ctx, &out, opts); err != nil {
+			t.Fatalf("run: %v\n%s", err, out.String())
+		}
+		if strings.Contains(out.String(), token) || strings.Contains(out.String(), os.Getenv(EnvCredentialsKey)) {
+			t.Errorf("a run printed the token or the key:\n%s", out.String())
+		}
+		return out.String()
+	}
+
+	// First run: not connected, then /connect.
+	got := chatRun("what's on my calendar today\n/connect google "+token+"\n", nil)
+	for _, want := range []string{"credentials: PostgreSQL", "haven't connected a Google account", "connected google\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("first run lacks %q:\n%s", want, got)
+		}
+	}
+
+	// At rest the token is encrypted.
+	var ciphertext []byte
+	if err := db.QueryRow(ctx, "SELECT ciphertext FROM "+pgx.Identifier{schema, "credentials"}.Sanitize()+
+		" WHERE tenant_id = 'demo-user' AND service = 'google'").Scan(&ciphertext); err != nil {
+		t.Fatalf("reading the row: %v", err)
+	}
+	if bytes.Contains(ciphertext, []byte(token)) {
+		t.Error("the token is stored in plaintext")
+	}
+
+	// Second run, as after a restart: the tool reads the saved token.
+	spy := &calendarSpy{}
+	got = chatRun("what's on my calendar today\n", spy)
+	if !strings.Contains(got, "bot> 3 meetings today:") || len(spy.tokens) != 1 || spy.tokens[0] != token {
+		t.Errorf("after the restart the calendar got %d tokens (want the saved one):\n%s", len(spy.tokens), got)
+	}
+
+	// A run with another key cannot read it, says which key, and
+	// overwrites nothing.
+	other := make([]byte, credentials.KeySize)
+	rand.Read(other)
+	t.Setenv(EnvCredentialsKey, base64.StdEncoding.EncodeToString(other))
+	got = chatRun("/connect google tok-other\nwhat's on my calendar today\n", nil)
+	if !strings.Contains(got, "error:") || !strings.Contains(got, `"k1"`) || !strings.Contains(got, "The calendar_today tool failed") {
+		t.Errorf("with the wrong key:\n%s", got)
+	}
+	t.Setenv(EnvCredentialsKey, base64.StdEncoding.EncodeToString(key))
+	spy = &calendarSpy{}
+	chatRun("any meetings today?\n/disconnect google\n", spy)
+	if len(spy.tokens) != 1 || spy.tokens[0] != token {
+		t.Errorf("the wrong key overwrote the credential: the calendar got %d tokens", len(spy.tokens))
+	}
+	var n int
+	if err := db.QueryRow(ctx, "SELECT count(*) FROM "+pgx.Identifier{schema, "credentials"}.Sanitize()).Scan(&n); err != nil || n != 0 {
+		t.Errorf("after /disconnect: %d rows, %v", n, err)
 	}
 }

@@ -27,7 +27,16 @@ var demoMessages = []string{
 	"We're two, sharing a room in Rome: 3 nights at €120 a night plus €45 for the taxi from the airport. " +
 		"How much does each of us pay? And find us a trattoria near the Pantheon for dinner.",
 	"Thanks! Which of the next 3 days is best for a walk in Rome?",
+	"What's on my calendar today?",
+	// Not a message: the host saves the token, the model never sees it
+	// (hostCommand). In a real app this is the end of an OAuth flow.
+	"/connect google " + demoToken,
+	"Done. What's on my calendar today?",
 }
+
+// demoToken is the fake Google access token the demo connects. It is never
+// printed: not by the host, the tool, the logs or the model.
+const demoToken = "ya29.demo-not-a-real-token"
 
 // budgetExpr is the sum the model works out from the second message.
 const budgetExpr = "(3 * 120 + 45) / 2"
@@ -43,6 +52,8 @@ func demoModel() *llmtest.Script {
 			return budgetStep(results)
 		case strings.Contains(user, "walk"):
 			return walkStep(req.Messages)
+		case strings.Contains(user, "calendar"):
+			return calendarStep(results)
 		}
 		return llmtest.Text("I am the offline demo model and only know the demo conversation. " +
 			"Run with -i to chat with the offline keyword model, or set OPENAI_API_KEY.")
@@ -150,6 +161,15 @@ func walkStep(msgs []llm.Message) llmtest.Reply {
 		best.Day, best.Conditions, best.HighC, best.RainChance))
 }
 
+// calendarStep asks calendar_today, then relays what it answered: the
+// meetings, or that the Google account is not connected yet.
+func calendarStep(results []llm.Message) llmtest.Reply {
+	if len(results) == 0 {
+		return llmtest.Calls(llmtest.Call("calendar_today", CalendarIn{}))
+	}
+	return llmtest.Text(summarise(results))
+}
+
 // replModel is the offline model of the interactive mode (-i). It picks a
 // tool by keywords, then summarises what the tool returned. Simple, but it
 // never makes anything up.
@@ -161,6 +181,8 @@ func replModel() *llmtest.Script {
 		}
 		lower := strings.ToLower(user)
 		switch {
+		case containsAny(lower, "calendar", "meeting", "agenda", "schedule", "appointment"):
+			return llmtest.Calls(llmtest.Call("calendar_today", CalendarIn{}))
 		case containsAny(lower, "weather", "forecast", "rain", "temperature", "sunny"):
 			return weatherStep(user, nil)
 		case containsAny(lower, "search", "find", "look up", "google"):
@@ -172,7 +194,7 @@ func replModel() *llmtest.Script {
 			}
 		}
 		return llmtest.Text("I'm the offline demo model: I pick a tool by keyword. Try \"weather in Rome for 3 days\", " +
-			"\"calculate (3 * 120 + 45) / 2\" or \"search trattoria near the Pantheon\". " +
+			"\"calculate (3 * 120 + 45) / 2\", \"search trattoria near the Pantheon\" or \"what's on my calendar today\". " +
 			"Set OPENAI_API_KEY to talk to a real model.")
 	})
 }
@@ -202,6 +224,12 @@ func summarise(results []llm.Message) string {
 		case "web_search":
 			parts = append(parts, describeSearch(&r))
 			continue
+		case "calendar_today":
+			var d CalendarDay
+			if json.Unmarshal([]byte(r.Content), &d) == nil {
+				parts = append(parts, describeCalendar(d))
+				continue
+			}
 		}
 		parts = append(parts, fmt.Sprintf("%s returned: %s", r.Name, r.Content))
 	}
@@ -334,6 +362,29 @@ func describeSearch(m *llm.Message) string {
 	fmt.Fprintf(&b, "Found for %q:", s.Query)
 	for _, r := range s.Results {
 		fmt.Fprintf(&b, "\n- %s: %s %s", r.Title, firstSentence(r.Snippet), r.URL)
+	}
+	return b.String()
+}
+
+func describeCalendar(d CalendarDay) string {
+	if !d.Connected {
+		// The tool's note is for the model; say it to the user.
+		return "I can't see your calendar yet: you haven't connected a Google account. " +
+			"To connect it, type /connect google <token> (the token goes to the app, not to me)."
+	}
+	if len(d.Meetings) == 0 {
+		return "Your calendar is free today."
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s today:", plural(len(d.Meetings), "meeting"))
+	for _, m := range d.Meetings {
+		fmt.Fprintf(&b, "\n- %s–%s %s", m.Start, m.End, m.Title)
+		if m.With != "" {
+			fmt.Fprintf(&b, " with %s", m.With)
+		}
+		if m.Where != "" {
+			fmt.Fprintf(&b, " (%s)", m.Where)
+		}
 	}
 	return b.String()
 }

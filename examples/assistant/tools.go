@@ -1,13 +1,13 @@
 package main
 
-// The assistant's three tools, written the way you would write real ones:
-// a typed input struct whose json and jsonschema tags become the schema the
+// The assistant's tools, written the way you would write real ones: a
+// typed input struct whose json and jsonschema tags become the schema the
 // model sees (and that valet validates the model's arguments against before
 // the function runs), a ctx that is honoured, and tool.ExecContextFrom for
-// the tenant, the call id and the logger.
+// the tenant, the call id, the logger and the tenant's credentials.
 //
-// Only the data is fake: a small weather table, a canned search index and a
-// latency that stands in for the network.
+// Only the data is fake: a small weather table, a canned search index, a
+// calendar, and a latency that stands in for the network.
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/valetkit/valet/credentials"
 	"github.com/valetkit/valet/tool"
 )
 
@@ -27,9 +28,13 @@ import (
 // the tool-call durations, and the two weather calls of one turn overlap.
 const fakeLatency = 40 * time.Millisecond
 
-// tools returns the assistant's tools.
-func tools() []tool.Tool {
-	return []tool.Tool{weatherTool(), searchTool(), calculatorTool()}
+// tools returns the assistant's tools. cal is the calendar service
+// calendar_today calls; nil is fakeCalendar.
+func tools(cal calendarAPI) []tool.Tool {
+	if cal == nil {
+		cal = fakeCalendar
+	}
+	return []tool.Tool{weatherTool(), searchTool(), calculatorTool(), calendarTool(cal)}
 }
 
 // ---------------------------------------------------------------- weather
@@ -427,6 +432,95 @@ func (p *parser) factor() (float64, error) {
 	default:
 		return 0, p.errorf("unexpected %q", p.next())
 	}
+}
+
+// ---------------------------------------------------------------- calendar
+
+// CalendarIn is what the model sends to calendar_today: nothing.
+type CalendarIn struct{}
+
+// CalendarDay is calendar_today's answer. When the user has not connected
+// a Google account, Connected is false and Note says what to do: that is
+// an answer for the model to relay, not a failure.
+type CalendarDay struct {
+	Connected bool      `json:"connected"`
+	Note      string    `json:"note,omitempty"`
+	Meetings  []Meeting `json:"meetings,omitempty"`
+}
+
+// Meeting is one event of the day.
+type Meeting struct {
+	Start string `json:"start"` // "10:00", in the user's time zone
+	End   string `json:"end"`
+	Title string `json:"title"`
+	With  string `json:"with,omitempty"`
+	Where string `json:"where,omitempty"`
+}
+
+// notConnected is what calendar_today answers until the user connects a
+// Google account.
+const notConnected = "The user has not connected a Google account yet: ask them to connect it (in this demo: type /connect google <token>)"
+
+// googleToken is the "google" credential as calendar_today reads it: the
+// JSON object the host saved (see hostCommand). A real app would also keep
+// the refresh token and the expiry, and refresh through
+// credentials.Updater.
+type googleToken struct {
+	AccessToken string `json:"access_token"`
+}
+
+// calendarAPI is the calendar service: it authenticates with the access
+// token and returns today's meetings.
+type calendarAPI func(ctx context.Context, accessToken string) ([]Meeting, error)
+
+func calendarTool(cal calendarAPI) tool.Tool {
+	return tool.New("calendar_today",
+		"Today's meetings in the user's Google Calendar: start and end times, titles, people and places.",
+		func(ctx context.Context, _ CalendarIn) (CalendarDay, error) {
+			ec := tool.ExecContextFrom(ctx)
+			ec.Logger.DebugContext(ctx, "calendar_today", "tenant", ec.TenantID, "call", ec.CallID)
+
+			if ec.Credentials == nil {
+				return CalendarDay{}, errors.New("no credential store is configured (agent.Config.Credentials)")
+			}
+			// ec.Credentials is bound to this message's tenant: no other
+			// tenant's token can be read through it.
+			secret, err := ec.Credentials.Get(ctx, ec.TenantID, "google", "")
+			if errors.Is(err, credentials.ErrNotFound) {
+				return CalendarDay{Connected: false, Note: notConnected}, nil
+			}
+			if err != nil {
+				return CalendarDay{}, fmt.Errorf("reading the Google credential: %w", err) // never holds the secret
+			}
+			var tok googleToken
+			if err := secret.Decode(&tok); err != nil || tok.AccessToken == "" {
+				return CalendarDay{}, errors.New("the saved Google credential holds no access token: ask the user to connect again")
+			}
+			meetings, err := cal(ctx, tok.AccessToken)
+			if err != nil {
+				return CalendarDay{}, err
+			}
+			return CalendarDay{Connected: true, Meetings: meetings}, nil
+		},
+		tool.WithTimeout(10*time.Second),
+	)
+}
+
+// fakeCalendar stands in for the Google Calendar API. A real one would
+// send the token in an Authorization header; this one only checks that
+// there is one. Like the real API, it never echoes the token.
+func fakeCalendar(ctx context.Context, accessToken string) ([]Meeting, error) {
+	if err := pretendNetwork(ctx); err != nil {
+		return nil, err
+	}
+	if accessToken == "" {
+		return nil, errors.New("calendar API: 401 unauthenticated")
+	}
+	return []Meeting{
+		{Start: "10:00", End: "10:30", Title: "Team stand-up", With: "Ana, Tom", Where: "video call"},
+		{Start: "13:00", End: "14:00", Title: "Lunch", With: "Marco", Where: "Armando al Pantheon"},
+		{Start: "16:30", End: "17:00", Title: "Call about the Rome trip", With: "the travel agent"},
+	}, nil
 }
 
 // pretendNetwork waits like a network call would, and gives up when ctx
