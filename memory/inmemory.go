@@ -1,0 +1,511 @@
+package memory
+
+import (
+	"cmp"
+	"container/list"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/valetkit/valet/llm"
+)
+
+// Defaults of [Options].
+const (
+	// DefaultMaxConversations is how many conversations' histories the
+	// in-memory provider keeps; past it the least recently used goes.
+	DefaultMaxConversations = 10_000
+	// DefaultIdleTTL is how long a conversation's history is kept after
+	// its last History or Append.
+	DefaultIdleTTL = 24 * time.Hour
+	// DefaultMaxMessages is how many messages of one conversation's
+	// history are kept (five times agentctx.DefaultMaxHistoryMessages);
+	// past it the oldest go.
+	DefaultMaxMessages = 200
+	// DefaultMaxItemsPerTenant is how many items one tenant keeps; past
+	// it the tenant's oldest item goes.
+	DefaultMaxItemsPerTenant = 1_000
+	// DefaultMaxItems is how many items all tenants keep together; past
+	// it the oldest item of all goes.
+	DefaultMaxItems = 100_000
+)
+
+// Options configures [NewInMemory]. The zero value means the defaults;
+// zero or negative fields mean their default.
+type Options struct {
+	// MaxConversations is how many conversations' histories are kept,
+	// over all tenants; storing one more drops the least recently used
+	// (History or Append). Default DefaultMaxConversations.
+	MaxConversations int
+	// IdleTTL is how long a conversation's history is kept after its
+	// last History or Append. Default DefaultIdleTTL.
+	IdleTTL time.Duration
+	// MaxMessages is how many messages of one conversation's history are
+	// kept; Append drops the oldest past it, cutting so that the history
+	// never starts with a tool result. Default DefaultMaxMessages.
+	MaxMessages int
+	// MaxItemsPerTenant is how many items one tenant keeps; Remember
+	// drops the tenant's oldest (by the order they were remembered) past
+	// it. Default DefaultMaxItemsPerTenant; never more than MaxItems.
+	MaxItemsPerTenant int
+	// MaxItems is how many items all tenants keep together; Remember drops
+	// the oldest of all past it. Default DefaultMaxItems.
+	MaxItems int
+	// Now is the provider's clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// InMemory is the bounded in-memory [Provider], the default: for tests,
+// demos and single-process bots whose memory need not survive a restart.
+// It implements Provider and [TenantDeleter] and is safe for concurrent
+// use.
+//
+// It holds at most MaxConversations histories of at most MaxMessages
+// messages each, and at most MaxItems items (MaxItemsPerTenant per
+// tenant); see [Options]. Idle histories expire lazily: each History,
+// Append and Forget first drops the histories idle for longer than
+// IdleTTL. No goroutine runs, so there is nothing to close. Items do not
+// expire; only the caps remove them.
+//
+// The zero InMemory is not usable; call NewInMemory.
+type InMemory struct {
+	maxConvs, maxMsgs int
+	maxTenantItems    int
+	maxItems          int
+	ttl               time.Duration
+	now               func() time.Time
+
+	// convMu guards the histories. Lock order: convMu, then itemMu.
+	convMu sync.Mutex
+	convs  map[convKey]*list.Element // of *conversation
+	lru    list.List                 // of *conversation, most recently used first
+
+	itemMu  sync.RWMutex
+	tenants map[string]*tenantItems
+	items   list.List // of *storedItem, oldest first, over all tenants
+	nextID  uint64
+}
+
+var (
+	_ Provider      = (*InMemory)(nil)
+	_ TenantDeleter = (*InMemory)(nil)
+)
+
+type convKey struct{ tenant, conv string }
+
+type conversation struct {
+	key  convKey
+	msgs []llm.Message // exactly sized: an idle conversation holds no spare room
+	used time.Time
+}
+
+// tenantItems is one tenant's items and their lexical index.
+type tenantItems struct {
+	byID     map[string]*storedItem
+	order    list.List                           // of *storedItem, oldest first
+	postings map[string]map[*storedItem]struct{} // word → items holding it
+	words    int                                 // sum of the items' lengths in words
+	hidden   map[string]int                      // item ID → how many items supersede it
+}
+
+type storedItem struct {
+	item   Item
+	tenant string
+	tf     map[string]int // normalised word → occurrences
+	length int            // words, repeats counted
+	local  *list.Element  // in tenantItems.order
+	global *list.Element  // in InMemory.items
+}
+
+// NewInMemory returns an empty in-memory provider configured by opts.
+func NewInMemory(opts Options) *InMemory {
+	m := &InMemory{
+		maxConvs:       cmp.Or(max(opts.MaxConversations, 0), DefaultMaxConversations),
+		maxMsgs:        cmp.Or(max(opts.MaxMessages, 0), DefaultMaxMessages),
+		maxTenantItems: cmp.Or(max(opts.MaxItemsPerTenant, 0), DefaultMaxItemsPerTenant),
+		maxItems:       cmp.Or(max(opts.MaxItems, 0), DefaultMaxItems),
+		ttl:            cmp.Or(max(opts.IdleTTL, 0), DefaultIdleTTL),
+		now:            opts.Now,
+		convs:          make(map[convKey]*list.Element),
+		tenants:        make(map[string]*tenantItems),
+	}
+	m.maxTenantItems = min(m.maxTenantItems, m.maxItems)
+	if m.now == nil {
+		m.now = time.Now
+	}
+	return m
+}
+
+// History returns the newest limit messages of a conversation; see
+// [Provider.History]. Limit 0 means all it keeps (at most MaxMessages).
+func (m *InMemory) History(ctx context.Context, tenantID, conversationID string, limit int) ([]llm.Message, error) {
+	if err := checkConv(tenantID, conversationID); err != nil {
+		return nil, err
+	}
+	if limit < 0 {
+		return nil, fmt.Errorf("%w: history limit %d is negative", ErrInvalid, limit)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.convMu.Lock()
+	defer m.convMu.Unlock()
+	now := m.now()
+	m.expire(now)
+	c := m.conversation(convKey{tenantID, conversationID}, now)
+	if c == nil {
+		return nil, nil
+	}
+	return cloneMessages(window(c.msgs, limit)), nil
+}
+
+// window returns the newest limit messages of msgs (all when limit is 0),
+// without leading tool results.
+func window(msgs []llm.Message, limit int) []llm.Message {
+	if limit > 0 && len(msgs) > limit {
+		msgs = msgs[len(msgs)-limit:]
+	}
+	for len(msgs) > 0 && msgs[0].Role == llm.RoleTool {
+		msgs = msgs[1:] // its call was cut off: so is it
+	}
+	return msgs
+}
+
+// Append adds one completed turn; see [Provider.Append]. Past MaxMessages
+// the oldest messages go; a new conversation past MaxConversations drops
+// the least recently used one.
+func (m *InMemory) Append(ctx context.Context, tenantID, conversationID string, msgs ...llm.Message) error {
+	if err := checkConv(tenantID, conversationID); err != nil {
+		return err
+	}
+	if err := checkTurn(msgs); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	m.convMu.Lock()
+	defer m.convMu.Unlock()
+	now := m.now()
+	m.expire(now)
+	key := convKey{tenantID, conversationID}
+	c := m.conversation(key, now)
+	if c == nil {
+		for len(m.convs) >= m.maxConvs {
+			m.dropConversation(m.lru.Back())
+		}
+		c = &conversation{key: key, used: now}
+		m.convs[key] = m.lru.PushFront(c)
+	}
+	// A new, exactly sized slice: no spare capacity stays behind, and
+	// the messages dropped past MaxMessages are released.
+	keep := c.msgs
+	if n := len(keep) + len(msgs); n > m.maxMsgs {
+		cut := min(n-m.maxMsgs, len(keep))
+		keep = keep[cut:]
+	}
+	add := msgs
+	if n := len(keep) + len(add); n > m.maxMsgs {
+		add = add[n-m.maxMsgs:]
+	}
+	next := make([]llm.Message, 0, len(keep)+len(add))
+	next = append(next, keep...)
+	for _, msg := range add {
+		next = append(next, cloneMessage(msg))
+	}
+	c.msgs = window(next, 0)
+	if len(c.msgs) < len(next) {
+		c.msgs = slices.Clone(c.msgs)
+	}
+	return nil
+}
+
+// conversation returns the live conversation of key and marks it used,
+// or nil. convMu is held.
+func (m *InMemory) conversation(key convKey, now time.Time) *conversation {
+	e, ok := m.convs[key]
+	if !ok {
+		return nil
+	}
+	c := e.Value.(*conversation)
+	if now.Sub(c.used) > m.ttl {
+		m.dropConversation(e)
+		return nil
+	}
+	c.used = now
+	m.lru.MoveToFront(e)
+	return c
+}
+
+// expire drops the conversations idle for longer than the TTL: they are
+// at the back of the LRU list. convMu is held.
+func (m *InMemory) expire(now time.Time) {
+	for e := m.lru.Back(); e != nil && now.Sub(e.Value.(*conversation).used) > m.ttl; e = m.lru.Back() {
+		m.dropConversation(e)
+	}
+}
+
+// dropConversation removes a conversation and returns how many messages
+// it held. convMu is held.
+func (m *InMemory) dropConversation(e *list.Element) int {
+	c := m.lru.Remove(e).(*conversation)
+	delete(m.convs, c.key)
+	return len(c.msgs)
+}
+
+// Remember stores items; see [Provider.Remember]. Past MaxItemsPerTenant
+// the tenant's oldest item goes, past MaxItems the oldest of all; a call
+// with more than MaxItemsPerTenant items is ErrInvalid.
+func (m *InMemory) Remember(ctx context.Context, tenantID string, items ...Item) ([]string, error) {
+	if err := checkID("tenant", tenantID); err != nil {
+		return nil, err
+	}
+	if len(items) > m.maxTenantItems {
+		return nil, fmt.Errorf("%w: %d items at once, more than a tenant keeps (%d)", ErrInvalid, len(items), m.maxTenantItems)
+	}
+	for i := range items {
+		if err := checkItem(i, &items[i]); err != nil {
+			return nil, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	now := m.now()
+	m.itemMu.Lock()
+	defer m.itemMu.Unlock()
+	t := m.tenants[tenantID]
+	if t == nil {
+		t = &tenantItems{
+			byID:     make(map[string]*storedItem),
+			postings: make(map[string]map[*storedItem]struct{}),
+			hidden:   make(map[string]int),
+		}
+		m.tenants[tenantID] = t
+	}
+	ids := make([]string, len(items))
+	for i, it := range items {
+		m.nextID++
+		it.ID = strconv.FormatUint(m.nextID, 10)
+		it.Tokens = EstimateTokens(it.Text)
+		it.Score = 0
+		if it.CreatedAt.IsZero() {
+			it.CreatedAt = now
+		}
+		ids[i] = it.ID
+		for t.order.Len() >= m.maxTenantItems {
+			m.removeItem(t.order.Front().Value.(*storedItem))
+		}
+		for m.items.Len() >= m.maxItems {
+			m.removeItem(m.items.Front().Value.(*storedItem))
+		}
+		if m.tenants[tenantID] == nil { // the loops above emptied and removed it
+			m.tenants[tenantID] = t
+		}
+		s := &storedItem{item: it, tenant: tenantID, tf: make(map[string]int)}
+		for _, w := range words(it.Text) {
+			s.tf[w]++
+			s.length++
+		}
+		for w := range s.tf {
+			p := t.postings[w]
+			if p == nil {
+				p = make(map[*storedItem]struct{})
+				t.postings[w] = p
+			}
+			p[s] = struct{}{}
+		}
+		t.words += s.length
+		if it.Supersedes != "" {
+			t.hidden[it.Supersedes]++
+		}
+		t.byID[it.ID] = s
+		s.local = t.order.PushBack(s)
+		s.global = m.items.PushBack(s)
+	}
+	return ids, nil
+}
+
+// removeItem removes an item from its tenant and from the provider; a
+// tenant left with no items is removed too. itemMu is held.
+func (m *InMemory) removeItem(s *storedItem) {
+	t := m.tenants[s.tenant]
+	t.order.Remove(s.local)
+	m.items.Remove(s.global)
+	delete(t.byID, s.item.ID)
+	for w := range s.tf {
+		p := t.postings[w]
+		delete(p, s)
+		if len(p) == 0 {
+			delete(t.postings, w)
+		}
+	}
+	t.words -= s.length
+	if sup := s.item.Supersedes; sup != "" {
+		if t.hidden[sup]--; t.hidden[sup] <= 0 {
+			delete(t.hidden, sup)
+		}
+	}
+	if t.order.Len() == 0 {
+		delete(m.tenants, s.tenant)
+	}
+}
+
+// Recall returns the items most relevant to query within b; see
+// [Provider.Recall]. Relevance is BM25 over the tenant's items.
+func (m *InMemory) Recall(ctx context.Context, tenantID, query string, b Budget) ([]Item, error) {
+	if err := checkID("tenant", tenantID); err != nil {
+		return nil, err
+	}
+	if err := checkBudget(b); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	terms := queryTerms(query)
+	if len(terms) == 0 {
+		return nil, nil
+	}
+	type hit struct {
+		s     *storedItem
+		score float64
+	}
+	var hits []hit
+	m.itemMu.RLock()
+	t := m.tenants[tenantID]
+	if t != nil {
+		n := t.order.Len()
+		avgdl := float64(t.words) / float64(n)
+		scores := make(map[*storedItem]float64)
+		for _, w := range terms {
+			p := t.postings[w]
+			if len(p) == 0 {
+				continue
+			}
+			idf := bm25IDF(n, len(p))
+			for s := range p {
+				if t.hidden[s.item.ID] > 0 {
+					continue
+				}
+				scores[s] += bm25Term(idf, s.tf[w], s.length, avgdl)
+			}
+		}
+		hits = make([]hit, 0, len(scores))
+		for s, score := range scores {
+			hits = append(hits, hit{s, score})
+		}
+		slices.SortFunc(hits, func(a, b hit) int {
+			return cmp.Or(
+				cmp.Compare(b.score, a.score),
+				b.s.item.CreatedAt.Compare(a.s.item.CreatedAt),
+				compareIDs(b.s.item.ID, a.s.item.ID),
+			)
+		})
+	}
+	var out []Item
+	tokens := 0
+	for _, h := range hits {
+		if b.MaxEntries > 0 && len(out) == b.MaxEntries {
+			break
+		}
+		it := h.s.item
+		if b.MaxTokens > 0 && tokens+it.Tokens > b.MaxTokens {
+			continue // too large for what remains; a smaller one may fit
+		}
+		tokens += it.Tokens
+		it.Score = h.score
+		out = append(out, it)
+	}
+	m.itemMu.RUnlock()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// compareIDs orders the provider's numeric IDs by number, so that of two
+// items written at the same time the later one comes first in Recall.
+func compareIDs(a, b string) int {
+	return cmp.Or(cmp.Compare(len(a), len(b)), cmp.Compare(a, b))
+}
+
+// Forget removes what by names; see [Provider.Forget].
+func (m *InMemory) Forget(ctx context.Context, tenantID string, by Provenance) (int, error) {
+	if err := checkID("tenant", tenantID); err != nil {
+		return 0, err
+	}
+	if by.isZero() {
+		return 0, fmt.Errorf("%w: Forget needs a conversation, task or skill ID", ErrInvalid)
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	n := 0
+	m.convMu.Lock()
+	defer m.convMu.Unlock()
+	m.expire(m.now())
+	if by == (Provenance{ConversationID: by.ConversationID}) {
+		if e, ok := m.convs[convKey{tenantID, by.ConversationID}]; ok {
+			n += m.dropConversation(e)
+		}
+	}
+	m.itemMu.Lock()
+	defer m.itemMu.Unlock()
+	if t := m.tenants[tenantID]; t != nil {
+		var gone []*storedItem
+		for e := t.order.Front(); e != nil; e = e.Next() {
+			if s := e.Value.(*storedItem); by.matches(s.item.Source) {
+				gone = append(gone, s)
+			}
+		}
+		for _, s := range gone {
+			m.removeItem(s)
+		}
+		n += len(gone)
+	}
+	return n, nil
+}
+
+// DeleteTenant removes all the tenant's items and histories; see
+// [TenantDeleter].
+func (m *InMemory) DeleteTenant(ctx context.Context, tenantID string) (int, error) {
+	if err := checkID("tenant", tenantID); err != nil {
+		return 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	n := 0
+	m.convMu.Lock()
+	defer m.convMu.Unlock()
+	m.expire(m.now())
+	for key, e := range m.convs {
+		if key.tenant == tenantID {
+			n += m.dropConversation(e)
+		}
+	}
+	m.itemMu.Lock()
+	defer m.itemMu.Unlock()
+	if t := m.tenants[tenantID]; t != nil {
+		n += t.order.Len()
+		for t.order.Len() > 0 {
+			m.removeItem(t.order.Front().Value.(*storedItem))
+		}
+	}
+	return n, nil
+}
+
+// checkConv checks the IDs naming a conversation.
+func checkConv(tenantID, conversationID string) error {
+	if err := checkID("tenant", tenantID); err != nil {
+		return err
+	}
+	return checkID("conversation", conversationID)
+}

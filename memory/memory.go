@@ -1,0 +1,226 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/valetkit/valet/llm"
+)
+
+// Errors, checked with errors.Is.
+var (
+	// ErrInvalid: an empty or malformed tenant or conversation ID, a
+	// negative History limit or Budget, an item without text or with an
+	// ID of its own, a turn whose tool calls and results do not pair up,
+	// or an empty Provenance given to Forget. Nothing was changed.
+	ErrInvalid = errors.New("memory: invalid")
+)
+
+// MaxIDLen is the longest tenant or conversation ID, in bytes.
+const MaxIDLen = 255
+
+// CharsPerToken is the ratio behind [Item.Tokens]: a memory item of n
+// bytes of text is estimated at ceil(n / CharsPerToken) tokens.
+const CharsPerToken = 3
+
+// Provider is where an assistant keeps what it remembers: each
+// conversation's history, and long-term items (facts about the user) that
+// any later conversation of the tenant can recall.
+//
+// Every method is scoped to one tenant: the same conversation or item ID
+// in two tenants names two different things, and no method ever returns,
+// changes or removes another tenant's data. Implementations are safe for
+// concurrent use, honour ctx, and return errors wrapping [ErrInvalid] for
+// bad input (before changing anything) and ctx.Err() when ctx is done.
+//
+// memory/memorytest.Run is the conformance suite every Provider passes.
+type Provider interface {
+	// History returns the newest limit messages of the conversation,
+	// oldest first; limit 0 means all the provider keeps. The window never
+	// starts with a tool result (whose call it would have cut off): it
+	// starts after such results, so it may hold fewer than limit messages.
+	// An unknown conversation has no messages. The slice and the messages
+	// are the caller's to modify.
+	History(ctx context.Context, tenantID, conversationID string, limit int) ([]llm.Message, error)
+	// Append adds one completed turn to the conversation's history. The
+	// turn must pair on its own (llm.CheckPairing): every tool call it
+	// makes is answered within it and every tool result answers one of
+	// its calls; otherwise Append fails with ErrInvalid and stores nothing.
+	// The provider keeps copies: the caller may reuse msgs.
+	Append(ctx context.Context, tenantID, conversationID string, msgs ...llm.Message) error
+	// Remember stores items and returns their new IDs, in order. Each
+	// needs Text; ID, Tokens and Score are the provider's to set (an item
+	// with an ID is ErrInvalid), CreatedAt defaults to now. An item whose
+	// Supersedes names another item of the tenant hides that item from
+	// Recall for as long as it exists itself.
+	Remember(ctx context.Context, tenantID string, items ...Item) ([]string, error)
+	// Recall returns the tenant's items most relevant to query, most
+	// relevant first with Score set, within b (see Budget); of equally
+	// relevant items the newest (by CreatedAt, then the later written)
+	// comes first. query is text as a user typed it; an item matches when
+	// it shares any normalised word with it (see the package
+	// documentation). A query with no words left after normalisation
+	// (only stop words, punctuation, nothing) recalls no items and is not
+	// an error. Items superseded by another item of the tenant are not
+	// recalled.
+	Recall(ctx context.Context, tenantID, query string, b Budget) ([]Item, error)
+	// Forget removes the tenant's items whose Source matches every
+	// non-empty field of by, and returns how many items and history
+	// messages it removed. When by names a conversation and nothing else,
+	// that conversation's history goes too. An empty by is ErrInvalid.
+	Forget(ctx context.Context, tenantID string, by Provenance) (int, error)
+}
+
+// TenantDeleter is implemented by providers that can erase a tenant, as
+// [InMemory] does.
+type TenantDeleter interface {
+	// DeleteTenant removes every item and every conversation's history of
+	// the tenant and returns how many items and history messages it
+	// removed.
+	DeleteTenant(ctx context.Context, tenantID string) (int, error)
+}
+
+// Item is one long-term memory: a fact about the user ("Their dentist is
+// Dr. Kim"), a preference, a date.
+type Item struct {
+	// ID is set by the provider; it is unique within the tenant.
+	ID string
+	// Text is what is remembered, as the model will read it.
+	Text string
+	// Kind is a free-form label ("preference", "fact", "summary").
+	Kind string
+	// Source records what wrote the item, so that Forget can purge it.
+	Source Provenance
+	// CreatedAt is when the item was written; zero means now.
+	CreatedAt time.Time
+	// Tokens is the item's estimated size, set by the provider when the
+	// item is written: ceil(len(Text) / CharsPerToken), Text in bytes.
+	Tokens int
+	// Supersedes is the ID of an older item this one replaces: while this
+	// item exists, that one is not recalled.
+	Supersedes string
+	// Score is the item's relevance to the query, set by Recall; higher is
+	// more relevant. Scores compare only within one Recall's result.
+	Score float64
+}
+
+// Provenance names what wrote an item: a conversation, a trigger task, a
+// skill. Any of the fields may be empty.
+type Provenance struct {
+	ConversationID string
+	TaskID         string
+	SkillID        string
+}
+
+// isZero reports whether p names nothing.
+func (p Provenance) isZero() bool { return p == Provenance{} }
+
+// matches reports whether src matches every non-empty field of p.
+func (p Provenance) matches(src Provenance) bool {
+	return (p.ConversationID == "" || p.ConversationID == src.ConversationID) &&
+		(p.TaskID == "" || p.TaskID == src.TaskID) &&
+		(p.SkillID == "" || p.SkillID == src.SkillID)
+}
+
+// Budget bounds what Recall returns: at most MaxTokens tokens of items
+// (the sum of their Tokens) and at most MaxEntries items. Zero means no
+// bound; negative values are ErrInvalid.
+//
+// Recall walks the matching items from the most relevant down and takes
+// each one that still fits: an item larger than what remains of MaxTokens
+// is skipped (never truncated), and a smaller, less relevant one after it
+// may still be taken.
+type Budget struct {
+	MaxTokens  int
+	MaxEntries int
+}
+
+// EstimateTokens returns the token estimate of a memory item's text:
+// ceil(len(text) / CharsPerToken), with len in bytes.
+func EstimateTokens(text string) int {
+	return (len(text) + CharsPerToken - 1) / CharsPerToken
+}
+
+// checkID checks a tenant or conversation ID.
+func checkID(what, id string) error {
+	switch {
+	case id == "":
+		return fmt.Errorf("%w: empty %s ID", ErrInvalid, what)
+	case len(id) > MaxIDLen:
+		return fmt.Errorf("%w: %s ID is %d bytes, longer than %d", ErrInvalid, what, len(id), MaxIDLen)
+	case !utf8.ValidString(id):
+		return fmt.Errorf("%w: %s ID %q is not valid UTF-8", ErrInvalid, what, id)
+	case strings.IndexByte(id, 0) >= 0:
+		return fmt.Errorf("%w: %s ID %q holds a NUL byte", ErrInvalid, what, id)
+	}
+	return nil
+}
+
+// checkTurn checks the messages of one turn for Append.
+func checkTurn(msgs []llm.Message) error {
+	for i, m := range msgs {
+		switch m.Role {
+		case llm.RoleSystem, llm.RoleUser, llm.RoleAssistant, llm.RoleTool:
+		default:
+			return fmt.Errorf("%w: message %d has role %q", ErrInvalid, i, m.Role)
+		}
+	}
+	if err := llm.CheckPairing(msgs); err != nil {
+		return fmt.Errorf("%w: a turn must pair on its own: %w", ErrInvalid, err)
+	}
+	return nil
+}
+
+// checkItem checks the i-th item given to Remember.
+func checkItem(i int, it *Item) error {
+	switch {
+	case it.ID != "":
+		return fmt.Errorf("%w: item %d has ID %q; IDs are the provider's to set", ErrInvalid, i, it.ID)
+	case strings.TrimSpace(it.Text) == "":
+		return fmt.Errorf("%w: item %d has no text", ErrInvalid, i)
+	case !utf8.ValidString(it.Text):
+		return fmt.Errorf("%w: item %d: text is not valid UTF-8", ErrInvalid, i)
+	case strings.IndexByte(it.Text, 0) >= 0:
+		return fmt.Errorf("%w: item %d: text holds a NUL byte", ErrInvalid, i)
+	}
+	return nil
+}
+
+// checkBudget checks a Recall budget.
+func checkBudget(b Budget) error {
+	if b.MaxTokens < 0 || b.MaxEntries < 0 {
+		return fmt.Errorf("%w: budget %+v is negative", ErrInvalid, b)
+	}
+	return nil
+}
+
+// cloneMessages returns a deep copy of msgs: its tool calls and their
+// arguments are copied too.
+func cloneMessages(msgs []llm.Message) []llm.Message {
+	if len(msgs) == 0 {
+		return nil
+	}
+	out := make([]llm.Message, len(msgs))
+	for i, m := range msgs {
+		out[i] = cloneMessage(m)
+	}
+	return out
+}
+
+func cloneMessage(m llm.Message) llm.Message {
+	if m.ToolCalls != nil {
+		calls := make([]llm.ToolCall, len(m.ToolCalls))
+		for j, c := range m.ToolCalls {
+			if c.Arguments != nil {
+				c.Arguments = append([]byte(nil), c.Arguments...)
+			}
+			calls[j] = c
+		}
+		m.ToolCalls = calls
+	}
+	return m
+}
