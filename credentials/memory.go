@@ -24,6 +24,9 @@ type Memory struct {
 	mu    sync.Mutex
 	rows  map[memKey]*memRow
 	locks map[memKey]*memLock // Update's per-credential locks
+	// rev numbers every write of the store, so a row deleted and saved
+	// again never repeats a revision an Update is checking against.
+	rev int64
 }
 
 type memKey struct{ tenant, service, account string }
@@ -73,11 +76,12 @@ func (m *Memory) Save(ctx context.Context, tenantID, service, account string, cr
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := time.Now().Round(0)
+	m.rev++
 	if r, ok := m.rows[k]; ok {
-		r.secret, r.revision, r.updated = s, r.revision+1, later(r.updated, now)
+		r.secret, r.revision, r.updated = s, m.rev, later(r.updated, now)
 		return nil
 	}
-	m.rows[k] = &memRow{secret: s, revision: 1, created: now, updated: now}
+	m.rows[k] = &memRow{secret: s, revision: m.rev, created: now, updated: now}
 	return nil
 }
 
@@ -215,7 +219,8 @@ func (m *Memory) Update(ctx context.Context, tenantID, service, account string, 
 			m.mu.Unlock()
 			return memError("update", tenantID, service, account, ErrNotFound)
 		case r.revision == rev:
-			r.secret, r.revision, r.updated = s, r.revision+1, later(r.updated, time.Now().Round(0))
+			m.rev++
+			r.secret, r.revision, r.updated = s, m.rev, later(r.updated, time.Now().Round(0))
 			m.mu.Unlock()
 			return nil
 		}

@@ -297,3 +297,48 @@ func TestForTenant(t *testing.T) {
 		t.Error("bound store claims Update its store lacks")
 	}
 }
+
+// so the stale fn result overwrites the newly saved credential (ABA).
+func TestMemoryUpdateAfterDeleteAndSaveKeepsTheNewSave(t *testing.T) {
+	ctx := context.Background()
+	m := credentials.NewMemory()
+	if err := m.Save(ctx, "t", "google", "", map[string]string{"tok": "old"}); err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	err := m.Update(ctx, "t", "google", "", func(old credentials.Secret) (any, error) {
+		calls++
+		var v map[string]string
+		_ = old.Decode(&v)
+		if calls == 1 {
+			// the user disconnects and reconnects while a refresh is in flight
+			_ = m.Delete(ctx, "t", "google", "")
+			_ = m.Save(ctx, "t", "google", "", map[string]string{"tok": "NEW"})
+		}
+		return map[string]string{"tok": v["tok"] + "-refreshed"}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := m.Get(ctx, "t", "google", "")
+	var v map[string]string
+	_ = s.Decode(&v)
+	if v["tok"] != "NEW-refreshed" && v["tok"] != "NEW" {
+		t.Errorf("stored %q after fn ran %d times: the Save of NEW was lost", v["tok"], calls)
+	}
+}
+
+// Decode's error quotes numeric secret values.
+func TestDecodeErrorHoldsNoSecret(t *testing.T) {
+	ctx := context.Background()
+	m := credentials.NewMemory()
+	_ = m.Save(ctx, "t", "bank", "", map[string]any{"pin": 918273})
+	s, _ := m.Get(ctx, "t", "bank", "")
+	var v struct {
+		Pin string `json:"pin"`
+	}
+	err := s.Decode(&v)
+	if err != nil && strings.Contains(err.Error(), "918273") {
+		t.Errorf("Decode error holds the secret: %v", err)
+	}
+}
