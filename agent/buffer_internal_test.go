@@ -2,13 +2,11 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"iter"
 	"math/rand/v2"
 	"strings"
 	"testing"
-	"time"
 
 	agentctx "github.com/valetkit/valet/context"
 	"github.com/valetkit/valet/llm"
@@ -103,51 +101,6 @@ func TestBufferTrimMatchesAgentctxTrim(t *testing.T) {
 		if n := o.ctxm.Tokens(c.history()); n != c.tokens {
 			t.Fatalf("round %d after keepHistory: running total %d, counted %d", round, c.tokens, n)
 		}
-	}
-}
-
-// The turn clock's ctx looks like context.WithTimeout's to a tool: a
-// deadline, DeadlineExceeded once it passed, derived contexts cancelled
-// with it; a turn that timed out leaves a fresh ctx for the next one; the
-// parent's cancellation reads as Canceled.
-func TestTurnClock(t *testing.T) {
-	parent, cancelParent := context.WithCancel(context.Background())
-	defer cancelParent()
-	tc := turnClock{parent: parent, d: 30 * time.Millisecond}
-	defer tc.close()
-
-	ctx := tc.start()
-	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > 30*time.Millisecond || time.Until(dl) < 0 {
-		t.Fatalf("deadline %v, %v", dl, ok)
-	}
-	child, cancelChild := context.WithCancel(ctx)
-	defer cancelChild()
-	tc.stop() // a turn that ended in time: the ctx is reused
-	if again := tc.start(); again != ctx || ctx.Err() != nil {
-		t.Fatalf("a turn that ended in time gave a new ctx (%p, %p) or a dead one: %v", again, ctx, ctx.Err())
-	}
-	select {
-	case <-ctx.Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("the turn never timed out")
-	}
-	if !errors.Is(ctx.Err(), context.DeadlineExceeded) || ctx.Err() != context.DeadlineExceeded {
-		t.Fatalf("Err = %v, want context.DeadlineExceeded", ctx.Err())
-	}
-	select {
-	case <-child.Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("a derived ctx was not cancelled with the turn")
-	}
-	tc.stop()
-	next := tc.start()
-	if next == ctx || next.Err() != nil {
-		t.Fatalf("after a timeout the next turn got ctx %p (err %v); want a fresh live one", next, next.Err())
-	}
-	cancelParent()
-	<-next.Done()
-	if next.Err() != context.Canceled {
-		t.Fatalf("parent cancelled: Err = %v, want context.Canceled", next.Err())
 	}
 }
 

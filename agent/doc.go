@@ -127,8 +127,12 @@
 //
 // # History
 //
-// Until a memory provider is configured, each conversation's history lives
-// in the orchestrator's memory: the newest LoopConfig.MaxHistoryMessages
-// messages per (tenant, conversation), kept until the process ends or
-// [Orchestrator.Forget] drops them. [Orchestrator.History] returns a copy.
+// Each conversation's history lives in the orchestrator's memory: the
+// newest LoopConfig.MaxHistoryMessages messages per (tenant, conversation),
+// kept until the process ends or [Orchestrator.Forget] drops them. The
+// history and the window the model is sent are usually one buffer, so what
+// a turn trims from the window to fit TrimThreshold (oldest first, tool
+// calls with their results) leaves the history too, since the model could
+// no longer see it. A run that fails keeps its completed turns.
+// [Orchestrator.History] returns a copy.
 package agent

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/valetkit/valet/llm"
@@ -335,76 +334,4 @@ func (r *run) fitTo(msgs []llm.Message, target int) []llm.Message {
 		}
 	}
 	return m.ForceTrim(next)
-}
-
-// turnClock bounds the tool calls of each turn by ToolTimeout with one
-// context and one timer for the whole run, re-armed per turn. Its ctx
-// behaves like context.WithTimeout's for the tools: Deadline reports the
-// turn's deadline and Err is context.DeadlineExceeded once it passed.
-// Contexts the tools derive from it are cancelled with it (by the standard
-// library's own propagation, no goroutine each). Only a turn that really
-// times out costs a new ctx for the next one. Used by the run's goroutine.
-type turnClock struct {
-	parent context.Context
-	d      time.Duration
-	ctx    *turnCtx
-	cancel context.CancelCauseFunc
-	timer  *time.Timer
-}
-
-// turnCtx is the ctx of one turn's tool calls; see turnClock.
-type turnCtx struct {
-	context.Context // a cancel ctx: Done and Value (and propagation) are its own
-	deadline        atomic.Int64
-	expired         atomic.Bool
-}
-
-func (c *turnCtx) Deadline() (time.Time, bool) { return time.Unix(0, c.deadline.Load()), true }
-
-func (c *turnCtx) Err() error {
-	if c.expired.Load() && context.Cause(c.Context) == errToolTimeout {
-		return context.DeadlineExceeded
-	}
-	return c.Context.Err()
-}
-
-// errToolTimeout is the cause of a turn's ctx when ToolTimeout ran out.
-var errToolTimeout = fmt.Errorf("agent: tool calls exceeded ToolTimeout: %w", context.DeadlineExceeded)
-
-// start returns the ctx for this turn's calls, its timer armed.
-func (t *turnClock) start() *turnCtx {
-	if t.ctx != nil && t.ctx.Context.Err() == nil {
-		t.ctx.deadline.Store(time.Now().Add(t.d).UnixNano())
-		t.timer.Reset(t.d)
-		return t.ctx
-	}
-	t.close()
-	inner, cancel := context.WithCancelCause(t.parent)
-	c := &turnCtx{Context: inner}
-	c.deadline.Store(time.Now().Add(t.d).UnixNano())
-	t.ctx, t.cancel = c, cancel
-	t.timer = time.AfterFunc(t.d, func() {
-		// Err reports DeadlineExceeded only if this cancel was the one
-		// that took effect (the parent may have been cancelled first).
-		c.expired.Store(true)
-		cancel(errToolTimeout)
-	})
-	return c
-}
-
-// stop disarms the timer after the turn; a turn that timed out leaves a
-// dead ctx, replaced by the next start.
-func (t *turnClock) stop() {
-	if t.timer != nil && !t.timer.Stop() {
-		t.ctx = nil // fired or firing: never reuse
-	}
-}
-
-// close releases the ctx and timer at the end of the run.
-func (t *turnClock) close() {
-	if t.cancel != nil {
-		t.timer.Stop()
-		t.cancel(nil)
-		t.ctx, t.cancel, t.timer = nil, nil, nil
-	}
 }

@@ -459,9 +459,13 @@ func (r *run) representChanged(e *pool.Entry) {
 		}
 		fresh.Approval = o.shownRequest(fresh)
 		fresh.UpdatedAt = o.now()
-		if err := o.pool.Update(r.ctx, fresh); !errors.Is(err, pool.ErrConflict) {
+		err = o.pool.Update(r.ctx, fresh)
+		if err == nil {
 			*e = *fresh
 			return
+		}
+		if !errors.Is(err, pool.ErrConflict) {
+			return // shown as it is stored; the next answer is checked against that
 		}
 	}
 }

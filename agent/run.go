@@ -27,7 +27,6 @@ type run struct {
 	saved     int           // history messages at the end of the last complete turn
 
 	clock   callClock         // bounds each model call by LLMTimeout
-	tools   turnClock         // bounds each turn's tool calls by ToolTimeout
 	aside   bool              // a model call outside the conversation is under way
 	lastEnd string            // the text of the last streamed model call, when it wrote one
 	creds   credentials.Store // Config.Credentials bound to the message's tenant, made on first use
@@ -39,7 +38,7 @@ type run struct {
 }
 
 func (o *Orchestrator) newRun(ctx context.Context, msg Message, emit func(Event) bool) *run {
-	return &run{o: o, ctx: ctx, msg: msg, emit: emit, start: time.Now(), clock: callClock{parent: ctx, d: o.loop.LLMTimeout}, tools: turnClock{parent: ctx, d: o.loop.ToolTimeout}}
+	return &run{o: o, ctx: ctx, msg: msg, emit: emit, start: time.Now(), clock: callClock{parent: ctx, d: o.loop.LLMTimeout}}
 }
 
 func (r *run) execute(body func(*run) error) (*Result, error) {
@@ -89,15 +88,16 @@ func (r *run) handle() error {
 	sys, sysTokens := o.systemPrompt(msg)
 	r.open(conv, sys, sysTokens)
 	r.push(llm.UserMessage(msg.Text))
-	r.commit()
 	if h := o.hooks.PrepareContext; h != nil {
 		// The hook gets a copy: what it changes is sent, not kept.
 		w, err := h(ctx, msg, slices.Clone(r.window))
 		if err != nil {
-			return fmt.Errorf("agent: prepare-context hook: %w", err)
+			// The message is not kept; the history stays as it was.
+			return r.end(fmt.Errorf("agent: prepare-context hook: %w", err))
 		}
 		r.setWindow(w)
 	}
+	r.commit()
 
 	err = r.serveThenLoop()
 	return r.end(err)
@@ -130,7 +130,6 @@ func (r *run) serveThenLoop() error {
 func (r *run) end(err error) error {
 	o, res := r.o, &r.res
 	r.clock.close()
-	r.tools.close()
 	o.keepHistory(r.conv, r.saved)
 	if err != nil {
 		return err

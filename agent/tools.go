@@ -39,8 +39,11 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage) {
 
 	// Calls that keep the default timeout share one deadline for the turn
 	// (they all start now); a tool with its own timeout gets its own.
-	turnCtx := r.tools.start()
-	defer r.tools.stop()
+	// A context of its own per turn, ended with the turn: a tool (or work
+	// it started) cannot outlive its turn's ctx, and what tools derive from
+	// it ends with context.DeadlineExceeded like the ctx itself.
+	turnCtx, cancel := context.WithTimeout(r.ctx, o.loop.ToolTimeout)
+	defer cancel()
 	outs := make([]callOutcome, len(calls))
 	creds := r.credentials() // made here, before the calls read it concurrently
 	var turnAt time.Time     // when agents of this turn are parked: in call order, a nanosecond apart
@@ -58,7 +61,7 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage) {
 				return
 			}
 		}
-		var parent context.Context = turnCtx
+		parent := turnCtx
 		if t, ok := o.tools.Get(c.Name); ok && tool.SettingsOf(t).Timeout > 0 {
 			parent = r.ctx // Execute applies the tool's own timeout
 		}

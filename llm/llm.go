@@ -108,6 +108,11 @@ type Chunk struct {
 // Stream yields text chunks, then one final chunk whose Response is set. An
 // error ends the sequence; a caller may stop ranging early, which releases
 // the underlying connection.
+//
+// req.Messages belongs to the caller, like the p of io.Writer.Write: a Client
+// must not modify it, nor keep it after the call returns (the orchestrator
+// reuses its buffer from one call to the next). A Client or a wrapper that
+// records requests copies what it keeps.
 type Client interface {
 	Complete(ctx context.Context, req Request) (*Response, error)
 	Stream(ctx context.Context, req Request) iter.Seq2[Chunk, error]
