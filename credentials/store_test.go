@@ -342,3 +342,23 @@ func TestDecodeErrorHoldsNoSecret(t *testing.T) {
 		t.Errorf("Decode error holds the secret: %v", err)
 	}
 }
+
+// A tenant-bound store answers a done ctx with the ctx's error for any
+// tenant, as every Store does, not with not-found.
+func TestForTenantHonoursCtxForOtherTenants(t *testing.T) {
+	s := credentials.ForTenant(credentials.NewMemory(), "t1")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := s.Get(ctx, "t2", "google", ""); !errors.Is(err, context.Canceled) {
+		t.Errorf("Get: %v", err)
+	}
+	if _, err := s.List(ctx, "t2", ""); !errors.Is(err, context.Canceled) {
+		t.Errorf("List: %v", err)
+	}
+	if err := s.Delete(ctx, "t2", "google", ""); !errors.Is(err, context.Canceled) {
+		t.Errorf("Delete: %v", err)
+	}
+	if err := s.Save(ctx, "t2", "google", "", map[string]string{"k": "v"}); !errors.Is(err, context.Canceled) {
+		t.Errorf("Save: %v", err)
+	}
+}

@@ -41,10 +41,13 @@ type tenantUpdater struct {
 
 // other checks a call for another tenant: it returns the error to answer
 // it with, wrapping want, or ErrInvalid for bad names.
-func (b *tenantStore) other(op, tenantID, service, account string, want error) error {
+func (b *tenantStore) other(ctx context.Context, op, tenantID, service, account string, want error) error {
 	account, err := Normalize(tenantID, service, account)
 	if err != nil {
 		return err
+	}
+	if err := ctx.Err(); err != nil { // as any Store answers a done ctx
+		return fmt.Errorf("credentials: %s: %w", op, err)
 	}
 	return fmt.Errorf("credentials: %s (service %q, account %q): %w", op, service, account, want)
 }
@@ -54,6 +57,9 @@ func (b *tenantStore) Save(ctx context.Context, tenantID, service, account strin
 		if _, err := Normalize(tenantID, service, account); err != nil {
 			return err
 		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("credentials: save: %w", err)
+		}
 		return fmt.Errorf("credentials: save (tenant %q): %w; nothing was written", tenantID, ErrTenantMismatch)
 	}
 	return b.s.Save(ctx, tenantID, service, account, creds)
@@ -61,7 +67,7 @@ func (b *tenantStore) Save(ctx context.Context, tenantID, service, account strin
 
 func (b *tenantStore) Get(ctx context.Context, tenantID, service, account string) (Secret, error) {
 	if tenantID != b.tenant {
-		return Secret{}, b.other("get", tenantID, service, account, ErrNotFound)
+		return Secret{}, b.other(ctx, "get", tenantID, service, account, ErrNotFound)
 	}
 	return b.s.Get(ctx, tenantID, service, account)
 }
@@ -71,6 +77,9 @@ func (b *tenantStore) List(ctx context.Context, tenantID, service string) ([]Inf
 		if err := CheckList(tenantID, service); err != nil {
 			return nil, err
 		}
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("credentials: list: %w", err)
+		}
 		return nil, nil
 	}
 	return b.s.List(ctx, tenantID, service)
@@ -78,14 +87,14 @@ func (b *tenantStore) List(ctx context.Context, tenantID, service string) ([]Inf
 
 func (b *tenantStore) Delete(ctx context.Context, tenantID, service, account string) error {
 	if tenantID != b.tenant {
-		return b.other("delete", tenantID, service, account, ErrNotFound)
+		return b.other(ctx, "delete", tenantID, service, account, ErrNotFound)
 	}
 	return b.s.Delete(ctx, tenantID, service, account)
 }
 
 func (b *tenantUpdater) Update(ctx context.Context, tenantID, service, account string, fn func(old Secret) (any, error)) error {
 	if tenantID != b.tenant {
-		return b.other("update", tenantID, service, account, ErrNotFound)
+		return b.other(ctx, "update", tenantID, service, account, ErrNotFound)
 	}
 	return b.u.Update(ctx, tenantID, service, account, fn)
 }
