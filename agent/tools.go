@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/valetkit/valet/credentials"
 	"github.com/valetkit/valet/llm"
 	"github.com/valetkit/valet/tool"
 )
@@ -38,48 +39,17 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage) {
 	}
 
 	// Calls that keep the default timeout share one deadline for the turn
-	// (they all start now); a tool with its own timeout gets its own.
-	// A context of its own per turn, ended with the turn: a tool (or work
-	// it started) cannot outlive its turn's ctx, and what tools derive from
-	// it ends with context.DeadlineExceeded like the ctx itself.
+	// (they all start now); a tool with its own timeout gets its own. The
+	// turn's ctx ends with the turn: a tool (or work it started) cannot
+	// outlive it, and what tools derive from it ends with
+	// context.DeadlineExceeded like the ctx itself.
 	turnCtx, cancel := context.WithTimeout(r.ctx, o.loop.ToolTimeout)
 	defer cancel()
-	outs := make([]callOutcome, len(calls))
-	creds := r.credentials() // made here, before the calls read it concurrently
-	var turnAt time.Time     // when agents of this turn are parked: in call order, a nanosecond apart
+	t := &turn{r: r, calls: calls, outs: make([]callOutcome, len(calls)), ctx: turnCtx, creds: r.credentials()}
 	if len(o.callable) > 0 {
-		turnAt = o.now()
+		t.at = o.now()
 	}
-	execOne := func(i int) {
-		c := calls[i]
-		if len(o.callable) > 0 {
-			if a := o.callable[c.Name]; a != nil {
-				t0 := time.Now()
-				outs[i] = r.startAgent(a, c, turnAt.Add(time.Duration(i)))
-				outs[i].dur = time.Since(t0)
-				r.markInterrupted(c, &outs[i])
-				return
-			}
-		}
-		parent := turnCtx
-		if t, ok := o.tools.Get(c.Name); ok && tool.SettingsOf(t).Timeout > 0 {
-			parent = r.ctx // Execute applies the tool's own timeout
-		}
-		ctx := tool.WithExecContext(parent, tool.ExecContext{
-			TenantID:       r.msg.TenantID,
-			ConversationID: r.msg.ConversationID,
-			CallID:         c.ID,
-			Credentials:    creds,
-			Logger:         o.log,
-		})
-		t0 := time.Now()
-		res := o.tools.Execute(ctx, c, 0)
-		if res.IsError && turnCtx.Err() == context.DeadlineExceeded && r.ctx.Err() == nil && errors.Is(res.Err, context.DeadlineExceeded) {
-			res.Content = fmt.Sprintf("tool %q timed out after %s", c.Name, o.loop.ToolTimeout)
-		}
-		outs[i] = callOutcome{result: res, dur: time.Since(t0)}
-		r.markInterrupted(c, &outs[i])
-	}
+	outs := t.outs
 	// The last call runs here, on the loop's goroutine; each other call
 	// runs on a goroutine of its own, at most MaxParallelTools-1 at once, so
 	// at most MaxParallelTools calls run at once (starting one waits for a
@@ -87,41 +57,32 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage) {
 	last := len(calls) - 1
 	if o.loop.MaxParallelTools == 1 {
 		for i := range calls {
-			execOne(i)
+			t.exec(i)
 			r.record(base, calls, outs, i)
 		}
 		last = 0
 	} else {
-		var done chan int
 		if last > 0 {
 			// One goroutine per call, ending with it: a conversation parked
 			// in a slow call holds that call's goroutine and nothing more.
-			done = make(chan int, last)
-			var slots chan struct{} // bounds the goroutines to MaxParallelTools-1
+			t.done = make(chan int, last)
 			if last > o.loop.MaxParallelTools-1 {
-				slots = make(chan struct{}, o.loop.MaxParallelTools-1)
+				t.slots = make(chan struct{}, o.loop.MaxParallelTools-1)
 			}
 			for i := range last {
-				if slots != nil {
-					slots <- struct{}{}
+				if t.slots != nil {
+					t.slots <- struct{}{}
 				}
-				go func() {
-					growStack(i)
-					execOne(i)
-					if slots != nil {
-						<-slots
-					}
-					done <- i
-				}()
+				go t.spawned(i)
 			}
 		}
-		execOne(last)
+		t.exec(last)
 		// Record in the order calls finished: first those done before the
 		// inline one, then it, then the rest as they come.
 		waiting := last
 		for drained := false; waiting > 0 && !drained; {
 			select {
-			case i := <-done:
+			case i := <-t.done:
 				r.record(base, calls, outs, i)
 				waiting--
 			default:
@@ -130,7 +91,7 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage) {
 		}
 		r.record(base, calls, outs, last)
 		for ; waiting > 0; waiting-- {
-			r.record(base, calls, outs, <-done)
+			r.record(base, calls, outs, <-t.done)
 		}
 	}
 	for i, c := range calls {
@@ -142,6 +103,62 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage) {
 			Content: outs[i].result.Content, IsError: outs[i].result.IsError,
 		})
 	}
+}
+
+// turn is the state the calls of one turn share: one allocation for the
+// turn, and methods instead of closures for its goroutines.
+type turn struct {
+	r     *run
+	calls []llm.ToolCall
+	outs  []callOutcome
+	ctx   context.Context // the turn's deadline
+	creds credentials.Store
+	at    time.Time     // when agents of this turn are parked: in call order, a nanosecond apart
+	done  chan int      // the index of each call run on its own goroutine, when it ends
+	slots chan struct{} // bounds those goroutines to MaxParallelTools-1; nil when unbounded
+}
+
+// spawned runs call i on its own goroutine.
+func (t *turn) spawned(i int) {
+	growStack(i)
+	t.exec(i)
+	if t.slots != nil {
+		<-t.slots
+	}
+	t.done <- i
+}
+
+// exec runs call i and stores its outcome.
+func (t *turn) exec(i int) {
+	r, o, c := t.r, t.r.o, t.calls[i]
+	out := &t.outs[i]
+	if len(o.callable) > 0 {
+		if a := o.callable[c.Name]; a != nil {
+			t0 := time.Now()
+			*out = r.startAgent(a, c, t.at.Add(time.Duration(i)))
+			out.dur = time.Since(t0)
+			r.markInterrupted(c, out)
+			return
+		}
+	}
+	parent := t.ctx
+	if tl, ok := o.tools.Get(c.Name); ok && tool.SettingsOf(tl).Timeout > 0 {
+		parent = r.ctx // Execute applies the tool's own timeout
+	}
+	ctx := tool.WithExecContext(parent, tool.ExecContext{
+		TenantID:       r.msg.TenantID,
+		ConversationID: r.msg.ConversationID,
+		CallID:         c.ID,
+		Credentials:    t.creds,
+		Logger:         o.log,
+	})
+	t0 := time.Now()
+	res := o.tools.Execute(ctx, c, 0)
+	if res.IsError && t.ctx.Err() == context.DeadlineExceeded && r.ctx.Err() == nil && errors.Is(res.Err, context.DeadlineExceeded) {
+		res.Content = fmt.Sprintf("tool %q timed out after %s", c.Name, o.loop.ToolTimeout)
+	}
+	*out = callOutcome{result: res, dur: time.Since(t0)}
+	r.markInterrupted(c, out)
 }
 
 // resultInterrupted is the ResultStatus of a call stopped because the run
