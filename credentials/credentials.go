@@ -95,7 +95,7 @@ type Updater interface {
 	// and writes nothing. fn must not call Update for the same credential
 	// (it would wait for itself until ctx ends). fn runs while the update
 	// holds the credential, so keep it short: one token refresh.
-	Update(ctx context.Context, tenantID, service, account string, fn func(old Secret) (any, error)) error
+	Update(ctx context.Context, tenantID, service, account string, fn func(ctx context.Context, old Secret) (any, error)) error
 }
 
 // TenantDeleter is implemented by stores that can erase a tenant: Memory

@@ -37,7 +37,7 @@ func (p perCall) Delete(ctx context.Context, tenantID, service, account string) 
 	return credentials.ForTenant(p.m, tenantID).Delete(ctx, tenantID, service, account)
 }
 
-func (p perCall) Update(ctx context.Context, tenantID, service, account string, fn func(credentials.Secret) (any, error)) error {
+func (p perCall) Update(ctx context.Context, tenantID, service, account string, fn func(context.Context, credentials.Secret) (any, error)) error {
 	return credentials.ForTenant(p.m, tenantID).(credentials.Updater).Update(ctx, tenantID, service, account, fn)
 }
 

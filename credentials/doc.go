@@ -48,7 +48,7 @@
 // concurrent Saves:
 //
 //	u, ok := store.(credentials.Updater)
-//	err := u.Update(ctx, tenantID, "google", "", func(old credentials.Secret) (any, error) {
+//	err := u.Update(ctx, tenantID, "google", "", func(_ context.Context, old credentials.Secret) (any, error) {
 //		var tok Token
 //		if err := old.Decode(&tok); err != nil {
 //			return nil, err

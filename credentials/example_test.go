@@ -64,7 +64,7 @@ func ExampleMemory_Update() {
 	// A token refresh: Updates of one credential run one at a time, so a
 	// rotated refresh token is never overwritten by a refresh that started
 	// from the old one.
-	err := store.Update(ctx, "alice", "google", "", func(old credentials.Secret) (any, error) {
+	err := store.Update(ctx, "alice", "google", "", func(_ context.Context, old credentials.Secret) (any, error) {
 		var tok token
 		if err := old.Decode(&tok); err != nil {
 			return nil, err

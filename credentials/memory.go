@@ -172,7 +172,7 @@ func (m *Memory) DeleteTenant(ctx context.Context, tenantID string) (int, error)
 // credential wait for each other (or for ctx); a Save between Update's
 // read and write makes it call fn again with the saved secret, up to 10
 // times, then fail with ErrConflict.
-func (m *Memory) Update(ctx context.Context, tenantID, service, account string, fn func(old Secret) (any, error)) error {
+func (m *Memory) Update(ctx context.Context, tenantID, service, account string, fn func(ctx context.Context, old Secret) (any, error)) error {
 	account, err := Normalize(tenantID, service, account)
 	if err != nil {
 		return err
@@ -201,7 +201,7 @@ func (m *Memory) Update(ctx context.Context, tenantID, service, account string, 
 		if !ok {
 			return memError("update", tenantID, service, account, ErrNotFound)
 		}
-		v, err := fn(old)
+		v, err := fn(ctx, old)
 		if err != nil {
 			return err
 		}

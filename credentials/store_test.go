@@ -156,7 +156,7 @@ func TestMemoryBasics(t *testing.T) {
 func TestMemoryUpdate(t *testing.T) {
 	ctx := context.Background()
 	m := credentials.NewMemory()
-	if err := m.Update(ctx, "t", "s", "", func(credentials.Secret) (any, error) { return map[string]int{}, nil }); !errors.Is(err, credentials.ErrNotFound) {
+	if err := m.Update(ctx, "t", "s", "", func(context.Context, credentials.Secret) (any, error) { return map[string]int{}, nil }); !errors.Is(err, credentials.ErrNotFound) {
 		t.Fatalf("Update of nothing = %v", err)
 	}
 	if err := m.Save(ctx, "t", "s", "", map[string]int{"n": 0}); err != nil {
@@ -166,7 +166,7 @@ func TestMemoryUpdate(t *testing.T) {
 	var wg sync.WaitGroup
 	for range n {
 		wg.Go(func() {
-			err := m.Update(ctx, "t", "s", "", func(old credentials.Secret) (any, error) {
+			err := m.Update(ctx, "t", "s", "", func(_ context.Context, old credentials.Secret) (any, error) {
 				var v map[string]int
 				if err := old.Decode(&v); err != nil {
 					return nil, err
@@ -188,7 +188,7 @@ func TestMemoryUpdate(t *testing.T) {
 
 	// A Save between the read and the write makes fn run again on it.
 	calls := 0
-	err := m.Update(ctx, "t", "s", "", func(old credentials.Secret) (any, error) {
+	err := m.Update(ctx, "t", "s", "", func(_ context.Context, old credentials.Secret) (any, error) {
 		calls++
 		var v map[string]int
 		if err := old.Decode(&v); err != nil {
@@ -210,7 +210,7 @@ func TestMemoryUpdate(t *testing.T) {
 
 	// A Save landing every time gives up with ErrConflict.
 	i := 0
-	err = m.Update(ctx, "t", "s", "", func(credentials.Secret) (any, error) {
+	err = m.Update(ctx, "t", "s", "", func(context.Context, credentials.Secret) (any, error) {
 		i++
 		return map[string]int{"n": -1}, m.Save(ctx, "t", "s", "", map[string]int{"n": i})
 	})
@@ -223,7 +223,7 @@ func TestMemoryUpdate(t *testing.T) {
 	held := make(chan struct{})
 	var wg2 sync.WaitGroup
 	wg2.Go(func() {
-		_ = m.Update(ctx, "t", "s", "", func(old credentials.Secret) (any, error) {
+		_ = m.Update(ctx, "t", "s", "", func(_ context.Context, old credentials.Secret) (any, error) {
 			close(held)
 			<-hold
 			return old, nil
@@ -232,7 +232,7 @@ func TestMemoryUpdate(t *testing.T) {
 	<-held
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := m.Update(cctx, "t", "s", "", func(old credentials.Secret) (any, error) { return old, nil }); !errors.Is(err, context.Canceled) {
+	if err := m.Update(cctx, "t", "s", "", func(_ context.Context, old credentials.Secret) (any, error) { return old, nil }); !errors.Is(err, context.Canceled) {
 		t.Errorf("waiting Update with a cancelled ctx: %v", err)
 	}
 	close(hold)
@@ -269,7 +269,7 @@ func TestForTenant(t *testing.T) {
 		t.Errorf("Delete bob: %v", err)
 	}
 	called := false
-	if err := a.(credentials.Updater).Update(ctx, "bob", "google", "", func(credentials.Secret) (any, error) {
+	if err := a.(credentials.Updater).Update(ctx, "bob", "google", "", func(context.Context, credentials.Secret) (any, error) {
 		called = true
 		return map[string]string{"owner": "alice"}, nil
 	}); !errors.Is(err, credentials.ErrNotFound) || called {
@@ -306,7 +306,7 @@ func TestMemoryUpdateAfterDeleteAndSaveKeepsTheNewSave(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls := 0
-	err := m.Update(ctx, "t", "google", "", func(old credentials.Secret) (any, error) {
+	err := m.Update(ctx, "t", "google", "", func(_ context.Context, old credentials.Secret) (any, error) {
 		calls++
 		var v map[string]string
 		_ = old.Decode(&v)

@@ -92,7 +92,7 @@ func (b *tenantStore) Delete(ctx context.Context, tenantID, service, account str
 	return b.s.Delete(ctx, tenantID, service, account)
 }
 
-func (b *tenantUpdater) Update(ctx context.Context, tenantID, service, account string, fn func(old Secret) (any, error)) error {
+func (b *tenantUpdater) Update(ctx context.Context, tenantID, service, account string, fn func(ctx context.Context, old Secret) (any, error)) error {
 	if tenantID != b.tenant {
 		return b.other(ctx, "update", tenantID, service, account, ErrNotFound)
 	}

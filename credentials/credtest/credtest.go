@@ -433,7 +433,7 @@ func testUpdate(t *testing.T, s credentials.Store) {
 	u := updater(t, s)
 	sec := newSecrets()
 	called := false
-	err := u.Update(bg, "t", "google", "", func(credentials.Secret) (any, error) {
+	err := u.Update(bg, "t", "google", "", func(context.Context, credentials.Secret) (any, error) {
 		called = true
 		return sec.value("x", 1), nil
 	})
@@ -448,7 +448,7 @@ func testUpdate(t *testing.T, s credentials.Store) {
 	before := list(t, s, "t", "google")
 
 	// fn sees the stored value; "primary" is "".
-	err = u.Update(bg, "t", "google", credentials.PrimaryAccount, func(old credentials.Secret) (any, error) {
+	err = u.Update(bg, "t", "google", credentials.PrimaryAccount, func(_ context.Context, old credentials.Secret) (any, error) {
 		var v value
 		if err := old.Decode(&v); err != nil {
 			return nil, err
@@ -468,7 +468,7 @@ func testUpdate(t *testing.T, s credentials.Store) {
 
 	// fn's error is returned as is, and nothing is written.
 	boom := errors.New("refresh failed")
-	err = u.Update(bg, "t", "google", "", func(credentials.Secret) (any, error) { return sec.value("v", 3), boom })
+	err = u.Update(bg, "t", "google", "", func(context.Context, credentials.Secret) (any, error) { return sec.value("v", 3), boom })
 	if err != boom {
 		t.Errorf("fn's error: got %v, want it as is", err)
 	}
@@ -476,14 +476,14 @@ func testUpdate(t *testing.T, s credentials.Store) {
 
 	// What fn returns must be a JSON object.
 	for name, bad := range map[string]any{"array": []string{sec.marker}, "string": sec.marker, "nil": nil, "number": 7} {
-		err := u.Update(bg, "t", "google", "", func(credentials.Secret) (any, error) { return bad, nil })
+		err := u.Update(bg, "t", "google", "", func(context.Context, credentials.Secret) (any, error) { return bad, nil })
 		wantErr(t, "fn returning "+name, err, credentials.ErrInvalid)
 		sec.noLeakErr(t, "fn returning "+name, err)
 	}
 	sec.check(t, "after fn returned bad values", get(t, s, "t", "google", ""), "v", 2)
 
 	// Returning old keeps the value.
-	if err := u.Update(bg, "t", "google", "", func(old credentials.Secret) (any, error) { return old, nil }); err != nil {
+	if err := u.Update(bg, "t", "google", "", func(_ context.Context, old credentials.Secret) (any, error) { return old, nil }); err != nil {
 		t.Fatal(err)
 	}
 	sec.check(t, "after fn returned old", get(t, s, "t", "google", ""), "v", 2)
@@ -501,7 +501,7 @@ func testUpdateRace(t *testing.T, s credentials.Store) {
 	for range n {
 		wg.Go(func() {
 			<-start
-			err := u.Update(bg, "t", "google", "", func(old credentials.Secret) (any, error) {
+			err := u.Update(bg, "t", "google", "", func(_ context.Context, old credentials.Secret) (any, error) {
 				var v value
 				if err := old.Decode(&v); err != nil {
 					return nil, err
@@ -534,7 +534,7 @@ func testUpdateCancelled(t *testing.T, s credentials.Store) {
 	sec := newSecrets()
 	save(t, s, "t", "google", "", sec.value("v", 1))
 	ctx, cancel := context.WithCancel(bg)
-	err := u.Update(ctx, "t", "google", "", func(credentials.Secret) (any, error) {
+	err := u.Update(ctx, "t", "google", "", func(context.Context, credentials.Secret) (any, error) {
 		cancel()
 		return sec.value("v", 2), nil
 	})
@@ -543,7 +543,7 @@ func testUpdateCancelled(t *testing.T, s credentials.Store) {
 	// The credential is not left locked.
 	ctx2, cancel2 := context.WithCancel(bg)
 	defer cancel2()
-	if err := u.Update(ctx2, "t", "google", "", func(credentials.Secret) (any, error) { return sec.value("v", 3), nil }); err != nil {
+	if err := u.Update(ctx2, "t", "google", "", func(context.Context, credentials.Secret) (any, error) { return sec.value("v", 3), nil }); err != nil {
 		t.Fatalf("Update after a cancelled one: %v", err)
 	}
 	sec.check(t, "after the next Update", get(t, s, "t", "google", ""), "v", 3)
@@ -594,7 +594,7 @@ func testInvalidNames(t *testing.T, s credentials.Store) {
 		wantErr(t, "Get"+what, err, credentials.ErrInvalid)
 		wantErr(t, "Delete"+what, s.Delete(bg, n[0], n[1], n[2]), credentials.ErrInvalid)
 		if u != nil {
-			err := u.Update(bg, n[0], n[1], n[2], func(credentials.Secret) (any, error) {
+			err := u.Update(bg, n[0], n[1], n[2], func(context.Context, credentials.Secret) (any, error) {
 				t.Errorf("Update%s called fn", what)
 				return sec.value("bad", 1), nil
 			})
@@ -672,7 +672,7 @@ func testCancelled(t *testing.T, s credentials.Store) {
 	wantErr(t, "List", err, context.Canceled)
 	wantErr(t, "Delete", s.Delete(ctx, "t", "there", ""), context.Canceled)
 	if u, ok := s.(credentials.Updater); ok {
-		err := u.Update(ctx, "t", "there", "", func(credentials.Secret) (any, error) { return sec.value("there", 3), nil })
+		err := u.Update(ctx, "t", "there", "", func(context.Context, credentials.Secret) (any, error) { return sec.value("there", 3), nil })
 		wantErr(t, "Update", err, context.Canceled)
 	}
 	if d, ok := s.(credentials.TenantDeleter); ok {
@@ -717,12 +717,12 @@ func testForTenant(t *testing.T, s credentials.Store) {
 		t.Errorf("the bound store implements Updater: %v; the store: %v", ok, isUpdater)
 	}
 	if ok {
-		err := u.Update(bg, "bob", "google", "", func(credentials.Secret) (any, error) {
+		err := u.Update(bg, "bob", "google", "", func(context.Context, credentials.Secret) (any, error) {
 			t.Error("Update for bob called fn")
 			return sec.value("forged", 9), nil
 		})
 		wantErr(t, "Update bob", err, credentials.ErrNotFound)
-		err = u.Update(bg, "alice", "google", "", func(credentials.Secret) (any, error) { return sec.value("alice", 2), nil })
+		err = u.Update(bg, "alice", "google", "", func(context.Context, credentials.Secret) (any, error) { return sec.value("alice", 2), nil })
 		if err != nil {
 			t.Errorf("Update alice: %v", err)
 		}

@@ -234,7 +234,7 @@ func (s *sealed) DeleteTenant(ctx context.Context, tenantID string) (int, error)
 
 // Update holds the storage's update lock while fn runs: simple, and
 // enough here because Saves also take st.mu and fn never calls the store.
-func (s *sealed) Update(ctx context.Context, tenantID, service, account string, fn func(credentials.Secret) (any, error)) error {
+func (s *sealed) Update(ctx context.Context, tenantID, service, account string, fn func(context.Context, credentials.Secret) (any, error)) error {
 	n, err := s.name(tenantID, service, account)
 	if err != nil {
 		return err
@@ -259,7 +259,7 @@ func (s *sealed) Update(ctx context.Context, tenantID, service, account string, 
 	if err != nil {
 		return err
 	}
-	v, err := fn(old)
+	v, err := fn(ctx, old)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package credtest
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
@@ -184,7 +185,7 @@ func testNoPlaintext(t *testing.T, b Backing) {
 	save(t, s, "u", "big", "", big)
 	// Updates write ciphertext too.
 	if u, ok := s.(credentials.Updater); ok {
-		if err := u.Update(bg, "t", "google", "", func(credentials.Secret) (any, error) { return sec.value("g", 2), nil }); err != nil {
+		if err := u.Update(bg, "t", "google", "", func(context.Context, credentials.Secret) (any, error) { return sec.value("g", 2), nil }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -266,7 +267,7 @@ func testMovedRows(t *testing.T, b Backing) {
 
 	// A row that does not decrypt cannot be updated, but can be replaced.
 	if u, ok := s.(credentials.Updater); ok {
-		err := u.Update(bg, "bob", "google", "", func(credentials.Secret) (any, error) {
+		err := u.Update(bg, "bob", "google", "", func(context.Context, credentials.Secret) (any, error) {
 			t.Error("Update called fn with a row that does not decrypt")
 			return sec.value("bob", 2), nil
 		})
@@ -430,7 +431,7 @@ func testUnknownKey(t *testing.T, b Backing) {
 		t.Errorf("List through a ring that cannot decrypt = %q; metadata needs no key", got)
 	}
 	if u, ok := s2.(credentials.Updater); ok {
-		err := u.Update(bg, "t", "google", "", func(credentials.Secret) (any, error) {
+		err := u.Update(bg, "t", "google", "", func(context.Context, credentials.Secret) (any, error) {
 			t.Error("Update called fn with a row it cannot decrypt")
 			return sec.value("g", 2), nil
 		})
@@ -480,7 +481,7 @@ func testWrongKey(t *testing.T, b Backing) {
 	wantErr(t, "Save of a new row with the wrong key", err, credentials.ErrWrongKey)
 	isKeyErr("Save of a new row", err)
 	if u, ok := bad.(credentials.Updater); ok {
-		err := u.Update(bg, "t", "google", "", func(credentials.Secret) (any, error) {
+		err := u.Update(bg, "t", "google", "", func(context.Context, credentials.Secret) (any, error) {
 			t.Error("Update with the wrong key called fn")
 			return sec.value("g", 3), nil
 		})

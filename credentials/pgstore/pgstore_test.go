@@ -225,7 +225,7 @@ func TestPostgresDown(t *testing.T) {
 	_, errDT := s.DeleteTenant(ctx, "t")
 	_, errRot := s.Rotate(ctx)
 	called := false
-	errUpd := s.Update(ctx, "t", "s", "", func(credentials.Secret) (any, error) { called = true; return map[string]string{"t": secret}, nil })
+	errUpd := s.Update(ctx, "t", "s", "", func(context.Context, credentials.Secret) (any, error) { called = true; return map[string]string{"t": secret}, nil })
 	for op, err := range map[string]error{
 		"migrate":       s.Migrate(ctx),
 		"save":          s.Save(ctx, "t", "s", "", map[string]string{"token": secret}),
@@ -431,7 +431,7 @@ func TestRevisionAndTimes(t *testing.T) {
 	if r, _ := rev(); r != 2 {
 		t.Errorf("revision after the second Save = %d", r)
 	}
-	if err := s.Update(bg, "t", "s", "", func(old credentials.Secret) (any, error) { return old, nil }); err != nil {
+	if err := s.Update(bg, "t", "s", "", func(_ context.Context, old credentials.Secret) (any, error) { return old, nil }); err != nil {
 		t.Fatal(err)
 	}
 	r3, u3 := rev()
@@ -480,7 +480,7 @@ func TestLockedRow(t *testing.T) {
 	}
 	short2, cancel3 := context.WithTimeout(bg, 300*time.Millisecond)
 	defer cancel3()
-	err = s.Update(short2, "t", "s", "", func(credentials.Secret) (any, error) { return map[string]int{"n": 3}, nil })
+	err = s.Update(short2, "t", "s", "", func(context.Context, credentials.Secret) (any, error) { return map[string]int{"n": 3}, nil })
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Update of a locked row whose ctx ended: %v", err)
 	}

@@ -407,7 +407,7 @@ func (s *Store) DeleteTenant(ctx context.Context, tenantID string) (int, error) 
 // credentials.Updater. Updates and Saves of the credential wait while fn
 // runs; reads do not. A row that does not decrypt fails before fn is
 // called, and nothing is written.
-func (s *Store) Update(ctx context.Context, tenantID, service, account string, fn func(old credentials.Secret) (any, error)) error {
+func (s *Store) Update(ctx context.Context, tenantID, service, account string, fn func(ctx context.Context, old credentials.Secret) (any, error)) error {
 	account, err := credentials.Normalize(tenantID, service, account)
 	if err != nil {
 		return fmt.Errorf("pgstore: update: %w", err)
@@ -437,7 +437,7 @@ func (s *Store) Update(ctx context.Context, tenantID, service, account string, f
 	if err != nil {
 		return s.fail(ctx, "update", n, err)
 	}
-	v, err := fn(sec)
+	v, err := fn(ctx, sec)
 	if err != nil {
 		return err
 	}
