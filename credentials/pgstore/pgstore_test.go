@@ -225,7 +225,10 @@ func TestPostgresDown(t *testing.T) {
 	_, errDT := s.DeleteTenant(ctx, "t")
 	_, errRot := s.Rotate(ctx)
 	called := false
-	errUpd := s.Update(ctx, "t", "s", "", func(context.Context, credentials.Secret) (any, error) { called = true; return map[string]string{"t": secret}, nil })
+	errUpd := s.Update(ctx, "t", "s", "", func(context.Context, credentials.Secret) (any, error) {
+		called = true
+		return map[string]string{"t": secret}, nil
+	})
 	for op, err := range map[string]error{
 		"migrate":       s.Migrate(ctx),
 		"save":          s.Save(ctx, "t", "s", "", map[string]string{"token": secret}),
