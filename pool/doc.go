@@ -24,6 +24,26 @@
 // and the others ErrNotFound, so the action runs once. List returns a
 // tenant's entries, oldest first.
 //
+// TakeRevision is Take on the condition that the entry is still at a
+// given Revision, checked in the same atomic step. It is how a decision
+// made on one version of an entry is carried out: read the entry, check
+// it (the approval the user saw is the one pending), then take it at the
+// Revision that was read.
+//
+//	e, err := store.Get(ctx, tenantID, id)
+//	// ... check e against what the user approved ...
+//	e, err = store.TakeRevision(ctx, tenantID, id, e.Revision)
+//	switch {
+//	case errors.Is(err, pool.ErrConflict): // edited meanwhile: still pooled, present it again
+//	case errors.Is(err, pool.ErrNotFound): // someone else took it, or it is gone
+//	}
+//
+// An Update landing between the check and the take makes the take fail
+// with ErrConflict and leaves the edited entry in the pool, so the caller
+// never holds an entry it must not run and has to put back (a Create that
+// can fail and lose it). Of callers racing to take the same revision,
+// exactly one gets the entry and the others ErrNotFound.
+//
 // # Expiry, retention and the cap
 //
 // ExpiresAt ends the wait. The entry stays readable for the store's

@@ -42,6 +42,11 @@ func ExampleMemory() {
 	fmt.Println("updated, revision", e.Revision)
 	fmt.Println("stale update:", errors.Is(store.Update(ctx, stale), pool.ErrConflict))
 
+	// TakeRevision takes the entry only at the revision a decision was
+	// made on; after an edit it takes nothing.
+	_, err = store.TakeRevision(ctx, "alice", "call_1", stale.Revision)
+	fmt.Println("stale take:", errors.Is(err, pool.ErrConflict))
+
 	// Take hands the entry to exactly one caller.
 	got, err := store.Take(ctx, "alice", "call_1")
 	fmt.Println("took", got.ID, got.Status, err)
@@ -52,6 +57,7 @@ func ExampleMemory() {
 	// bob: true
 	// updated, revision 2
 	// stale update: true
+	// stale take: true
 	// took call_1 waiting_for_approval <nil>
 	// second take: true
 }

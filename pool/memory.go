@@ -205,6 +205,25 @@ func (m *Memory) Take(ctx context.Context, tenantID, id string) (*Entry, error) 
 	return e, nil // the stored copy; nobody else holds it any more
 }
 
+// TakeRevision removes the tenant's entry and returns it if its Revision
+// is revision; see [Store.TakeRevision].
+func (m *Memory) TakeRevision(ctx context.Context, tenantID, id string, revision int64) (*Entry, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.tenant(tenantID, m.clock())[id]
+	if !ok {
+		return nil, fmt.Errorf("%w: tenant %q, id %q", ErrNotFound, tenantID, id)
+	}
+	if e.Revision != revision {
+		return nil, fmt.Errorf("%w: tenant %q, id %q: revision %d, stored %d", ErrConflict, tenantID, id, revision, e.Revision)
+	}
+	m.remove(tenantID, id)
+	return e, nil // the stored copy; nobody else holds it any more
+}
+
 // Delete removes the tenant's entry; see [Store.Delete].
 func (m *Memory) Delete(ctx context.Context, tenantID, id string) error {
 	if err := ctx.Err(); err != nil {

@@ -121,6 +121,16 @@ type Store interface {
 	// Take removes and returns the entry in one atomic step: of callers
 	// racing for one entry, exactly one gets it and the others ErrNotFound.
 	Take(ctx context.Context, tenantID, id string) (*Entry, error)
+	// TakeRevision is Take on a condition: it removes and returns the
+	// tenant's entry only if its stored Revision equals revision, in one
+	// atomic step. It fails with ErrConflict, removing nothing, when the
+	// entry was written since that revision, and with ErrNotFound when it
+	// is gone. Like Take, of callers racing for one entry exactly one gets
+	// it. Use it to act on the version of an entry a decision was made on
+	// (the approval the user saw): an Update landing between the read and
+	// the take makes the take fail instead of handing over an entry that
+	// must then be put back.
+	TakeRevision(ctx context.Context, tenantID, id string, revision int64) (*Entry, error)
 	// Delete removes the entry, or returns ErrNotFound.
 	Delete(ctx context.Context, tenantID, id string) error
 }

@@ -23,15 +23,18 @@
 //
 // # Atomicity
 //
-// Create, Update, Take and Delete each run as one Lua script: Create
-// checks that the ID is free and counts the tenant's unexpired entries
-// against the cap; Update compares the stored revision; Take reads and
-// deletes. None of them can be seen half done. "Now" is the client's
-// clock, so replicas should keep their clocks in sync (NTP).
+// Create, Update, Take, TakeRevision and Delete each run as one Lua
+// script: Create checks that the ID is free and counts the tenant's
+// unexpired entries against the cap; Update compares the stored revision;
+// Take reads and deletes; TakeRevision reads, compares the stored
+// revision, and deletes only when it matches. None of them can be seen
+// half done. "Now" is the client's clock, so replicas should keep their
+// clocks in sync (NTP).
 //
-// A value that does not decode as an entry of its key is corrupt: Get and
-// Take remove it and return an error wrapping pool.ErrCorrupt; List
-// removes it, logs a warning with the tenant and ID, and returns the rest.
+// A value that does not decode as an entry of its key is corrupt: Get,
+// Take and TakeRevision (whatever the revision asked for) remove it and
+// return an error wrapping pool.ErrCorrupt; List removes it, logs a
+// warning with the tenant and ID, and returns the rest.
 // Errors from Redis itself (a server that is down) come back wrapped as
 // "redispool: <op> ...".
 //

@@ -248,6 +248,17 @@ func TestCorrupt(t *testing.T) {
 			t.Errorf("Take of corrupt %q = %v, %v; want ErrCorrupt", id, e, err)
 		}
 		gone(id)
+
+		// TakeRevision removes it too, as Take does, whether or not the
+		// revision matches what the value holds.
+		for _, rev := range []int64{1, 7} {
+			corrupt(id)
+			e, err = s.TakeRevision(ctx, "t", id, rev)
+			if !errors.Is(err, pool.ErrCorrupt) || e != nil {
+				t.Errorf("TakeRevision of corrupt %q at revision %d = %v, %v; want ErrCorrupt", id, rev, e, err)
+			}
+			gone(id)
+		}
 	}
 
 	// List skips and removes corrupt values, logging each, and returns the rest.
@@ -378,6 +389,8 @@ func TestUnavailable(t *testing.T) {
 	check("List", err)
 	_, err = s.Take(ctx, "t", "e")
 	check("Take", err)
+	_, err = s.TakeRevision(ctx, "t", "e", 1)
+	check("TakeRevision", err)
 	check("Delete", s.Delete(ctx, "t", "e"))
 
 	l, err := NewLocker(rdb, LockerOptions{})

@@ -45,7 +45,7 @@ type Store struct {
 	retention time.Duration
 	log       *slog.Logger
 
-	create, update, take, del, drop, prune *redis.Script
+	create, update, take, takeRevision, del, drop, prune *redis.Script
 }
 
 var _ pool.Store = (*Store)(nil)
@@ -63,17 +63,18 @@ func New(rdb *redis.Client, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("redispool: negative Retention %v", opts.Retention)
 	}
 	s := &Store{
-		rdb:       rdb,
-		prefix:    cmp.Or(opts.Prefix, DefaultPrefix),
-		max:       cmp.Or(opts.MaxPerTenant, pool.DefaultMaxPerTenant),
-		retention: cmp.Or(opts.Retention, pool.DefaultRetention),
-		log:       cmp.Or(opts.Logger, slog.Default()),
-		create:    redis.NewScript(createScript),
-		update:    redis.NewScript(updateScript),
-		take:      redis.NewScript(takeScript),
-		del:       redis.NewScript(deleteScript),
-		drop:      redis.NewScript(dropScript),
-		prune:     redis.NewScript(pruneScript),
+		rdb:          rdb,
+		prefix:       cmp.Or(opts.Prefix, DefaultPrefix),
+		max:          cmp.Or(opts.MaxPerTenant, pool.DefaultMaxPerTenant),
+		retention:    cmp.Or(opts.Retention, pool.DefaultRetention),
+		log:          cmp.Or(opts.Logger, slog.Default()),
+		create:       redis.NewScript(createScript),
+		update:       redis.NewScript(updateScript),
+		take:         redis.NewScript(takeScript),
+		takeRevision: redis.NewScript(takeRevisionScript),
+		del:          redis.NewScript(deleteScript),
+		drop:         redis.NewScript(dropScript),
+		prune:        redis.NewScript(pruneScript),
 	}
 	if s.retention < time.Millisecond {
 		return nil, fmt.Errorf("redispool: Retention %v is under a millisecond", opts.Retention)
@@ -152,6 +153,27 @@ redis.call('ZREM', KEYS[2], ARGV[1])
 if not v then return false end
 redis.call('DEL', KEYS[1])
 return v`
+
+	// Take if the stored revision is the expected one. ARGV: id, expected
+	// revision. Returns {'ok', value} having removed the entry,
+	// {'conflict', value} leaving it, 'corrupt' having removed a value
+	// without a revision, or nil when there is none.
+	takeRevisionScript = `
+local v = redis.call('GET', KEYS[1])
+if not v then
+  redis.call('ZREM', KEYS[2], ARGV[1])
+  return false
+end
+local ok, doc = pcall(cjson.decode, v)
+if not ok or type(doc) ~= 'table' or type(doc['revision']) ~= 'number' then
+  redis.call('DEL', KEYS[1])
+  redis.call('ZREM', KEYS[2], ARGV[1])
+  return 'corrupt'
+end
+if doc['revision'] ~= tonumber(ARGV[2]) then return {'conflict', v} end
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+return {'ok', v}`
 
 	// ARGV: id. Returns how many entries were removed.
 	deleteScript = `
@@ -348,6 +370,63 @@ func (s *Store) Take(ctx context.Context, tenantID, id string) (*pool.Entry, err
 		return nil, interpretError(err, "take", ref)
 	}
 	return e, nil
+}
+
+// TakeRevision removes the tenant's entry and returns it if its stored
+// Revision is revision, in one script that compares the revisions; see
+// [pool.Store.TakeRevision]. A corrupt value is removed whatever its
+// revision and reported as pool.ErrCorrupt, as Take does.
+func (s *Store) TakeRevision(ctx context.Context, tenantID, id string, revision int64) (*pool.Entry, error) {
+	const op = "take revision"
+	ref := &pool.Entry{TenantID: tenantID, ID: id}
+	if err := ctx.Err(); err != nil {
+		return nil, interpretError(err, op, ref)
+	}
+	reply, err := s.takeRevision.Run(ctx, s.rdb, s.keys(tenantID, id), id, revision).Result()
+	if err != nil {
+		return nil, interpretError(err, op, ref)
+	}
+	status, data, err := takeReply(reply)
+	if err != nil {
+		if errors.Is(err, pool.ErrCorrupt) {
+			s.log.Warn("redispool: removed a corrupt pool entry", "tenant", tenantID, "id", id, "op", op, "err", err)
+		}
+		return nil, interpretError(err, op, ref)
+	}
+	e, err := decode(tenantID, id, data)
+	if err != nil {
+		if status == "ok" { // the script removed it already
+			s.log.Warn("redispool: removed a corrupt pool entry", "tenant", tenantID, "id", id, "op", op, "err", err)
+			return nil, interpretError(err, op, ref)
+		}
+		s.log.Warn("redispool: removing a corrupt pool entry", "tenant", tenantID, "id", id, "op", op, "err", err)
+		if derr := s.drop.Run(ctx, s.rdb, s.keys(tenantID, id), id, data).Err(); derr != nil {
+			err = errors.Join(err, fmt.Errorf("removing it: %w", derr))
+		}
+		return nil, interpretError(err, op, ref)
+	}
+	if status == "conflict" {
+		return nil, interpretError(fmt.Errorf("%w: revision %d, stored %d", pool.ErrConflict, revision, e.Revision), op, ref)
+	}
+	return e, nil
+}
+
+// takeReply splits takeRevisionScript's reply into its status ("ok" or
+// "conflict") and the stored value, or returns the error it stands for.
+func takeReply(reply any) (status, data string, err error) {
+	switch r := reply.(type) {
+	case string:
+		return "", "", scriptError(r)
+	case []any:
+		if len(r) == 2 {
+			status, ok1 := r[0].(string)
+			data, ok2 := r[1].(string)
+			if ok1 && ok2 && (status == "ok" || status == "conflict") {
+				return status, data, nil
+			}
+		}
+	}
+	return "", "", fmt.Errorf("unexpected script reply %v", reply)
 }
 
 // Delete removes the tenant's entry; see [pool.Store.Delete].
