@@ -1248,44 +1248,50 @@ func TestChatYesDoesNotRunAnActionEditedAfterItWasShown(t *testing.T) {
 	}
 }
 
-// takeHook runs f on every entry taken from the pool.
-type takeHook struct {
+// editBeforeTake edits an entry's arguments just before the orchestrator
+// takes it, as another writer of the pool racing the decision would.
+type editBeforeTake struct {
 	pool.Store
-	f func(*pool.Entry)
+	fields string // set: the next TakeRevision is preceded by this edit
 }
 
-func (p takeHook) Take(ctx context.Context, tenant, id string) (*pool.Entry, error) {
-	e, err := p.Store.Take(ctx, tenant, id)
-	if err == nil && p.f != nil {
-		p.f(e)
+func (p *editBeforeTake) TakeRevision(ctx context.Context, tenant, id string, rev int64) (*pool.Entry, error) {
+	if p.fields != "" {
+		e, err := p.Store.Get(ctx, tenant, id)
+		if err == nil {
+			e.Fields = json.RawMessage(p.fields)
+			err = p.Store.Update(ctx, e)
+		}
+		p.fields = ""
+		if err != nil {
+			return nil, err
+		}
 	}
-	return e, err
+	return p.Store.TakeRevision(ctx, tenant, id, rev)
 }
 
-// An edit that lands between the fingerprint check and the take is caught
-// after the take, and the entry goes back even though the caller's ctx
-// ended meanwhile: an approval is never lost.
-func TestStaleAfterTakeIsPutBackEvenWhenCancelled(t *testing.T) {
+// An edit that lands between the fingerprint check and the take makes the
+// take fail (it is conditional on the revision checked); the entry is
+// checked again, found stale, and stays pending: nothing is taken, nothing
+// has to be put back, nothing runs.
+func TestEditBetweenCheckAndTakeIsStaleAndKeepsTheEntry(t *testing.T) {
 	rt := &router{loop: []llmtest.Reply{llmtest.Calls(llmtest.Call("send_email", `{"to":"team@example.com","subject":"Plan"}`))}}
 	email := &emailAgent{}
-	store := &takeHook{Store: pool.NewMemory()}
+	store := &editBeforeTake{Store: pool.NewMemory()}
 	o := agentsOrch(t, rt.script(t), agent.Config{Pool: store}, email, &noteAgent{})
-	first, err := o.HandleMessage(context.Background(), msg("mail the team"))
+	ctx := context.Background()
+	first, err := o.HandleMessage(ctx, msg("mail the team"))
 	if err != nil || len(first.PendingApprovals) != 1 {
 		t.Fatalf("res=%+v err=%v", first, err)
 	}
 	shown := first.PendingApprovals[0]
-	ctx, cancel := context.WithCancel(context.Background())
-	store.f = func(e *pool.Entry) {
-		e.Fields = json.RawMessage(`{"to":"everyone@example.com","subject":"Plan"}`)
-		cancel()
-	}
+	store.fields = `{"to":"everyone@example.com","subject":"Plan"}`
 	_, err = o.ResolveApproval(ctx, "u1", shown.ID, approval.Decision{Action: approval.Approve, Fingerprint: shown.Fingerprint})
 	if !errors.Is(err, approval.ErrStale) {
 		t.Fatalf("err = %v, want approval.ErrStale", err)
 	}
-	store.f = nil
-	if left, _ := o.ListPendingApprovals(context.Background(), "u1"); len(left) != 1 || len(email.Sent()) != 0 {
-		t.Fatalf("pending %+v, sent %+v: the approval must be pending and unsent", left, email.Sent())
+	left, _ := o.ListPendingApprovals(ctx, "u1")
+	if len(left) != 1 || left[0].Details["to"] != "everyone@example.com" || len(email.Sent()) != 0 {
+		t.Fatalf("pending %+v, sent %+v: the edited approval must be pending and unsent", left, email.Sent())
 	}
 }

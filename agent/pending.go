@@ -502,26 +502,9 @@ func plainMessages(msgs []llm.Message) []llm.Message {
 func (r *run) applyDecision(e *pool.Entry, d approval.Decision) error {
 	o := r.o
 	a := o.agents[e.AgentName]
-	if d.Fingerprint != "" && d.Fingerprint != entryFingerprint(e) {
-		return fmt.Errorf("%w: %s", approval.ErrStale, e.ID) // nothing taken, nothing runs
-	}
-	taken, err := o.pool.Take(r.ctx, e.TenantID, e.ID)
-	if errors.Is(err, pool.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("agent: taking approval %s: %w", e.ID, err)
-	}
-	if taken.Status != pool.StatusWaitingForApproval || taken.SchemaVersion != a.version {
-		return nil // changed under us; it will not run
-	}
-	if d.Fingerprint != "" && d.Fingerprint != entryFingerprint(taken) {
-		// Edited between the check above and the take: put it back as it
-		// is, run nothing.
-		if err := r.putBack(taken); err != nil {
-			return fmt.Errorf("%w: %s (%w)", approval.ErrStale, e.ID, err)
-		}
-		return fmt.Errorf("%w: %s", approval.ErrStale, e.ID)
+	taken, err := r.takeChecked(e, d.Fingerprint)
+	if err != nil || taken == nil {
+		return err
 	}
 	switch d.Action {
 	case approval.Cancel:
@@ -556,6 +539,47 @@ func (r *run) applyDecision(e *pool.Entry, d approval.Decision) error {
 		r.resume(a, taken, taken.Fields)
 	}
 	return nil
+}
+
+// takeChecked takes a pending approval out of the pool for a decision,
+// only as it was checked: still waiting for approval, not paused, of the
+// agent's current schema and, when fingerprint is set, with that
+// fingerprint (else approval.ErrStale, and nothing is taken). The take is
+// conditional on the revision that was checked, so an edit landing between
+// the check and the take makes it fail and the entry is checked again;
+// nothing ever has to be put back. It returns nil, nil when there is
+// nothing to decide any more (another decision took it, or it was paused
+// or replaced meanwhile).
+func (r *run) takeChecked(e *pool.Entry, fingerprint string) (*pool.Entry, error) {
+	o := r.o
+	for range 3 {
+		a := o.agents[e.AgentName]
+		if e.Status != pool.StatusWaitingForApproval || e.Approval == nil || e.Paused || a == nil || e.SchemaVersion != a.version {
+			return nil, nil
+		}
+		if fingerprint != "" && fingerprint != entryFingerprint(e) {
+			return nil, fmt.Errorf("%w: %s", approval.ErrStale, e.ID) // nothing taken, nothing runs
+		}
+		taken, err := o.pool.TakeRevision(r.ctx, e.TenantID, e.ID, e.Revision)
+		switch {
+		case err == nil:
+			return taken, nil
+		case errors.Is(err, pool.ErrNotFound):
+			return nil, nil // another decision took it
+		case !errors.Is(err, pool.ErrConflict):
+			return nil, fmt.Errorf("agent: taking approval %s: %w", e.ID, err)
+		}
+		// Changed since it was read (an edit, a pause): read and check again.
+		fresh, err := o.pool.Get(r.ctx, e.TenantID, e.ID)
+		if errors.Is(err, pool.ErrNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("agent: reading approval %s: %w", e.ID, err)
+		}
+		e = fresh
+	}
+	return nil, fmt.Errorf("agent: taking approval %s: %w", e.ID, pool.ErrConflict)
 }
 
 func missingProblems(missing []string) []string {
