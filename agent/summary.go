@@ -275,8 +275,8 @@ func withheld(n int) string {
 }
 
 // summarizeArgs renders tool arguments for telemetry. Valid JSON is
-// rendered as JSON with strings longer than summaryMaxString cut and these
-// values replaced by "***":
+// rendered as JSON (with &, < and > as they are) with strings longer than
+// summaryMaxString cut and these values replaced by "***":
 //   - the value of a key that isSecretKey;
 //   - the "value" field, whatever it holds, of an object whose "name",
 //     "key" or "header" field is a string that isSecretKey
@@ -291,10 +291,44 @@ func withheld(n int) string {
 // of a "_raw_arguments" key (see rawArgumentsKey) is summarised as JSON text
 // when it parses as an object or array, and is raw text otherwise.
 //
+// In any other string value (decoded), each of these secret spans is
+// replaced by "***", the rest of the string kept, before the string is cut:
+//   - Pairs: the value of name=value or name:value when the name isSecretKey
+//     as written or after decoding its %XX escapes: X-Api-Key: v,
+//     ?api_key=v, user=ann&password=v, user[password]=v, api%5Fkey=v. The
+//     name is the longest run of ASCII letters and digits, bytes of
+//     non-ASCII runes and - _ . [ ] % + that ends right before the = or :,
+//     past blanks (space, tab) and one closing quote (" or '), as in
+//     {"password": v}. The value starts after the = or : and blanks. After
+//     : it runs to the end of the line (CR, LF or the end of the string),
+//     so that a header line keeps only its name: "Authorization: ***".
+//     After = it runs to the next &, white space or the end; a value that
+//     starts with " or ' runs, inside the quotes, to the matching quote or
+//     the end of the line. An empty value is left alone.
+//   - URL passwords: in scheme://user:password@host, what lies between the
+//     first : of the user information and the last @ of the authority, which
+//     ends at the first /, ?, #, white space or the end of the string.
+//   - Tokens, whatever the key, where the byte before is not an ASCII
+//     letter or digit: the prefix and the whole run of characters after it
+//     of the class given, when that run is long enough:
+//     eyJ then base64url characters (ASCII letters, digits, - and _) and
+//     dots, with two dots or more (a JWT);
+//     sk- then 20 or more base64url characters, among them an upper-case
+//     letter, a lower-case letter and a digit (OpenAI, Anthropic keys);
+//     ghp_, gho_, ghu_, ghs_, ghr_ or github_pat_ then 20 or more letters,
+//     digits or _ (GitHub);
+//     xoxb-, xoxa-, xoxp-, xoxr- or xoxs- then 10 or more letters, digits or
+//   - (Slack);
+//     AKIA then exactly 16 upper-case letters or digits (AWS access key id).
+//
+// Ordinary words, e-mail addresses, UUIDs and URLs without these spans are
+// shown as they are; masking is by shape, so a token of another shape under
+// a harmless key stays visible.
+//
 // Raw text, and whole arguments that are not valid JSON, are withheld when a
-// sensitive word (see isSecretKey: split into words the same way, and read
-// as written and after each round of undoing \ escapes) appears anywhere in
-// them, and shown cut otherwise.
+// sensitive word (see isSecretKey: split into words the same way) or a
+// secret span appears anywhere in them, read as written and after each round
+// of undoing \ escapes, and shown cut otherwise.
 //
 // Arguments that need none of this are returned as they are (one
 // allocation).
@@ -309,12 +343,16 @@ func summarizeArgs(raw json.RawMessage) string {
 	return cut(marshal(redact(v)), summaryMaxLen)
 }
 
+// marshal renders v as JSON, leaving &, < and > as they are: a masked URL
+// reads "?api_key=***&q=1", not "\u0026q=1".
 func marshal(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var b strings.Builder
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false)
+	if e.Encode(v) != nil {
 		return "(unprintable arguments)"
 	}
-	return string(b)
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // redact applies the rules of summarizeArgs to a decoded JSON value.
@@ -353,7 +391,7 @@ func redact(v any) any {
 		case strJSON:
 			return jsonText(x, summaryMaxString)
 		}
-		return cut(x, summaryMaxString)
+		return cut(maskText(x), summaryMaxString)
 	}
 	return v
 }
@@ -372,8 +410,8 @@ func jsonText(s string, max int) string {
 	return rawText(s, max)
 }
 
-// rawText is s cut to max bytes, or withheld when a sensitive word appears
-// anywhere in it.
+// rawText is s cut to max bytes, or withheld when a sensitive word or a
+// secret span appears anywhere in it.
 func rawText(s string, max int) string {
 	if sensitiveText(s) {
 		return withheld(len(s))
@@ -381,11 +419,12 @@ func rawText(s string, max int) string {
 	return cut(strings.ToValidUTF8(s, "\uFFFD"), max)
 }
 
-// sensitiveText reports whether a sensitive word appears in s as written or
-// after any round of undoing escapes (\n, \u0070, \x70, \\...).
+// sensitiveText reports whether a sensitive word or a secret span appears in
+// s as written or after any round of undoing escapes (\n, \u0070, \x70,
+// \\...).
 func sensitiveText(s string) bool {
 	for range 8 {
-		if sensitiveWordIn(s) {
+		if sensitiveWordIn(s) || hasSecretSpan(s) {
 			return true
 		}
 		var changed bool
@@ -481,6 +520,259 @@ func isNameField[S ~string | ~[]byte](k S) bool {
 	return equalFold(k, "name") || equalFold(k, "key") || equalFold(k, "header")
 }
 
+// maskText replaces each secret span of s (see summarizeArgs) by "***".
+func maskText(s string) string {
+	a, b := secretSpan(s, 0)
+	if a < 0 {
+		return s
+	}
+	var t strings.Builder
+	t.Grow(len(s))
+	last := 0
+	for ; a >= 0; a, b = secretSpan(s, b) {
+		t.WriteString(s[last:a])
+		t.WriteString("***")
+		last = b
+	}
+	t.WriteString(s[last:])
+	return t.String()
+}
+
+// hasSecretSpan reports whether s holds a secret span (see summarizeArgs).
+// It allocates only to fold a non-ASCII name (see isSecretKey).
+func hasSecretSpan[S ~string | ~[]byte](s S) bool {
+	a, _ := secretSpan(s, 0)
+	return a >= 0
+}
+
+// Bytes at which secretSpan looks closer.
+const (
+	textSep   = 1 // = or :
+	textToken = 2 // first byte of a token prefix
+)
+
+var textByte = func() (t [256]uint8) {
+	t['='], t[':'] = textSep, textSep
+	for _, c := range "esgxA" {
+		t[c] = textToken
+	}
+	return t
+}()
+
+// nameByte marks the bytes of the name of a pair (see summarizeArgs).
+var nameByte = func() (t [256]bool) {
+	for c := range t {
+		t[c] = isAlnum(byte(c)) || c >= utf8.RuneSelf || strings.IndexByte("-_.[]%+", byte(c)) >= 0
+	}
+	return t
+}()
+
+// secretSpan returns the first secret span of s (see summarizeArgs) that
+// starts at or after from, as s[start:end], non-empty; -1, -1 if there is
+// none.
+func secretSpan[S ~string | ~[]byte](s S, from int) (start, end int) {
+	var short tokenRuns
+	for i := from; i < len(s); i++ {
+		switch textByte[s[i]] {
+		case textSep:
+			if start, end = pairSpan(s, i); start < end {
+				return start, end
+			}
+		case textToken:
+			if i == 0 || !isAlnum(s[i-1]) {
+				if n := tokenLen(s, i, &short); n > 0 {
+					return i, i + n
+				}
+			}
+		}
+	}
+	return -1, -1
+}
+
+// pairSpan returns the value of the pair whose = or : is s[sep] when its
+// name isSecretKey, or the password of a URL when s[sep:] starts with ://.
+func pairSpan[S ~string | ~[]byte](s S, sep int) (start, end int) {
+	if s[sep] == ':' && sep+2 < len(s) && s[sep+1] == '/' && s[sep+2] == '/' {
+		return userinfoSpan(s, sep+3)
+	}
+	j := sep
+	for j > 0 && isBlank(s[j-1]) {
+		j--
+	}
+	if j > 0 && (s[j-1] == '"' || s[j-1] == '\'') {
+		j--
+	}
+	e := j
+	for j > 0 && nameByte[s[j-1]] {
+		j--
+	}
+	if j == e || !secretName(s[j:e]) {
+		return -1, -1
+	}
+	v := sep + 1
+	for v < len(s) && isBlank(s[v]) {
+		v++
+	}
+	e = v
+	switch {
+	case s[sep] == ':':
+		for e < len(s) && s[e] != '\n' && s[e] != '\r' {
+			e++
+		}
+	case v < len(s) && (s[v] == '"' || s[v] == '\''):
+		q := s[v]
+		v++
+		for e = v; e < len(s) && s[e] != q && s[e] != '\n' && s[e] != '\r'; e++ {
+		}
+	default:
+		for e < len(s) && s[e] != '&' && !isSpace(s[e]) {
+			e++
+		}
+	}
+	return v, e
+}
+
+// userinfoSpan returns the password in the authority of a URL that starts
+// at s[i] (after "://").
+func userinfoSpan[S ~string | ~[]byte](s S, i int) (start, end int) {
+	colon, at := -1, -1
+	for ; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '/' || c == '?' || c == '#' || isSpace(c):
+			i = len(s) // the end of the authority
+		case c == '@':
+			at = i
+		case c == ':' && at < 0 && colon < 0:
+			colon = i
+		}
+	}
+	if colon < 0 || at < 0 {
+		return -1, -1
+	}
+	return colon + 1, at
+}
+
+// secretName reports whether the name of a pair isSecretKey, as written or
+// with its %XX escapes decoded.
+func secretName[S ~string | ~[]byte](n S) bool {
+	if isSecretKey(n) {
+		return true
+	}
+	var buf [64]byte
+	d, pct := buf[:0], false
+	for i := 0; i < len(n); i++ {
+		c := n[i]
+		if c == '%' && i+2 < len(n) {
+			if h, l := unhex(n[i+1]), unhex(n[i+2]); h >= 0 && l >= 0 {
+				c, pct = byte(h<<4|l), true
+				i += 2
+			}
+		}
+		d = append(d, c)
+	}
+	return pct && isSecretKey(d)
+}
+
+func unhex(c byte) int {
+	switch {
+	case '0' <= c && c <= '9':
+		return int(c - '0')
+	case 'a' <= c && c <= 'f':
+		return int(c-'a') + 10
+	case 'A' <= c && c <= 'F':
+		return int(c-'A') + 10
+	}
+	return -1
+}
+
+// Kinds of token (see summarizeArgs), for tokenRuns.
+const (
+	tokJWT = iota
+	tokOpenAI
+	tokGitHub
+	tokSlack
+	tokAWS
+	tokKinds
+)
+
+// tokenRuns holds, for each kind of token, the end of the last run found
+// too short. A later start of the same kind inside that run has a shorter
+// run, with fewer dots or character classes, so is too short as well:
+// skipping it keeps secretSpan linear ("eyJ-eyJ-eyJ-...").
+type tokenRuns [tokKinds]int
+
+// tokenLen returns the length of the token (see summarizeArgs) that starts
+// at s[i], or 0.
+func tokenLen[S ~string | ~[]byte](s S, i int, short *tokenRuns) int {
+	t := s[i:]
+	kind, p, min, extra := 0, 0, 0, ""
+	switch {
+	case hasPrefixS(t, "eyJ"):
+		kind, p, extra = tokJWT, 3, "-_."
+	case hasPrefixS(t, "sk-"):
+		kind, p, min, extra = tokOpenAI, 3, 20, "-_"
+	case len(t) > 4 && t[0] == 'g' && t[1] == 'h' && strings.IndexByte("pousr", t[2]) >= 0 && t[3] == '_':
+		kind, p, min, extra = tokGitHub, 4, 20, "_"
+	case hasPrefixS(t, "github_pat_"):
+		kind, p, min, extra = tokGitHub, 11, 20, "_"
+	case len(t) > 5 && hasPrefixS(t, "xox") && strings.IndexByte("baprs", t[3]) >= 0 && t[4] == '-':
+		kind, p, min, extra = tokSlack, 5, 10, "-"
+	case hasPrefixS(t, "AKIA"):
+		kind, p = tokAWS, 4
+	default:
+		return 0
+	}
+	if i < short[kind] {
+		return 0
+	}
+	n, dots, lower, upper, digit := p, 0, false, false, false
+	for ; n < len(t); n++ {
+		switch c := t[n]; {
+		case 'a' <= c && c <= 'z':
+			lower = true
+		case 'A' <= c && c <= 'Z':
+			upper = true
+		case '0' <= c && c <= '9':
+			digit = true
+		case strings.IndexByte(extra, c) >= 0:
+			if c == '.' {
+				dots++
+			}
+		default:
+			goto end
+		}
+	}
+end:
+	var ok bool
+	switch kind {
+	case tokJWT:
+		ok = dots >= 2
+	case tokOpenAI:
+		ok = n-p >= min && lower && upper && digit
+	case tokAWS:
+		ok = n-p == 16 && !lower // no letter or digit follows
+	default:
+		ok = n-p >= min
+	}
+	if !ok {
+		short[kind] = i + n
+		return 0
+	}
+	return n
+}
+
+func hasPrefixS[S ~string | ~[]byte](s S, p string) bool {
+	return len(s) >= len(p) && string(s[:len(p)]) == p
+}
+
+func isAlnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
+
+func isB64URL(c byte) bool { return isAlnum(c) || c == '-' || c == '_' }
+
+func isBlank(c byte) bool { return c == ' ' || c == '\t' }
+
 // Kinds of string values (see summarizeArgs).
 const (
 	strPlain = iota
@@ -517,8 +809,8 @@ const maxScanDepth = 200
 // cleanArgs reports whether raw is valid JSON, in valid UTF-8, that
 // summarizeArgs returns as it is: no key isSecretKey or is
 // "_raw_arguments", no name/value pair names a secret, no string is longer
-// than summaryMaxString, and no string value is JSON text or starts with an
-// HTTP auth scheme. A false answer only sends raw down the slow path: the
+// than summaryMaxString, and no string value is JSON text, starts with an
+// HTTP auth scheme or holds a secret span. A false answer only sends raw down the slow path: the
 // scan may be cautious, never lax. It allocates only to decode a key
 // written with escapes.
 func cleanArgs(raw []byte) bool {
@@ -686,11 +978,11 @@ func (s *argScan) stringValue() bool {
 	if !ok || len(v) > summaryMaxString {
 		return false
 	}
-	if !esc {
-		return stringKind(v) == strPlain
+	if esc {
+		var buf [summaryMaxString]byte // decoded, v is no longer
+		v = unescapeJSON(v, buf[:0])
 	}
-	var buf [16]byte
-	return stringKind(unescapeHead(v, buf[:0])) == strPlain
+	return stringKind(v) == strPlain && !hasSecretSpan(v)
 }
 
 // isSecretQuoted applies isSecretKey to a valid quoted JSON string,
@@ -707,36 +999,44 @@ func isSecretQuoted(q []byte) bool {
 	return isSecretKey(d)
 }
 
-// unescapeHead appends to dst the start of the escaped JSON string v,
-// unescaped, without its leading white space, up to about cap(dst) bytes.
-func unescapeHead(v, dst []byte) []byte {
-	for i := 0; i < len(v) && len(dst)+utf8.UTFMax <= cap(dst); i++ {
+// unescapeJSON appends to dst the content v of a valid JSON string,
+// decoded as encoding/json decodes it: an unpaired surrogate is U+FFFD.
+func unescapeJSON(v, dst []byte) []byte {
+	for i := 0; i < len(v); i++ {
 		c := v[i]
-		if c == '\\' { // v is valid: an escape is complete
-			i++
-			switch c = v[i]; c {
-			case 'u':
-				r, _ := hexRune(string(v[i+1:i+5]), 4)
-				i += 4
-				if r >= utf8.RuneSelf {
-					dst = utf8.AppendRune(dst, r)
-					continue
-				}
-				c = byte(r)
-			case 'n':
-				c = '\n'
-			case 't':
-				c = '\t'
-			case 'r':
-				c = '\r'
-			case 'b':
-				c = '\b'
-			case 'f':
-				c = '\f'
-			}
-		}
-		if len(dst) == 0 && isSpace(c) {
+		if c != '\\' {
+			dst = append(dst, c)
 			continue
+		}
+		i++ // v is valid: an escape is complete
+		switch c = v[i]; c {
+		case 'u':
+			r, _ := hexRune(string(v[i+1:i+5]), 4)
+			i += 4
+			if utf16.IsSurrogate(r) {
+				r1 := r
+				r = utf8.RuneError
+				if i+6 < len(v) && v[i+1] == '\\' && v[i+2] == 'u' {
+					if r2, ok := hexRune(string(v[i+3:i+7]), 4); ok {
+						if d := utf16.DecodeRune(r1, r2); d != utf8.RuneError {
+							r = d
+							i += 6
+						}
+					}
+				}
+			}
+			dst = utf8.AppendRune(dst, r)
+			continue
+		case 'n':
+			c = '\n'
+		case 't':
+			c = '\t'
+		case 'r':
+			c = '\r'
+		case 'b':
+			c = '\b'
+		case 'f':
+			c = '\f'
 		}
 		dst = append(dst, c)
 	}

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/valetkit/valet/llm/openai"
@@ -172,6 +173,113 @@ func TestSummarizeArgsMasksValues(t *testing.T) {
 	}
 }
 
+// Test tokens, assembled so that no scanner mistakes this file for a leak.
+var (
+	testJWT       = "eyJhbGciOiJIUzI1NiJ9" + "." + "eyJzdWIiOiIxMjM0NTY3ODkwIn0" + "." + "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+	testOpenAI    = "sk-" + "proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z"
+	testGitHub    = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+	testGitHubPAT = "github_pat_" + "11ABCDEFG0abcdefghijkl_mnopqrstuvwxyz0123456789"
+	testSlack     = "xoxb-" + "123456789012-1234567890123-AbCdEfGhIjKlMnOp"
+	testAWS       = "AKIA" + "IOSFODNN7EXAMPLE"
+)
+
+// TestSummarizeArgsMasksSecretsInText: secrets inside string values under
+// harmless keys: header lines, name=value pairs of queries and forms, URL
+// passwords, and token shapes.
+func TestSummarizeArgsMasksSecretsInText(t *testing.T) {
+	for _, tc := range []struct{ raw, want string }{
+		// header lines
+		{`{"headers":["Authorization: Bearer abc.def","Accept: json"]}`, `{"headers":["Authorization: ***","Accept: json"]}`},
+		{`{"header":"X-Api-Key: s3cr3t"}`, `{"header":"X-Api-Key: ***"}`},
+		{`{"h":"x-api-key=s3cr3t"}`, `{"h":"x-api-key=***"}`},
+		{`{"h":"Cookie:sid=abc; theme=dark"}`, `{"h":"Cookie:***"}`},
+		{`{"h":"Accept: json\r\nAuthorization : Basic eA==\r\nHost: h"}`, `{"h":"Accept: json\r\nAuthorization : ***\r\nHost: h"}`},
+		{`{"h":"Authorization\u003a Bearer abc"}`, `{"h":"Authorization: ***"}`}, // escaped: the fast path decodes
+		{`{"h":"pa\u017fsword: abc"}`, `{"h":"paſsword: ***"}`},                  // folds as keys do
+		{`{"cmd":"curl -H 'X-Auth-Token: abc' https://h/x"}`, `{"cmd":"curl -H 'X-Auth-Token: ***"}`},
+		{`{"note":"send {\"password\": \"hunter2\"} now"}`, `{"note":"send {\"password\": ***"}`},
+		// form and query strings
+		{`{"body":"user=ann&password=hunter2&x=1"}`, `{"body":"user=ann&password=***&x=1"}`},
+		{`{"url":"https://h/p?api_key=S3CR3T&q=1"}`, `{"url":"https://h/p?api_key=***&q=1"}`},
+		{`{"url":"https://h/p?q=1&access_token=S3CR3T#top"}`, `{"url":"https://h/p?q=1&access_token=***"}`},
+		{`{"body":"user[password]=hunter2&api%5Fkey=S3CR3T"}`, `{"body":"user[password]=***&api%5Fkey=***"}`},
+		{`{"env":"export DB_PASSWORD=\"a b\" PORT=5432"}`, `{"env":"export DB_PASSWORD=\"***\" PORT=5432"}`},
+		{`{"args":["--user=ann","--token=S3CR3T"]}`, `{"args":["--user=ann","--token=***"]}`},
+		{`{"dsn":"postgres://admin:hunter2@db:5432/app"}`, `{"dsn":"postgres://admin:***@db:5432/app"}`},
+		// token shapes, whatever the key
+		{`{"value":"` + testJWT + `"}`, `{"value":"***"}`},
+		{`{"value":"` + testOpenAI + `"}`, `{"value":"***"}`},
+		{`{"v":["` + testGitHub + `","` + testGitHubPAT + `","` + testSlack + `","` + testAWS + `"]}`, `{"v":["***","***","***","***"]}`},
+		{`{"v":"gho_` + testGitHub[4:] + `"}`, `{"v":"***"}`},
+		{`{"note":"use ` + testOpenAI + ` for now"}`, `{"note":"use *** for now"}`},
+		{`{"link":"https://h/verify/` + testJWT + `?x=1"}`, `{"link":"https://h/verify/***?x=1"}`},
+		{`{"cfg":"aws ` + testAWS + `, region eu"}`, `{"cfg":"aws ***, region eu"}`},
+		{`{"_raw_arguments":"{\"a\":[\"` + testJWT + `\"]}"}`, `{"_raw_arguments":"{\"a\":[\"***\"]}"}`},
+	} {
+		if sum := summarizeArgs([]byte(tc.raw)); sum != tc.want {
+			t.Errorf("%s:\nsummary %s\nwant    %s", tc.raw, sum, tc.want)
+		}
+	}
+	// Raw text cannot be masked piece by piece: it is withheld.
+	for _, raw := range []string{
+		`{"value":"` + testJWT + `"`,
+		`{"_raw_arguments":"use ` + testOpenAI + `"}`,
+		`{"_raw_arguments":"{\"url\":\"https://h/?api%5Fkey=S3CR3T\""}`,
+		`{"body":"[x] ` + testSlack + `"}`,
+		`{url: 'postgres://admin:hunter2@db/app'}`,
+	} {
+		sum := summarizeArgs([]byte(raw))
+		for _, secret := range []string{testJWT, testOpenAI, testSlack, "S3CR3T", "hunter2"} {
+			if strings.Contains(sum, secret) || !strings.Contains(sum, "withheld") {
+				t.Errorf("%s: summary %s, want it withheld", raw, sum)
+				break
+			}
+		}
+	}
+}
+
+// TestSummarizeArgsKeepsHarmlessText: what looks a little like a secret but
+// is not stays visible, through the fast path.
+func TestSummarizeArgsKeepsHarmlessText(t *testing.T) {
+	for _, raw := range []string{
+		`{"q":"hello world","email":"ann.smith@example.com","n":"Ann O'Neil"}`,
+		`{"url":"https://example.com/search?q=museums&page=2#top"}`,
+		`{"url":"https://ann@example.com:8443/a/b?x=y","ftp":"ftp://h/p"}`,
+		`{"id":"123e4567-e89b-12d3-a456-426614174000"}`,
+		`{"h":["Accept: json","Content-Type: application/json"]}`,
+		`{"a":"token_type=bearer&expires_in=3600","b":"auth_url: https://h/a"}`,
+		`{"a":"Subject: password reset","b":"time 12:30, ratio 3:4","c":"a=b=c"}`,
+		`{"a":"keyword=museum&monkey=3","b":"author: Ann","c":"Key:"}`,
+		`{"a":"sk-learn-is-a-python-library-name","b":"task-0123456789abcdefABCDEF"}`,
+		`{"a":"eyes.open.wide","b":"eyJ","c":"xoxo-hugs-and-kisses-for-you","d":"ghp_short"}`,
+		`{"a":"AKIAIOSFODNN7EXAMPL","b":"AKIAIOSFODNN7EXAMPLE2","c":"XAKIAIOSFODNN7EXAMPLE"}`,
+		`{"a":"base64 dG9rZW4gZm9yIGFwaUtleQ==","b":"sha256:9f86d081884c7d659a2feaa0c55ad015a3"}`,
+		`{"a":"sk-` + strings.Repeat("a", 30) + `","b":"sk-1234567890abcdefghij"}`,
+	} {
+		if !cleanArgs([]byte(raw)) {
+			t.Errorf("cleanArgs(%s) = false, want the fast path", raw)
+		}
+		if sum := summarizeArgs([]byte(raw)); sum != raw {
+			t.Errorf("%s: summary %s, want it unchanged", raw, sum)
+		}
+	}
+}
+
+// TestSummarizeArgsTextScanIsLinear: many token starts, pairs or URLs in one
+// long string do not make the scan quadratic.
+func TestSummarizeArgsTextScanIsLinear(t *testing.T) {
+	for _, unit := range []string{"eyJ-", "sk-a", "ghp_", "xoxb-", "a=", "x: ", "://a", "AKIA-", "github_pat_"} {
+		s := strings.Repeat(unit, 1<<18/len(unit))
+		raw, _ := json.Marshal(map[string]string{"v": s})
+		start := time.Now()
+		_ = summarizeArgs(raw)
+		_ = rawText(s, summaryMaxLen)
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("%q repeated to 256 KiB: %v", unit, d)
+		}
+	}
+}
+
 func TestSummarizeArgsKeepsCleanArgs(t *testing.T) {
 	for _, raw := range []string{`{"city":"Paris"}`, `{"q":"x","n":3,"deep":{"list":[1,2,{"a":null}]}}`, `{}`, `[]`, `"s"`} {
 		if sum := summarizeArgs([]byte(raw)); sum != raw {
@@ -189,6 +297,8 @@ func TestSummarizeArgsCleanPathDoesNotAllocateMore(t *testing.T) {
 		`{"city":"Paris","days":3,"keyword":"museum","session_count":2,"units":"metric"}`,
 		`{"q":"\"quoted\" text","n":"\n\tline","u":"\u00e9t\u00e9","a":[true,false,null,-1.5e3,0]}`,
 		`{"headers":[{"name":"Accept","value":"json"}],"author":"Ann","monkey":"Bearers"}`,
+		`{"url":"https://example.com/s?q=museums&page=2","h":"Accept: json","e":"ann@example.com"}`,
+		`{"id":"123e4567-e89b-12d3-a456-426614174000","t":"12:30","x":"a\u003db","s":"sk-learn"}`,
 	} {
 		raw := []byte(s)
 		if n := testing.AllocsPerRun(100, func() { _ = summarizeArgs(raw) }); n > 1 {
@@ -231,6 +341,8 @@ func FuzzSummarizeArgs(f *testing.F) {
 		`{"city":"Paris","days":3}`, `{"password":"x","user":"ann"}`, `{"headers":[{"name":"Authorization","value":"Bearer x"}]}`,
 		`{"name":"X-Api-Key","value":"x"}`, `{"body":"{\"token\":\"x\"}"}`, `{"_raw_arguments":"{\"a\":1"}`,
 		`{"h":"\u0042earer x"}`, `["basic x", " [1]"]`, `{"pass\u0077ord":1}`, `{"k\u00e9y":"\u00e9"}`, `{password: 'x'}`,
+		`{"h":["Authorization: Bearer x","Accept: json"]}`, `{"u":"https://h/p?api_key=x&q=1"}`, `{"d":"pg://a:b@h/"}`,
+		`{"v":"eyJa.eyJb.c"}`, `{"v":"sk-Ab3dEf6hIj9kLm2nOp5qRs"}`, `{"v":"x AKIAIOSFODNN7EXAMPLE"}`, `{"h":"pa\u017fsword=\ud83d\ude00"}`,
 	} {
 		f.Add([]byte(s))
 	}
