@@ -730,3 +730,29 @@ func TestToolCredentialsAreBoundToTheMessagesTenant(t *testing.T) {
 		t.Fatalf("tool saw %q; want u1's token and not found for u2", got)
 	}
 }
+
+// The PostProcess hook sees the whole Result, tool calls of every turn
+// included, when it runs.
+func TestPostProcessSeesEveryToolCall(t *testing.T) {
+	s := llmtest.NewScript(
+		llmtest.Calls(llmtest.Call("get_weather", `{"city":"Paris"}`)),
+		llmtest.Calls(llmtest.Call("get_weather", `{"city":"Rome"}`), llmtest.Call("get_weather", `{"city":"Oslo"}`)),
+		llmtest.Text("done"),
+	)
+	var seen []string
+	o := newOrch(t, paired{t, s}, agent.Config{Tools: []tool.Tool{weatherTool()}, Hooks: agent.Hooks{
+		PostProcess: func(ctx context.Context, m agent.Message, res *agent.Result) error {
+			for _, c := range res.ToolCalls {
+				seen = append(seen, c.ArgsSummary)
+			}
+			return nil
+		},
+	}})
+	res, err := o.HandleMessage(context.Background(), msg("three cities"))
+	if err != nil || len(res.ToolCalls) != 3 {
+		t.Fatalf("res=%+v err=%v", res, err)
+	}
+	if len(seen) != 3 || !strings.Contains(seen[0], "Paris") || !strings.Contains(seen[2], "Oslo") {
+		t.Fatalf("the hook saw %q", seen)
+	}
+}
