@@ -181,7 +181,7 @@ func (m *InMemory) Append(ctx context.Context, tenantID, conversationID string, 
 	if err := checkConv(tenantID, conversationID); err != nil {
 		return err
 	}
-	if err := checkTurn(msgs); err != nil {
+	if err := CheckTurn(msgs); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -263,14 +263,14 @@ func (m *InMemory) dropConversation(e *list.Element) int {
 // the tenant's oldest item goes, past MaxItems the oldest of all; a call
 // with more than MaxItemsPerTenant items is ErrInvalid.
 func (m *InMemory) Remember(ctx context.Context, tenantID string, items ...Item) ([]string, error) {
-	if err := checkID("tenant", tenantID); err != nil {
+	if err := CheckID("tenant", tenantID); err != nil {
 		return nil, err
 	}
 	if len(items) > m.maxTenantItems {
 		return nil, fmt.Errorf("%w: %d items at once, more than a tenant keeps (%d)", ErrInvalid, len(items), m.maxTenantItems)
 	}
 	for i := range items {
-		if err := checkItem(i, &items[i]); err != nil {
+		if err := CheckItem(i, &items[i]); err != nil {
 			return nil, err
 		}
 	}
@@ -360,10 +360,10 @@ func (m *InMemory) removeItem(s *storedItem) {
 // Recall returns the items most relevant to query within b; see
 // [Provider.Recall]. Relevance is BM25 over the tenant's items.
 func (m *InMemory) Recall(ctx context.Context, tenantID, query string, b Budget) ([]Item, error) {
-	if err := checkID("tenant", tenantID); err != nil {
+	if err := CheckID("tenant", tenantID); err != nil {
 		return nil, err
 	}
-	if err := checkBudget(b); err != nil {
+	if err := CheckBudget(b); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -438,7 +438,7 @@ func compareIDs(a, b string) int {
 
 // Forget removes what by names; see [Provider.Forget].
 func (m *InMemory) Forget(ctx context.Context, tenantID string, by Provenance) (int, error) {
-	if err := checkID("tenant", tenantID); err != nil {
+	if err := CheckID("tenant", tenantID); err != nil {
 		return 0, err
 	}
 	if by.isZero() {
@@ -476,7 +476,7 @@ func (m *InMemory) Forget(ctx context.Context, tenantID string, by Provenance) (
 // DeleteTenant removes all the tenant's items and histories; see
 // [TenantDeleter].
 func (m *InMemory) DeleteTenant(ctx context.Context, tenantID string) (int, error) {
-	if err := checkID("tenant", tenantID); err != nil {
+	if err := CheckID("tenant", tenantID); err != nil {
 		return 0, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -504,8 +504,8 @@ func (m *InMemory) DeleteTenant(ctx context.Context, tenantID string) (int, erro
 
 // checkConv checks the IDs naming a conversation.
 func checkConv(tenantID, conversationID string) error {
-	if err := checkID("tenant", tenantID); err != nil {
+	if err := CheckID("tenant", tenantID); err != nil {
 		return err
 	}
-	return checkID("conversation", conversationID)
+	return CheckID("conversation", conversationID)
 }

@@ -145,8 +145,13 @@ func EstimateTokens(text string) int {
 	return (len(text) + CharsPerToken - 1) / CharsPerToken
 }
 
-// checkID checks a tenant or conversation ID.
-func checkID(what, id string) error {
+// The checks below are what every Provider does to its input; they are
+// exported for Provider implementations, so all behave alike.
+
+// CheckID checks a tenant or conversation ID (what names it in the error):
+// not empty, at most MaxIDLen bytes, valid UTF-8, no NUL byte. Errors wrap
+// ErrInvalid.
+func CheckID(what, id string) error {
 	switch {
 	case id == "":
 		return fmt.Errorf("%w: empty %s ID", ErrInvalid, what)
@@ -160,8 +165,10 @@ func checkID(what, id string) error {
 	return nil
 }
 
-// checkTurn checks the messages of one turn for Append.
-func checkTurn(msgs []llm.Message) error {
+// CheckTurn checks the messages of one turn for Append: known roles, and
+// tool calls paired within the turn (llm.CheckPairing). Errors wrap
+// ErrInvalid.
+func CheckTurn(msgs []llm.Message) error {
 	for i, m := range msgs {
 		switch m.Role {
 		case llm.RoleSystem, llm.RoleUser, llm.RoleAssistant, llm.RoleTool:
@@ -175,23 +182,35 @@ func checkTurn(msgs []llm.Message) error {
 	return nil
 }
 
-// checkItem checks the i-th item given to Remember.
-func checkItem(i int, it *Item) error {
+// CheckItem checks the i-th item given to Remember: no ID (the provider
+// sets it), some text, and every text field (Text, Kind, the Source IDs,
+// Supersedes) valid UTF-8 without NUL bytes, which a database's text can
+// hold. Errors wrap ErrInvalid.
+func CheckItem(i int, it *Item) error {
 	switch {
 	case it.ID != "":
 		return fmt.Errorf("%w: item %d has ID %q; IDs are the provider's to set", ErrInvalid, i, it.ID)
 	case strings.TrimSpace(it.Text) == "":
 		return fmt.Errorf("%w: item %d has no text", ErrInvalid, i)
-	case !utf8.ValidString(it.Text):
-		return fmt.Errorf("%w: item %d: text is not valid UTF-8", ErrInvalid, i)
-	case strings.IndexByte(it.Text, 0) >= 0:
-		return fmt.Errorf("%w: item %d: text holds a NUL byte", ErrInvalid, i)
+	}
+	for _, f := range [...]struct{ name, v string }{
+		{"text", it.Text},
+		{"Kind", it.Kind},
+		{"Source.ConversationID", it.Source.ConversationID},
+		{"Source.TaskID", it.Source.TaskID},
+		{"Source.SkillID", it.Source.SkillID},
+		{"Supersedes", it.Supersedes},
+	} {
+		if !utf8.ValidString(f.v) || strings.IndexByte(f.v, 0) >= 0 {
+			return fmt.Errorf("%w: item %d: %s is not valid UTF-8 or holds a NUL byte", ErrInvalid, i, f.name)
+		}
 	}
 	return nil
 }
 
-// checkBudget checks a Recall budget.
-func checkBudget(b Budget) error {
+// CheckBudget checks a Recall budget: no negative bound. Errors wrap
+// ErrInvalid.
+func CheckBudget(b Budget) error {
 	if b.MaxTokens < 0 || b.MaxEntries < 0 {
 		return fmt.Errorf("%w: budget %+v is negative", ErrInvalid, b)
 	}

@@ -1,0 +1,74 @@
+// Package pgmemory implements memory.Provider on PostgreSQL with
+// github.com/jackc/pgx/v5: conversation histories and long-term items that
+// survive restarts and are shared by every replica using the same tables.
+//
+//	db, err := pgxpool.New(ctx, url)             // yours to configure and close
+//	mem, err := pgmemory.New(db, pgmemory.Options{})
+//	err = mem.Migrate(ctx)                       // once per start; idempotent
+//
+// # Tables
+//
+// Migrate creates, if they do not exist (the schema must exist), in one
+// transaction holding pg_advisory_xact_lock on a hash of the tables' names,
+// so processes starting together do not race:
+//
+//	memory_history  seq (identity, the order of messages), tenant_id,
+//	                conversation_id, role, message jsonb, created_at
+//	memory_items    id (identity; Item.ID is its decimal form), tenant_id,
+//	                text, kind, conversation_id, task_id, skill_id,
+//	                created_at, tokens, supersedes,
+//	                tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED
+//
+// with a GIN index on tsv. Options.Schema and Options.TablePrefix choose
+// other names; providers on the same tables share their data.
+//
+// # History
+//
+// Append writes one turn in one transaction, after taking a
+// transaction-level advisory lock on the conversation, so that concurrent
+// turns of one conversation (two replicas answering it in turn) never
+// interleave. Past Options.MaxMessages (memory.DefaultMaxMessages) it
+// deletes the oldest messages in the same transaction, cutting so that
+// the history never starts with a tool result. History is one SELECT of
+// the newest messages; a window that would start with tool results starts
+// after them. Messages are stored as JSONB: tool-call arguments come back
+// with the same JSON meaning, not byte for byte (key order, spacing).
+//
+// # Recall
+//
+// Recall is PostgreSQL full-text search. The query, the user's message as
+// typed, is read by to_tsvector('english', query) exactly as the items'
+// text is read (lowercase, English stop words dropped, Snowball stems);
+// its lexemes are joined into an OR tsquery, so an item matches when it
+// shares any word with the query, and a query with no words left recalls
+// nothing. Matches rank by ts_rank_cd; equally ranked items come newest
+// first (CreatedAt, then ID). Items superseded by an item of the tenant are
+// left out. The budget is applied as memory.Budget documents.
+//
+// Remember caps each tenant at Options.MaxItemsPerTenant
+// (memory.DefaultMaxItemsPerTenant) items, deleting the oldest in the same
+// transaction. Unlike the in-memory provider there is no cap over all
+// tenants: the database is the bound.
+//
+// # Not yet here
+//
+// Vector recall — an llm.Embedder in Options ranking items by similarity,
+// merged with the lexical ranking by reciprocal rank fusion — comes in a
+// later change; today recall is lexical only.
+//
+// # Limits
+//
+// PostgreSQL text cannot hold NUL bytes or invalid UTF-8: an item field
+// holding them is memory.ErrInvalid (memory.CheckItem, as in the in-memory
+// provider), and a message whose content holds a NUL byte fails Append
+// (JSONB rejects \u0000; the in-memory provider stores it). Invalid UTF-8 in a
+// message is replaced by U+FFFD when it is encoded as JSON.
+//
+// # Errors
+//
+// Errors come back as "pgmemory: <op>: ...", with memory.ErrInvalid and
+// ctx.Err() visible to errors.Is. A missing table says to run Migrate.
+// Every write is one transaction: a call that fails changes nothing.
+//
+// Tested on PostgreSQL 15.
+package pgmemory

@@ -1,0 +1,587 @@
+package pgmemory
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/valetkit/valet/llm"
+	"github.com/valetkit/valet/memory"
+)
+
+// Defaults of [Options].
+const (
+	// DefaultTablePrefix starts the names of the provider's tables:
+	// memory_history and memory_items.
+	DefaultTablePrefix = "memory_"
+	// DefaultMaxMessages is how many messages of one conversation's
+	// history are kept, as in the in-memory provider.
+	DefaultMaxMessages = memory.DefaultMaxMessages
+	// DefaultMaxItemsPerTenant is how many items one tenant keeps, as in
+	// the in-memory provider.
+	DefaultMaxItemsPerTenant = memory.DefaultMaxItemsPerTenant
+)
+
+// maxIdentLen is PostgreSQL's longest identifier (NAMEDATALEN - 1).
+const maxIdentLen = 63
+
+// rollbackTimeout bounds a rollback after the caller's ctx ended.
+const rollbackTimeout = 5 * time.Second
+
+// Options configures [New]. The zero value means the defaults; zero or
+// negative numbers mean their default.
+type Options struct {
+	// Schema holds the tables; it must exist. "" (the default) means the
+	// connection's search_path.
+	Schema string
+	// TablePrefix starts the table names: <prefix>history and
+	// <prefix>items. Providers with the same schema and prefix share
+	// their data. Default DefaultTablePrefix.
+	TablePrefix string
+	// MaxMessages is how many messages of one conversation's history are
+	// kept; Append drops the oldest past it, in its transaction, cutting
+	// so that the history never starts with a tool result. Default
+	// DefaultMaxMessages.
+	MaxMessages int
+	// MaxItemsPerTenant is how many items one tenant keeps; Remember
+	// drops the tenant's oldest (by the order they were remembered) past
+	// it, in its transaction, and a call with more items than that is
+	// memory.ErrInvalid. Default DefaultMaxItemsPerTenant.
+	MaxItemsPerTenant int
+}
+
+// Provider is a memory.Provider on PostgreSQL. It implements
+// memory.Provider and memory.TenantDeleter and is safe for concurrent use,
+// also by several processes on the same tables.
+type Provider struct {
+	db                *pgxpool.Pool
+	history, items    string // quoted, qualified table names
+	maxMsgs, maxItems int
+	lockKey           int64 // Migrate's advisory lock
+	q                 queries
+}
+
+var (
+	_ memory.Provider      = (*Provider)(nil)
+	_ memory.TenantDeleter = (*Provider)(nil)
+)
+
+// New returns a Provider on db, a pool the caller configured and closes.
+// It sends nothing to PostgreSQL; call Migrate once (from any number of
+// processes) before the first use.
+func New(db *pgxpool.Pool, opts Options) (*Provider, error) {
+	if db == nil {
+		return nil, errors.New("pgmemory: New needs a *pgxpool.Pool, got nil")
+	}
+	prefix := cmp.Or(opts.TablePrefix, DefaultTablePrefix)
+	// The longest name New derives from the prefix.
+	if err := checkIdent("table prefix", prefix+"history_conversation_idx"); err != nil {
+		return nil, err
+	}
+	if opts.Schema != "" {
+		if err := checkIdent("schema", opts.Schema); err != nil {
+			return nil, err
+		}
+	}
+	p := &Provider{
+		db:       db,
+		maxMsgs:  cmp.Or(max(opts.MaxMessages, 0), DefaultMaxMessages),
+		maxItems: cmp.Or(max(opts.MaxItemsPerTenant, 0), DefaultMaxItemsPerTenant),
+	}
+	ident := func(name string) string {
+		if opts.Schema == "" {
+			return pgx.Identifier{name}.Sanitize()
+		}
+		return pgx.Identifier{opts.Schema, name}.Sanitize()
+	}
+	p.history, p.items = ident(prefix+"history"), ident(prefix+"items")
+	p.lockKey = hashKey("valet/memory/pgmemory migrate", p.history, p.items)
+	p.q = newQueries(p.history, p.items, func(name string) string { return pgx.Identifier{prefix + name}.Sanitize() })
+	return p, nil
+}
+
+func checkIdent(what, name string) error {
+	switch {
+	case len(name) > maxIdentLen:
+		return fmt.Errorf("pgmemory: %s %q gives names longer than PostgreSQL's %d bytes", what, name, maxIdentLen)
+	case strings.IndexByte(name, 0) >= 0:
+		return fmt.Errorf("pgmemory: %s holds a NUL byte", what)
+	case !utf8.ValidString(name):
+		return fmt.Errorf("pgmemory: %s is not valid UTF-8", what)
+	}
+	return nil
+}
+
+// hashKey is an advisory lock key: a hash of parts, each length-prefixed
+// so that ("a", "b/c") and ("a/b", "c") differ. Two keys that collide
+// only make their holders wait for each other.
+func hashKey(parts ...string) int64 {
+	h := fnv.New64a()
+	for _, s := range parts {
+		h.Write([]byte(strconv.Itoa(len(s)) + ":" + s))
+	}
+	return int64(h.Sum64())
+}
+
+type queries struct {
+	migrate                                []string
+	history, insertMsg, trimHistory        string
+	insertItem, capItems                   string
+	recall                                 string
+	forgetItems, forgetHistory             string
+	deleteTenantItems, deleteTenantHistory string
+}
+
+func newQueries(history, items string, index func(string) string) queries {
+	r := strings.NewReplacer("{history}", history, "{items}", items)
+	return queries{
+		migrate: []string{
+			r.Replace(`CREATE TABLE IF NOT EXISTS {history} (
+	seq             bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	tenant_id       text COLLATE "C" NOT NULL,
+	conversation_id text COLLATE "C" NOT NULL,
+	role            text NOT NULL,
+	message         jsonb NOT NULL,
+	created_at      timestamptz NOT NULL DEFAULT now()
+)`),
+			`CREATE INDEX IF NOT EXISTS ` + index("history_conversation_idx") + ` ON ` + history + ` (tenant_id, conversation_id, seq)`,
+			r.Replace(`CREATE TABLE IF NOT EXISTS {items} (
+	id              bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	tenant_id       text COLLATE "C" NOT NULL,
+	text            text NOT NULL,
+	kind            text NOT NULL DEFAULT '',
+	conversation_id text COLLATE "C" NOT NULL DEFAULT '',
+	task_id         text COLLATE "C" NOT NULL DEFAULT '',
+	skill_id        text COLLATE "C" NOT NULL DEFAULT '',
+	created_at      timestamptz NOT NULL DEFAULT now(),
+	tokens          integer NOT NULL,
+	supersedes      text COLLATE "C" NOT NULL DEFAULT '',
+	tsv             tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED
+)`),
+			`CREATE INDEX IF NOT EXISTS ` + index("items_tsv_idx") + ` ON ` + items + ` USING gin (tsv)`,
+			`CREATE INDEX IF NOT EXISTS ` + index("items_tenant_idx") + ` ON ` + items + ` (tenant_id, id)`,
+			`CREATE INDEX IF NOT EXISTS ` + index("items_supersedes_idx") + ` ON ` + items + ` (tenant_id, supersedes) WHERE supersedes <> ''`,
+		},
+		history: r.Replace(`SELECT message FROM {history}
+WHERE tenant_id = $1 AND conversation_id = $2 ORDER BY seq DESC LIMIT $3`),
+		insertMsg: r.Replace(`INSERT INTO {history} (tenant_id, conversation_id, role, message) VALUES ($1, $2, $3, $4::jsonb)`),
+		// Keep the newest $3 messages, from the first that is not a tool
+		// result: every older one goes.
+		trimHistory: r.Replace(`WITH kept AS (
+	SELECT seq, role FROM {history} WHERE tenant_id = $1 AND conversation_id = $2 ORDER BY seq DESC LIMIT $3
+), cut AS (
+	SELECT coalesce(min(seq) FILTER (WHERE role <> 'tool'), max(seq) + 1) AS seq FROM kept
+)
+DELETE FROM {history} h USING cut
+WHERE h.tenant_id = $1 AND h.conversation_id = $2 AND h.seq < cut.seq`),
+		insertItem: r.Replace(`INSERT INTO {items} (tenant_id, text, kind, conversation_id, task_id, skill_id, created_at, tokens, supersedes)
+VALUES ($1, $2, $3, $4, $5, $6, coalesce($7, now()), $8, $9) RETURNING id`),
+		capItems: r.Replace(`DELETE FROM {items} WHERE tenant_id = $1 AND id <= (
+	SELECT id FROM {items} WHERE tenant_id = $1 ORDER BY id DESC OFFSET $2 LIMIT 1
+)`),
+		// The query's lexemes, read as the items' text is, joined by OR;
+		// a query with none is NULL and matches nothing.
+		recall: r.Replace(`WITH q AS (
+	SELECT (
+		SELECT string_agg('''' || replace(replace(l, '\', '\\'), '''', '''''') || '''', ' | ')
+		FROM unnest(tsvector_to_array(to_tsvector('english', $2::text))) AS l
+	)::tsquery AS q
+)
+SELECT i.id, i.text, i.kind, i.conversation_id, i.task_id, i.skill_id, i.created_at, i.tokens, i.supersedes,
+	ts_rank_cd(i.tsv, q.q)::float8 AS score
+FROM {items} i, q
+WHERE i.tenant_id = $1 AND q.q IS NOT NULL AND i.tsv @@ q.q
+	AND NOT EXISTS (SELECT 1 FROM {items} s WHERE s.tenant_id = i.tenant_id AND s.supersedes = i.id::text)
+ORDER BY score DESC, i.created_at DESC, i.id DESC
+LIMIT $3`),
+		forgetItems: r.Replace(`DELETE FROM {items} WHERE tenant_id = $1
+	AND ($2 = '' OR conversation_id = $2) AND ($3 = '' OR task_id = $3) AND ($4 = '' OR skill_id = $4)`),
+		forgetHistory:       r.Replace(`DELETE FROM {history} WHERE tenant_id = $1 AND conversation_id = $2`),
+		deleteTenantItems:   r.Replace(`DELETE FROM {items} WHERE tenant_id = $1`),
+		deleteTenantHistory: r.Replace(`DELETE FROM {history} WHERE tenant_id = $1`),
+	}
+}
+
+// Migrate creates the tables and their indexes if they do not exist. It
+// is idempotent and safe to run from several processes at once: it runs in
+// one transaction holding pg_advisory_xact_lock on a hash of the tables'
+// names.
+func (p *Provider) Migrate(ctx context.Context) error {
+	err := p.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, p.lockKey); err != nil {
+			return err
+		}
+		for _, q := range p.q.migrate {
+			if _, err := tx.Exec(ctx, q); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return p.fail(ctx, "migrate", err)
+	}
+	return nil
+}
+
+// inTx runs fn in a transaction and commits it when fn returns nil.
+func (p *Provider) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	tx, err := p.db.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer rollback(ctx, tx)
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+func rollback(ctx context.Context, tx pgx.Tx) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+	defer cancel()
+	_ = tx.Rollback(ctx) // after Commit, pgx.ErrTxClosed
+}
+
+// fail is the one place errors get their context (interpretError in the
+// house style): a missing table says to run Migrate, and an ended ctx is
+// always errors.Is-visible.
+func (p *Provider) fail(ctx context.Context, op string, err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42P01" { // undefined_table
+		err = fmt.Errorf("%w (run Migrate first)", err)
+	}
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		err = fmt.Errorf("%w: %w", cerr, err)
+	}
+	return fmt.Errorf("pgmemory: %s: %w", op, err)
+}
+
+// storedMessage is how a message is kept in the history's JSONB column.
+// Tool-call arguments that are not valid JSON are kept as a string.
+type storedMessage struct {
+	Role       llm.Role     `json:"role"`
+	Content    string       `json:"content,omitempty"`
+	ToolCalls  []storedCall `json:"tool_calls,omitempty"`
+	ToolCallID string       `json:"tool_call_id,omitempty"`
+	Name       string       `json:"name,omitempty"`
+	IsError    bool         `json:"is_error,omitempty"`
+}
+
+type storedCall struct {
+	ID      string          `json:"id"`
+	Name    string          `json:"name"`
+	Args    json.RawMessage `json:"arguments,omitempty"`
+	RawArgs *string         `json:"arguments_raw,omitempty"`
+}
+
+func encodeMessage(m llm.Message) (string, error) {
+	s := storedMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name, IsError: m.IsError}
+	for _, c := range m.ToolCalls {
+		sc := storedCall{ID: c.ID, Name: c.Name}
+		if c.Arguments != nil {
+			if json.Valid(c.Arguments) {
+				sc.Args = c.Arguments
+			} else {
+				raw := string(c.Arguments)
+				sc.RawArgs = &raw
+			}
+		}
+		s.ToolCalls = append(s.ToolCalls, sc)
+	}
+	b, err := json.Marshal(s)
+	return string(b), err
+}
+
+func decodeMessage(b []byte) (llm.Message, error) {
+	var s storedMessage
+	if err := json.Unmarshal(b, &s); err != nil {
+		return llm.Message{}, err
+	}
+	m := llm.Message{Role: s.Role, Content: s.Content, ToolCallID: s.ToolCallID, Name: s.Name, IsError: s.IsError}
+	for _, c := range s.ToolCalls {
+		tc := llm.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Args}
+		if c.RawArgs != nil {
+			tc.Arguments = json.RawMessage(*c.RawArgs)
+		}
+		m.ToolCalls = append(m.ToolCalls, tc)
+	}
+	return m, nil
+}
+
+// History returns the newest limit messages of a conversation, oldest
+// first, in one statement; see memory.Provider.History. Limit 0 means all
+// it keeps (at most MaxMessages).
+func (p *Provider) History(ctx context.Context, tenantID, conversationID string, limit int) ([]llm.Message, error) {
+	if err := checkConv(tenantID, conversationID); err != nil {
+		return nil, fmt.Errorf("pgmemory: history: %w", err)
+	}
+	if limit < 0 {
+		return nil, fmt.Errorf("pgmemory: history: %w: history limit %d is negative", memory.ErrInvalid, limit)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, p.fail(ctx, "history", err)
+	}
+	var lim *int64
+	if limit > 0 {
+		l := int64(limit)
+		lim = &l
+	}
+	rows, err := p.db.Query(ctx, p.q.history, tenantID, conversationID, lim)
+	if err != nil {
+		return nil, p.fail(ctx, "history", err)
+	}
+	var out []llm.Message
+	for rows.Next() {
+		var raw []byte
+		if err := rows.Scan(&raw); err != nil {
+			rows.Close()
+			return nil, p.fail(ctx, "history", err)
+		}
+		m, err := decodeMessage(raw)
+		if err != nil {
+			rows.Close()
+			return nil, p.fail(ctx, "history", err)
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, p.fail(ctx, "history", err)
+	}
+	slices.Reverse(out)
+	i := 0
+	for i < len(out) && out[i].Role == llm.RoleTool {
+		i++ // its call was cut off: so is it
+	}
+	if i == len(out) {
+		return nil, nil
+	}
+	return out[i:], nil
+}
+
+// Append adds one completed turn in one transaction; see
+// memory.Provider.Append. Appends to one conversation run one after the
+// other (a transaction-level advisory lock on the conversation), so turns
+// never interleave. Past MaxMessages the oldest messages go in the same
+// transaction.
+func (p *Provider) Append(ctx context.Context, tenantID, conversationID string, msgs ...llm.Message) error {
+	if err := checkConv(tenantID, conversationID); err != nil {
+		return fmt.Errorf("pgmemory: append: %w", err)
+	}
+	if err := memory.CheckTurn(msgs); err != nil {
+		return fmt.Errorf("pgmemory: append: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return p.fail(ctx, "append", err)
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	if len(msgs) > p.maxMsgs {
+		msgs = msgs[len(msgs)-p.maxMsgs:] // the older ones would go at once
+	}
+	encoded := make([]string, len(msgs))
+	for i, m := range msgs {
+		s, err := encodeMessage(m)
+		if err != nil {
+			return fmt.Errorf("pgmemory: append: %w: message %d: %w", memory.ErrInvalid, i, err)
+		}
+		encoded[i] = s
+	}
+	err := p.inTx(ctx, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		b.Queue(`SELECT pg_advisory_xact_lock($1)`, hashKey(p.history, tenantID, conversationID))
+		for i, m := range msgs {
+			b.Queue(p.q.insertMsg, tenantID, conversationID, string(m.Role), encoded[i])
+		}
+		b.Queue(p.q.trimHistory, tenantID, conversationID, p.maxMsgs)
+		return tx.SendBatch(ctx, b).Close()
+	})
+	if err != nil {
+		return p.fail(ctx, "append", err)
+	}
+	return nil
+}
+
+// Remember stores items in one transaction and returns their IDs; see
+// memory.Provider.Remember. IDs are decimal numbers, increasing in the
+// order items are written. Past MaxItemsPerTenant the tenant's oldest
+// items go in the same transaction; a call with more than
+// MaxItemsPerTenant items is memory.ErrInvalid.
+func (p *Provider) Remember(ctx context.Context, tenantID string, items ...memory.Item) ([]string, error) {
+	if err := memory.CheckID("tenant", tenantID); err != nil {
+		return nil, fmt.Errorf("pgmemory: remember: %w", err)
+	}
+	if len(items) > p.maxItems {
+		return nil, fmt.Errorf("pgmemory: remember: %w: %d items at once, more than a tenant keeps (%d)", memory.ErrInvalid, len(items), p.maxItems)
+	}
+	for i := range items {
+		if err := memory.CheckItem(i, &items[i]); err != nil {
+			return nil, fmt.Errorf("pgmemory: remember: %w", err)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, p.fail(ctx, "remember", err)
+	}
+	if len(items) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, len(items))
+	err := p.inTx(ctx, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		// Remembers of one tenant run one after the other, so that IDs
+		// follow the order of commits and the cap is exact.
+		b.Queue(`SELECT pg_advisory_xact_lock($1)`, hashKey(p.items, tenantID))
+		for i, it := range items {
+			var created *time.Time
+			if !it.CreatedAt.IsZero() {
+				created = &it.CreatedAt
+			}
+			b.Queue(p.q.insertItem, tenantID, it.Text, it.Kind, it.Source.ConversationID, it.Source.TaskID, it.Source.SkillID,
+				created, memory.EstimateTokens(it.Text), it.Supersedes).QueryRow(func(row pgx.Row) error {
+				var id int64
+				if err := row.Scan(&id); err != nil {
+					return err
+				}
+				ids[i] = strconv.FormatInt(id, 10)
+				return nil
+			})
+		}
+		b.Queue(p.q.capItems, tenantID, p.maxItems)
+		return tx.SendBatch(ctx, b).Close()
+	})
+	if err != nil {
+		return nil, p.fail(ctx, "remember", err)
+	}
+	return ids, nil
+}
+
+// Recall returns the items most relevant to query within b; see
+// memory.Provider.Recall. Relevance is PostgreSQL full-text search: the
+// query is read with to_tsvector('english', ...) like the items, its
+// lexemes are joined into an OR tsquery, and matches rank by ts_rank_cd.
+func (p *Provider) Recall(ctx context.Context, tenantID, query string, b memory.Budget) ([]memory.Item, error) {
+	if err := memory.CheckID("tenant", tenantID); err != nil {
+		return nil, fmt.Errorf("pgmemory: recall: %w", err)
+	}
+	if b.MaxTokens < 0 || b.MaxEntries < 0 {
+		return nil, fmt.Errorf("pgmemory: recall: %w: budget %+v is negative", memory.ErrInvalid, b)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, p.fail(ctx, "recall", err)
+	}
+	if strings.IndexByte(query, 0) >= 0 || !utf8.ValidString(query) {
+		query = strings.ToValidUTF8(strings.ReplaceAll(query, "\x00", " "), " ")
+	}
+	var limit *int64
+	if b.MaxTokens == 0 && b.MaxEntries > 0 {
+		l := int64(b.MaxEntries)
+		limit = &l
+	}
+	rows, err := p.db.Query(ctx, p.q.recall, tenantID, query, limit)
+	if err != nil {
+		return nil, p.fail(ctx, "recall", err)
+	}
+	defer rows.Close()
+	var out []memory.Item
+	tokens := 0
+	for rows.Next() {
+		if b.MaxEntries > 0 && len(out) == b.MaxEntries {
+			break
+		}
+		var it memory.Item
+		var id int64
+		if err := rows.Scan(&id, &it.Text, &it.Kind, &it.Source.ConversationID, &it.Source.TaskID, &it.Source.SkillID,
+			&it.CreatedAt, &it.Tokens, &it.Supersedes, &it.Score); err != nil {
+			return nil, p.fail(ctx, "recall", err)
+		}
+		if b.MaxTokens > 0 && tokens+it.Tokens > b.MaxTokens {
+			continue // too large for what remains; a smaller one may fit
+		}
+		tokens += it.Tokens
+		it.ID = strconv.FormatInt(id, 10)
+		out = append(out, it)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, p.fail(ctx, "recall", err)
+	}
+	return out, nil
+}
+
+// Forget removes what by names in one transaction; see
+// memory.Provider.Forget.
+func (p *Provider) Forget(ctx context.Context, tenantID string, by memory.Provenance) (int, error) {
+	if err := memory.CheckID("tenant", tenantID); err != nil {
+		return 0, fmt.Errorf("pgmemory: forget: %w", err)
+	}
+	if by == (memory.Provenance{}) {
+		return 0, fmt.Errorf("pgmemory: forget: %w: Forget needs a conversation, task or skill ID", memory.ErrInvalid)
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, p.fail(ctx, "forget", err)
+	}
+	if !storable(by.ConversationID) || !storable(by.TaskID) || !storable(by.SkillID) {
+		return 0, nil // no item or history can have such a field
+	}
+	n := 0
+	err := p.inTx(ctx, func(tx pgx.Tx) error {
+		n = 0
+		tag, err := tx.Exec(ctx, p.q.forgetItems, tenantID, by.ConversationID, by.TaskID, by.SkillID)
+		if err != nil {
+			return err
+		}
+		n += int(tag.RowsAffected())
+		if by == (memory.Provenance{ConversationID: by.ConversationID}) {
+			tag, err := tx.Exec(ctx, p.q.forgetHistory, tenantID, by.ConversationID)
+			if err != nil {
+				return err
+			}
+			n += int(tag.RowsAffected())
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, p.fail(ctx, "forget", err)
+	}
+	return n, nil
+}
+
+// DeleteTenant removes all the tenant's items and histories in one
+// transaction; see memory.TenantDeleter.
+func (p *Provider) DeleteTenant(ctx context.Context, tenantID string) (int, error) {
+	if err := memory.CheckID("tenant", tenantID); err != nil {
+		return 0, fmt.Errorf("pgmemory: delete tenant: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, p.fail(ctx, "delete tenant", err)
+	}
+	n := 0
+	err := p.inTx(ctx, func(tx pgx.Tx) error {
+		n = 0
+		for _, q := range []string{p.q.deleteTenantItems, p.q.deleteTenantHistory} {
+			tag, err := tx.Exec(ctx, q, tenantID)
+			if err != nil {
+				return err
+			}
+			n += int(tag.RowsAffected())
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, p.fail(ctx, "delete tenant", err)
+	}
+	return n, nil
+}

@@ -1,0 +1,233 @@
+package pgmemory_test
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/goleak"
+
+	"github.com/valetkit/valet/llm"
+	"github.com/valetkit/valet/memory"
+	"github.com/valetkit/valet/memory/memorytest"
+	"github.com/valetkit/valet/memory/pgmemory"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+var bg = context.Background()
+
+// testDB connects to VALET_TEST_POSTGRES, or skips the test when it is not
+// set; the pool closes when the test and its subtests end.
+func testDB(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	url := os.Getenv("VALET_TEST_POSTGRES")
+	if url == "" {
+		t.Skip("VALET_TEST_POSTGRES not set; set it to a PostgreSQL URL such as postgres://postgres@127.0.0.1:5432/test?sslmode=disable to run the PostgreSQL tests")
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatalf("VALET_TEST_POSTGRES: %v", err)
+	}
+	cfg.MaxConns = 16
+	db, err := pgxpool.NewWithConfig(bg, cfg)
+	if err != nil {
+		t.Fatalf("connecting to VALET_TEST_POSTGRES: %v", err)
+	}
+	t.Cleanup(db.Close)
+	if err := db.Ping(bg); err != nil {
+		t.Fatalf("VALET_TEST_POSTGRES: %v", err)
+	}
+	return db
+}
+
+// newSchema creates a schema of the test's own, dropped when it ends.
+func newSchema(t *testing.T, db *pgxpool.Pool) string {
+	t.Helper()
+	schema := "valettest_" + strings.ToLower(rand.Text()[:12])
+	if _, err := db.Exec(bg, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
+		t.Fatalf("creating schema: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(bg, 30*time.Second)
+		defer cancel()
+		if _, err := db.Exec(ctx, "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+			t.Errorf("dropping schema %s: %v", schema, err)
+		}
+	})
+	return schema
+}
+
+// open returns a migrated provider in a schema of the test's own.
+func open(t *testing.T, db *pgxpool.Pool, opts pgmemory.Options) *pgmemory.Provider {
+	t.Helper()
+	if opts.Schema == "" {
+		opts.Schema = newSchema(t, db)
+	}
+	p, err := pgmemory.New(db, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Migrate(bg); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	return p
+}
+
+func TestProvider(t *testing.T) {
+	db := testDB(t)
+	memorytest.Run(t, func(t *testing.T) memory.Provider {
+		return open(t, db, pgmemory.Options{})
+	})
+}
+
+func TestNewRejects(t *testing.T) {
+	db, err := pgxpool.New(bg, "postgres://nobody@127.0.0.1:1/none") // never connects
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, tc := range []struct {
+		name string
+		db   *pgxpool.Pool
+		opts pgmemory.Options
+		want string
+	}{
+		{"nil pool", nil, pgmemory.Options{}, "needs a *pgxpool.Pool"},
+		{"long prefix", db, pgmemory.Options{TablePrefix: strings.Repeat("p", 40)}, "longer than"},
+		{"long schema", db, pgmemory.Options{Schema: strings.Repeat("s", 64)}, "longer than"},
+		{"NUL", db, pgmemory.Options{TablePrefix: "a\x00b"}, "NUL"},
+	} {
+		p, err := pgmemory.New(tc.db, tc.opts)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: New = %v, %v; want an error with %q", tc.name, p, err, tc.want)
+		}
+	}
+	if _, err := pgmemory.New(db, pgmemory.Options{Schema: `we"ird`, TablePrefix: "my mem "}); err != nil {
+		t.Errorf("names that need quoting: %v", err)
+	}
+}
+
+// TestMigrateConcurrent: processes starting together all migrate; none
+// fails, and the tables work after.
+func TestMigrateConcurrent(t *testing.T) {
+	db := testDB(t)
+	for round := range 5 {
+		schema := newSchema(t, db)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		provs := make([]*pgmemory.Provider, 6)
+		for i := range provs {
+			p, err := pgmemory.New(db, pgmemory.Options{Schema: schema})
+			if err != nil {
+				t.Fatal(err)
+			}
+			provs[i] = p
+			wg.Go(func() {
+				<-start
+				if err := p.Migrate(bg); err != nil {
+					t.Errorf("round %d: Migrate %d: %v", round, i, err)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		if err := provs[0].Append(bg, "t", "c", llm.UserMessage("hello"), llm.AssistantMessage("hi")); err != nil {
+			t.Fatalf("Append after concurrent Migrates: %v", err)
+		}
+		if _, err := provs[1].Remember(bg, "t", memory.Item{Text: fmt.Sprintf("round %d dentist", round)}); err != nil {
+			t.Fatalf("Remember after concurrent Migrates: %v", err)
+		}
+		if err := provs[2].Migrate(bg); err != nil {
+			t.Fatalf("Migrate again: %v", err)
+		}
+		if h, err := provs[3].History(bg, "t", "c", 0); err != nil || len(h) != 2 {
+			t.Fatalf("History after migrating again = %d messages, %v", len(h), err)
+		}
+		if got, err := provs[4].Recall(bg, "t", "dentists", memory.Budget{}); err != nil || len(got) != 1 {
+			t.Fatalf("Recall after migrating again = %d items, %v", len(got), err)
+		}
+	}
+}
+
+func TestNotMigrated(t *testing.T) {
+	db := testDB(t)
+	p, err := pgmemory.New(db, pgmemory.Options{Schema: newSchema(t, db)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = p.Append(bg, "t", "c", llm.UserMessage("hello"))
+	if err == nil || !strings.Contains(err.Error(), "run Migrate first") {
+		t.Errorf("Append before Migrate: %v", err)
+	}
+	if _, err := p.Recall(bg, "t", "hello", memory.Budget{}); err == nil || !strings.Contains(err.Error(), "run Migrate first") {
+		t.Errorf("Recall before Migrate: %v", err)
+	}
+}
+
+// TestMaxMessages: past MaxMessages the oldest messages go, cut so that
+// the history never starts with a tool result.
+func TestMaxMessages(t *testing.T) {
+	db := testDB(t)
+	schema := newSchema(t, db)
+	p := open(t, db, pgmemory.Options{Schema: schema, MaxMessages: 5})
+	call := llm.ToolCall{ID: "x", Name: "lookup", Arguments: []byte(`{}`)}
+	tool := []llm.Message{llm.UserMessage("q1"), llm.AssistantMessage("", call), llm.ToolResultMessage(call, "r", false), llm.AssistantMessage("a1")}
+	for _, turn := range [][]llm.Message{tool, {llm.UserMessage("q2"), llm.AssistantMessage("a2")}} {
+		if err := p.Append(bg, "t", "c", turn...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 6 messages, 5 kept: from the call on; then 3 of the 4 in the
+	// table start with the result, which goes too.
+	h, err := p.History(bg, "t", "c", 0)
+	if err != nil || len(h) != 5 || len(h[0].ToolCalls) != 1 {
+		t.Fatalf("History = %v, %v; want 5 messages from the call", h, err)
+	}
+	if err := p.Append(bg, "t", "c", llm.UserMessage("q3"), llm.AssistantMessage("a3")); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := db.QueryRow(bg, `SELECT count(*) FROM `+pgx.Identifier{schema, "memory_history"}.Sanitize()).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	h, err = p.History(bg, "t", "c", 0)
+	if err != nil || len(h) != 5 || h[0].Content != "a1" || n != 5 {
+		t.Fatalf("History = %d messages from %q (%d rows), %v; want the 5 from \"a1\"", len(h), h[0].Content, n, err)
+	}
+}
+
+// TestItemCap: past MaxItemsPerTenant the tenant's oldest items go.
+func TestItemCap(t *testing.T) {
+	db := testDB(t)
+	p := open(t, db, pgmemory.Options{MaxItemsPerTenant: 3})
+	for i := range 5 {
+		if _, err := p.Remember(bg, "t", memory.Item{Text: fmt.Sprintf("note %d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := p.Remember(bg, "u", memory.Item{Text: "note of u"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := p.Recall(bg, "t", "note", memory.Budget{})
+	if err != nil || len(got) != 3 || got[0].Text != "note 4" || got[2].Text != "note 2" {
+		t.Fatalf("Recall after the cap = %+v, %v; want notes 4, 3, 2", got, err)
+	}
+	if got, err := p.Recall(bg, "u", "note", memory.Budget{}); err != nil || len(got) != 1 {
+		t.Fatalf("another tenant's items: %+v, %v", got, err)
+	}
+	_, err = p.Remember(bg, "t", memory.Item{Text: "a"}, memory.Item{Text: "b"}, memory.Item{Text: "c"}, memory.Item{Text: "d"})
+	if !errors.Is(err, memory.ErrInvalid) {
+		t.Errorf("Remember of more items than the cap: %v, want memory.ErrInvalid", err)
+	}
+}
