@@ -29,7 +29,7 @@ var bg = context.Background()
 
 // testDB connects to VALET_TEST_POSTGRES, or skips the test when it is not
 // set; the pool closes when the test and its subtests end.
-func testDB(t *testing.T) *pgxpool.Pool {
+func testDB(t testing.TB) *pgxpool.Pool {
 	t.Helper()
 	url := os.Getenv("VALET_TEST_POSTGRES")
 	if url == "" {
@@ -52,7 +52,7 @@ func testDB(t *testing.T) *pgxpool.Pool {
 }
 
 // newSchema creates a schema of the test's own, dropped when it ends.
-func newSchema(t *testing.T, db *pgxpool.Pool) string {
+func newSchema(t testing.TB, db *pgxpool.Pool) string {
 	t.Helper()
 	schema := "valettest_" + strings.ToLower(rand.Text()[:12])
 	if _, err := db.Exec(bg, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
@@ -69,7 +69,7 @@ func newSchema(t *testing.T, db *pgxpool.Pool) string {
 }
 
 // open returns a migrated provider in a schema of the test's own.
-func open(t *testing.T, db *pgxpool.Pool, opts pgmemory.Options) *pgmemory.Provider {
+func open(t testing.TB, db *pgxpool.Pool, opts pgmemory.Options) *pgmemory.Provider {
 	t.Helper()
 	if opts.Schema == "" {
 		opts.Schema = newSchema(t, db)
