@@ -1103,24 +1103,7 @@ func TestPendingApprovalsAreInOneOrderEverywhere(t *testing.T) {
 		base := rt.script(t)
 		spy := llmtest.NewScriptFunc(func(req llm.Request) llmtest.Reply {
 			if req.ToolChoice == approval.ResolveToolName {
-				for _, ts := range req.Tools {
-					var sch struct {
-						Properties struct {
-							Decisions struct {
-								Items struct {
-									Properties struct {
-										ID struct {
-											Enum []string `json:"enum"`
-										} `json:"id"`
-									} `json:"properties"`
-								} `json:"items"`
-							} `json:"decisions"`
-						} `json:"properties"`
-					}
-					if json.Unmarshal(ts.Parameters, &sch) == nil {
-						resolveIDs = sch.Properties.Decisions.Items.Properties.ID.Enum
-					}
-				}
+				resolveIDs, _ = llmtest.PendingApprovalIDs(req)
 			}
 			resp, err := base.Complete(context.Background(), req)
 			if err != nil {

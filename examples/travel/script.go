@@ -114,7 +114,7 @@ func waitingReply(msgs []llm.Message) string {
 // to me instead" edits the recipient to the sender's own address, shown in
 // the approval's details ("from: Alex Kim <me@example.com>").
 func resolveStep(req llm.Request) llmtest.Reply {
-	ids := pendingIDs(req)
+	ids, _ := llmtest.PendingApprovalIDs(req)
 	reply := strings.ToLower(lastUser(req.Messages))
 	var action approval.Action
 	var fields map[string]string
@@ -275,32 +275,6 @@ func signature(msgs []llm.Message) string {
 		}
 	}
 	return "Sent by Valet"
-}
-
-// pendingIDs are the ids the resolve tool accepts: its schema's enum.
-func pendingIDs(req llm.Request) []string {
-	for _, t := range req.Tools {
-		if t.Name != approval.ResolveToolName {
-			continue
-		}
-		var schema struct {
-			Properties struct {
-				Decisions struct {
-					Items struct {
-						Properties struct {
-							ID struct {
-								Enum []string `json:"enum"`
-							} `json:"id"`
-						} `json:"properties"`
-					} `json:"items"`
-				} `json:"decisions"`
-			} `json:"properties"`
-		}
-		if json.Unmarshal(t.Parameters, &schema) == nil {
-			return schema.Properties.Decisions.Items.Properties.ID.Enum
-		}
-	}
-	return nil
 }
 
 // currentTurn returns the last user message and the tool results that

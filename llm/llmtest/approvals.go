@@ -91,7 +91,7 @@ type decisionArgs struct {
 func Decide(decisions ...Decision) Reply {
 	ds := slices.Clone(decisions)
 	return Reply{build: func(req llm.Request) (Reply, error) {
-		ids, err := pendingIDs(req)
+		ids, err := PendingApprovalIDs(req)
 		if err != nil {
 			return Reply{}, fmt.Errorf("%s: %w", decideString(ds), err)
 		}
@@ -135,7 +135,7 @@ func CancelAll() Reply { return all("cancel", "CancelAll()") }
 
 func all(action, name string) Reply {
 	return Reply{build: func(req llm.Request) (Reply, error) {
-		ids, err := pendingIDs(req)
+		ids, err := PendingApprovalIDs(req)
 		if err != nil {
 			return Reply{}, fmt.Errorf("%s: %w", name, err)
 		}
@@ -168,11 +168,13 @@ func pendingString(ids []string) string {
 	return fmt.Sprintf("%d approvals are pending, at positions 0 to %d", len(ids), len(ids)-1)
 }
 
-// pendingIDs returns the ids of the approvals the request's
-// resolve_approvals tool lists, in order: from the enum of
-// decisions[].id in its parameters, or else from its description's
-// `- id "…"` lines.
-func pendingIDs(req llm.Request) ([]string, error) {
+// PendingApprovalIDs returns the ids of the approvals the request's
+// resolve_approvals tool lists, in order (the order of
+// Result.PendingApprovals): from the enum of decisions[].id in its
+// parameters, or else from its description's `- id "…"` lines. It fails
+// when the request has no such tool or it lists none. Decide and the other
+// helpers use it; a scripted model that answers by its own rules may too.
+func PendingApprovalIDs(req llm.Request) ([]string, error) {
 	spec, ok := findTool(req, resolveToolName)
 	if !ok {
 		// The likeliest cause: a plain yes or no to the only pending
