@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +19,7 @@ import (
 	"github.com/valetkit/valet/credentials"
 	"github.com/valetkit/valet/credentials/credtest"
 	"github.com/valetkit/valet/credentials/pgstore"
+	"github.com/valetkit/valet/internal/pgtest"
 )
 
 func TestMain(m *testing.M) {
@@ -28,54 +28,10 @@ func TestMain(m *testing.M) {
 
 var bg = context.Background()
 
-// envURL returns VALET_TEST_POSTGRES, or skips the test when it is not
-// set.
-func envURL(t *testing.T) string {
-	t.Helper()
-	url := os.Getenv("VALET_TEST_POSTGRES")
-	if url == "" {
-		t.Skip("VALET_TEST_POSTGRES not set; set it to a PostgreSQL URL such as postgres://postgres@127.0.0.1:5432/test?sslmode=disable to run the PostgreSQL tests")
-	}
-	return url
-}
-
-// testDB connects to VALET_TEST_POSTGRES (or skips); the pool closes when
-// the test and its subtests end.
-func testDB(t *testing.T) *pgxpool.Pool {
-	t.Helper()
-	url := envURL(t)
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		t.Fatalf("VALET_TEST_POSTGRES: %v", err)
-	}
-	cfg.MaxConns = 16
-	db, err := pgxpool.NewWithConfig(bg, cfg)
-	if err != nil {
-		t.Fatalf("connecting to VALET_TEST_POSTGRES: %v", err)
-	}
-	t.Cleanup(db.Close)
-	if err := db.Ping(bg); err != nil {
-		t.Fatalf("VALET_TEST_POSTGRES: %v", err)
-	}
-	return db
-}
-
-// newSchema creates a schema of the test's own, dropped when it ends.
-func newSchema(t *testing.T, db *pgxpool.Pool) string {
-	t.Helper()
-	schema := "valettest_" + strings.ToLower(rand.Text()[:12])
-	if _, err := db.Exec(bg, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
-		t.Fatalf("creating schema: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(bg, 30*time.Second)
-		defer cancel()
-		if _, err := db.Exec(ctx, "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("dropping schema %s: %v", schema, err)
-		}
-	})
-	return schema
-}
+// The test database and schemas come from internal/pgtest.
+func envURL(t *testing.T) string                      { return pgtest.URL(t) }
+func testDB(t *testing.T) *pgxpool.Pool               { return pgtest.DB(t) }
+func newSchema(t *testing.T, db *pgxpool.Pool) string { return pgtest.Schema(t, db) }
 
 func newKey() []byte {
 	k := make([]byte, credentials.KeySize)

@@ -2,19 +2,17 @@ package pgmemory_test
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/goleak"
 
+	"github.com/valetkit/valet/internal/pgtest"
 	"github.com/valetkit/valet/llm"
 	"github.com/valetkit/valet/memory"
 	"github.com/valetkit/valet/memory/memorytest"
@@ -27,46 +25,9 @@ func TestMain(m *testing.M) {
 
 var bg = context.Background()
 
-// testDB connects to VALET_TEST_POSTGRES, or skips the test when it is not
-// set; the pool closes when the test and its subtests end.
-func testDB(t testing.TB) *pgxpool.Pool {
-	t.Helper()
-	url := os.Getenv("VALET_TEST_POSTGRES")
-	if url == "" {
-		t.Skip("VALET_TEST_POSTGRES not set; set it to a PostgreSQL URL such as postgres://postgres@127.0.0.1:5432/test?sslmode=disable to run the PostgreSQL tests")
-	}
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		t.Fatalf("VALET_TEST_POSTGRES: %v", err)
-	}
-	cfg.MaxConns = 16
-	db, err := pgxpool.NewWithConfig(bg, cfg)
-	if err != nil {
-		t.Fatalf("connecting to VALET_TEST_POSTGRES: %v", err)
-	}
-	t.Cleanup(db.Close)
-	if err := db.Ping(bg); err != nil {
-		t.Fatalf("VALET_TEST_POSTGRES: %v", err)
-	}
-	return db
-}
-
-// newSchema creates a schema of the test's own, dropped when it ends.
-func newSchema(t testing.TB, db *pgxpool.Pool) string {
-	t.Helper()
-	schema := "valettest_" + strings.ToLower(rand.Text()[:12])
-	if _, err := db.Exec(bg, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
-		t.Fatalf("creating schema: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(bg, 30*time.Second)
-		defer cancel()
-		if _, err := db.Exec(ctx, "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("dropping schema %s: %v", schema, err)
-		}
-	})
-	return schema
-}
+// The test database and schemas come from internal/pgtest.
+func testDB(t testing.TB) *pgxpool.Pool               { return pgtest.DB(t) }
+func newSchema(t testing.TB, db *pgxpool.Pool) string { return pgtest.Schema(t, db) }
 
 // open returns a migrated provider in a schema of the test's own.
 func open(t testing.TB, db *pgxpool.Pool, opts pgmemory.Options) *pgmemory.Provider {
