@@ -926,18 +926,8 @@ func (s *argScan) object() bool {
 		if secretName && hasValue {
 			return false
 		}
-		if s.skipSpace(); s.i == len(s.b) {
-			return false
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-		case '}':
-			s.i++
-			s.depth--
-			return true
-		default:
-			return false
+		if more, ok := s.next('}'); !more {
+			return ok
 		}
 	}
 }
@@ -956,20 +946,29 @@ func (s *argScan) array() bool {
 		if !s.value() {
 			return false
 		}
-		if s.skipSpace(); s.i == len(s.b) {
-			return false
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-		case ']':
-			s.i++
-			s.depth--
-			return true
-		default:
-			return false
+		if more, ok := s.next(']'); !more {
+			return ok
 		}
 	}
+}
+
+// next reads what follows a member of an object or an element of an array
+// that ends with end: a comma (more follow) or end (the container is
+// closed, ok). Anything else is malformed: not more, not ok.
+func (s *argScan) next(end byte) (more, ok bool) {
+	if s.skipSpace(); s.i == len(s.b) {
+		return false, false
+	}
+	switch s.b[s.i] {
+	case ',':
+		s.i++
+		return true, true
+	case end:
+		s.i++
+		s.depth--
+		return false, true
+	}
+	return false, false
 }
 
 // stringValue scans a string value and reports whether it needs no change.
