@@ -78,12 +78,13 @@ func (r *run) resolve(id string, d approval.Decision) error {
 	if err != nil {
 		return err
 	}
-	r.msg.ConversationID = e.ConversationID
-	conv, release, err := o.acquire(ctx, convKey{r.msg.TenantID, r.msg.ConversationID})
+	r.msg.ConversationID = conversationOf(e.ConversationID)
+	key := convKey{r.msg.TenantID, r.msg.ConversationID}
+	c, err := o.acquire(ctx, key)
 	if err != nil {
 		return err
 	}
-	defer release()
+	defer o.release(key, c)
 	// Read it again under the conversation's lock: a message may have
 	// decided it meanwhile.
 	if e, err = o.pendingApproval(ctx, r.msg.TenantID, id); err != nil {
@@ -106,8 +107,10 @@ func (r *run) resolve(id string, d approval.Decision) error {
 		return fmt.Errorf("%w: %s", approval.ErrStale, id)
 	}
 
-	sys, sysTokens := o.systemPrompt(r.msg)
-	r.open(conv, sys, sysTokens)
+	if err := r.open(); err != nil {
+		return r.end(err)
+	}
+	r.setSystem(r.systemPrompt())
 	before := len(r.res.ToolCalls)
 	err = r.applyDecision(e, d)
 	if err == nil && len(r.res.ToolCalls) == before && len(r.parked) == 0 {
@@ -194,20 +197,25 @@ func (o *Orchestrator) CancelAgent(ctx context.Context, tenantID, id string) err
 	if err != nil {
 		return fmt.Errorf("agent: cancel %s: %w", id, err)
 	}
-	conv, release, err := o.acquire(ctx, convKey{tenantID, e.ConversationID})
+	conv := conversationOf(e.ConversationID)
+	key := convKey{tenantID, conv}
+	c, err := o.acquire(ctx, key)
 	if err != nil {
 		return err
 	}
-	defer release()
+	defer o.release(key, c)
 	taken, err := o.pool.Take(ctx, tenantID, id)
 	if err != nil {
 		return fmt.Errorf("agent: cancel %s: %w", id, err)
 	}
 	callID := resumeCallID(taken)
-	o.appendHistory(conv,
+	err = o.mem.Append(ctx, tenantID, conv,
 		llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: callID, Name: taken.AgentName, Arguments: taken.Fields}}},
 		llm.Message{Role: llm.RoleTool, ToolCallID: callID, Name: taken.AgentName, Content: cancelledText, IsError: true},
 	)
-	o.keepHistory(conv, len(conv.history()))
+	if err != nil {
+		// The agent is cancelled all the same; only the note is missing.
+		return fmt.Errorf("agent: cancel %s: %w: %w", id, ErrHistoryNotSaved, err)
+	}
 	return nil
 }

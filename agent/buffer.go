@@ -1,102 +1,172 @@
 package agent
 
 import (
-	"slices"
+	"context"
+	"fmt"
 
 	"github.com/valetkit/valet/llm"
 )
 
-// The run's messages live in one buffer, the conversation's msgs: slot 0
-// holds the system prompt of the current run and msgs[1:] is the history.
-// In the common case the window the model is sent is that buffer itself,
-// so a run copies no history: new messages are appended once, the running
-// token total makes the per-turn trim check O(1), and a trim moves no
-// messages: the buffer's start moves forward past what is dropped, and the
-// messages move back to the front only when the buffer is full at the end.
+// A run's messages live in one buffer, taken from the orchestrator's pool
+// of buffers and given back when the run ends: slot 0 holds the system
+// prompt, then come the history loaded from the memory provider and the
+// run's own messages. In the common case the window the model is sent is
+// that buffer itself, so a run copies the history once (from the provider
+// into the buffer, with no allocation once the buffer has room): new
+// messages are appended once, the running token total makes the per-turn
+// trim check O(1), and a trim moves no messages: the buffer's start moves
+// forward past what is dropped, and the messages move back to the front
+// only when the buffer is full at the end.
 //
-// A PrepareContext hook, a note for the model or an overflow defence gives
-// the window contents the history must not keep; the window is then a slice
-// of its own ("apart"), new messages go to both, and the window is trimmed
-// by agentctx's functions as before.
+// The run's own messages (from fresh on in the buffer, plus early: those a
+// trim dropped from the buffer) are what is appended to the provider as
+// the turn. A PrepareContext hook, a note for the model or an overflow
+// defence gives the window contents the history must not keep; the window
+// is then a slice of its own ("apart"), new messages go to both, and the
+// window is trimmed by agentctx's functions as before.
 
-// history returns the conversation's history (aliasing the buffer).
-func (c *conversation) history() []llm.Message {
-	if len(c.msgs) == 0 {
-		return nil
-	}
-	return c.msgs[1:]
+// buffers is a run's message buffer, reused by later runs.
+type buffers struct {
+	msgs   []llm.Message // msgs[0] is the system prompt, msgs[1:] the history
+	base   []llm.Message // msgs' backing array from its first slot (len = cap)
+	dead   int           // slots of base before msgs, dropped by trims
+	tokens int           // the history's token total
 }
 
-// appendHistory adds msgs to the history and to its token total.
-func (o *Orchestrator) appendHistory(c *conversation, msgs ...llm.Message) {
-	if len(c.msgs) == 0 {
-		c.setBuffer(newBuffer())
+// maxPooledBuffer is the largest buffer (in messages) given back to the
+// pool; a larger one, from an exceptional run, is left to the collector.
+const maxPooledBuffer = 1024
+
+// firstBufferCap is the capacity of a new buffer: the system prompt, the
+// user's message, a first turn of three calls and the answer fit without
+// growing it (about 700 bytes).
+const firstBufferCap = 7
+
+func (o *Orchestrator) getBuffers() *buffers {
+	if b, ok := o.bufs.Get().(*buffers); ok {
+		return b
 	}
+	return new(buffers)
+}
+
+func (o *Orchestrator) putBuffers(b *buffers) {
+	clear(b.base[:b.dead+len(b.msgs)])
+	b.msgs, b.dead, b.tokens = b.base[:0], 0, 0
+	if cap(b.base) <= maxPooledBuffer {
+		o.bufs.Put(b)
+	}
+}
+
+// setBase makes msgs the buffer, starting at its first slot.
+func (b *buffers) setBase(msgs []llm.Message) {
+	b.msgs, b.base, b.dead = msgs, msgs[:cap(msgs)], 0
+}
+
+// history returns the history in the buffer (aliasing it).
+func (b *buffers) history() []llm.Message { return b.msgs[1:] }
+
+// add appends msgs to the history and to its token total.
+func (o *Orchestrator) addToBuffer(b *buffers, msgs ...llm.Message) {
 	for i := range msgs {
-		c.tokens += o.ctxm.MessageTokens(msgs[i])
+		b.tokens += o.ctxm.MessageTokens(msgs[i])
 	}
-	if len(c.msgs)+len(msgs) > cap(c.msgs) && c.dead > 0 {
+	if len(b.msgs)+len(msgs) > cap(b.msgs) && b.dead > 0 {
 		// Full at the end but with slots dropped at the front: move the
 		// messages to the front instead of growing the buffer.
-		n := copy(c.base, c.msgs)
-		clear(c.base[n : c.dead+len(c.msgs)])
-		c.msgs, c.dead = c.base[:n], 0
+		n := copy(b.base, b.msgs)
+		clear(b.base[n : b.dead+len(b.msgs)])
+		b.msgs, b.dead = b.base[:n], 0
 	}
-	before := cap(c.msgs)
-	c.msgs = append(c.msgs, msgs...)
-	if cap(c.msgs) != before { // grown: a new backing array
-		c.setBuffer(c.msgs)
+	before := cap(b.msgs)
+	b.msgs = append(b.msgs, msgs...)
+	if cap(b.msgs) != before { // grown: a new backing array
+		b.setBase(b.msgs)
 	}
-}
-
-// setBuffer makes msgs the conversation's buffer, starting at its first
-// slot.
-func (c *conversation) setBuffer(msgs []llm.Message) {
-	c.msgs, c.base, c.dead = msgs, msgs[:cap(msgs)], 0
 }
 
 // dropFront drops the first k slots of the buffer without moving the rest:
 // they are cleared for the collector and reused when the buffer fills.
-func (c *conversation) dropFront(k int) {
-	clear(c.msgs[:k])
-	c.msgs = c.msgs[k:]
-	c.dead += k
+func (b *buffers) dropFront(k int) {
+	clear(b.msgs[:k])
+	b.msgs = b.msgs[k:]
+	b.dead += k
 }
 
-// firstBufferCap is the capacity of a new conversation's buffer: the
-// system prompt, the user's message, a first turn of three calls and the
-// answer fit without growing it (about 700 bytes).
-const firstBufferCap = 7
-
-func newBuffer() []llm.Message {
-	return append(make([]llm.Message, 0, firstBufferCap), llm.Message{Role: llm.RoleSystem})
-}
-
-// open makes the conversation's buffer the run's window, with the system
-// prompt (of sysTokens tokens) in slot 0.
-func (r *run) open(c *conversation, system string, sysTokens int) {
-	if len(c.msgs) == 0 {
-		c.setBuffer(newBuffer())
+// open gives the run its buffer with the conversation's history loaded
+// (at most MaxHistoryMessages messages); the system prompt is set later
+// (setSystem).
+func (r *run) open() error {
+	o := r.o
+	b := o.getBuffers()
+	r.buf = b
+	if cap(b.base) == 0 {
+		b.setBase(make([]llm.Message, 0, firstBufferCap))
 	}
-	c.msgs[0] = llm.Message{Role: llm.RoleSystem, Content: system}
-	r.conv, r.sysTokens = c, sysTokens
-	r.window, r.apart = c.msgs, false
-	r.saved = len(c.msgs) - 1
+	msgs := append(b.base[:0], llm.Message{Role: llm.RoleSystem})
+	var err error
+	if ha, ok := o.mem.(historyAppender); ok {
+		msgs, err = ha.AppendHistory(r.ctx, msgs, r.msg.TenantID, r.msg.ConversationID, o.loop.MaxHistoryMessages)
+	} else {
+		var h []llm.Message
+		h, err = o.mem.History(r.ctx, r.msg.TenantID, r.msg.ConversationID, o.loop.MaxHistoryMessages)
+		msgs = append(msgs, h...)
+	}
+	if cap(msgs) != cap(b.base) {
+		b.setBase(msgs)
+	} else {
+		b.msgs = msgs
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrHistoryNotLoaded, err)
+	}
+	for i := range b.msgs[1:] {
+		b.tokens += o.ctxm.MessageTokens(b.msgs[1+i])
+	}
+	r.fresh = len(b.msgs) - 1
+	r.window, r.apart = b.msgs, false
+	return nil
+}
+
+// historyAppender is a memory.Provider that loads history into a given
+// slice (memory.InMemory does): a run then copies its history once.
+type historyAppender interface {
+	AppendHistory(ctx context.Context, dst []llm.Message, tenantID, conversationID string, limit int) ([]llm.Message, error)
+}
+
+// setSystem puts the system prompt (of tokens tokens) in slot 0.
+func (r *run) setSystem(system string, tokens int) {
+	r.buf.msgs[0] = llm.Message{Role: llm.RoleSystem, Content: system}
+	r.sysTokens = tokens
+	if !r.apart {
+		r.window = r.buf.msgs
+	}
 }
 
 // push appends msgs to the history and to the window.
 func (r *run) push(msgs ...llm.Message) {
-	r.o.appendHistory(r.conv, msgs...)
+	r.o.addToBuffer(r.buf, msgs...)
 	if r.apart {
 		r.window = append(r.window, msgs...)
 	} else {
-		r.window = r.conv.msgs
+		r.window = r.buf.msgs
 	}
 }
 
-// commit marks everything pushed so far as complete: it is kept in the
-// history even if the run fails later.
-func (r *run) commit() { r.saved = len(r.conv.msgs) - 1 }
+// commit marks everything pushed so far as complete: it is saved even if
+// the run fails later.
+func (r *run) commit() { r.saved = len(r.early) + len(r.buf.msgs) - 1 - r.fresh }
+
+// turn returns the run's complete messages: what is saved.
+func (r *run) turn() []llm.Message {
+	if r.buf == nil {
+		return nil
+	}
+	own := r.buf.msgs[1+r.fresh:]
+	if len(r.early) == 0 {
+		return own[:r.saved]
+	}
+	return append(r.early, own...)[:r.saved]
+}
 
 // setWindow makes w the window from now on, apart from the history. w must
 // not share its backing array with the buffer beyond the buffer's length.
@@ -115,7 +185,7 @@ func (r *run) trim() {
 		}
 		return
 	}
-	c := r.conv
+	c := r.buf
 	hist := c.msgs[1:]
 	n, quota, budget := len(hist), o.loop.MaxHistoryMessages, o.ctxm.TrimBudget()
 	if n <= quota && r.sysTokens+c.tokens <= budget {
@@ -163,11 +233,21 @@ func (r *run) trim() {
 	if from == 0 {
 		return
 	}
+	// The run's own messages among those dropped are kept aside: the turn
+	// is saved whole.
+	keptPin := pinned(from) == 1
+	if from > r.fresh {
+		r.early = append(r.early, hist[r.fresh:from]...)
+		r.fresh = from
+	}
+	r.fresh -= from
+	if keptPin {
+		r.fresh++ // the pinned copy comes first and is not the run's own
+	}
 	// Drop the front without moving what is kept: the system prompt (and
 	// the pinned user message) are written into the slots just before it,
 	// and the buffer starts there. The dropped slots are cleared for the
 	// collector; the next growth of the buffer leaves them behind.
-	keptPin := pinned(from) == 1
 	start := from // the slot of hist[from-1], just before the kept part
 	if keptPin {
 		c.msgs[start] = hist[pin]
@@ -176,11 +256,6 @@ func (r *run) trim() {
 	c.msgs[start] = c.msgs[0]
 	c.dropFront(start)
 	c.tokens -= dropped
-	removed := min(r.saved, from) // r.saved counts history messages
-	if keptPin && pin < r.saved {
-		removed--
-	}
-	r.saved -= removed
 	r.window = c.msgs
 }
 
@@ -222,45 +297,4 @@ func unitAfter(hist []llm.Message, s int) int {
 		}
 	}
 	return e
-}
-
-// keepHistory ends a run's changes to the conversation: what follows the
-// last complete turn (saved history messages) is dropped, and only the
-// newest MaxHistoryMessages messages are kept, cut between groups so tool
-// calls stay paired.
-func (o *Orchestrator) keepHistory(c *conversation, saved int) {
-	if len(c.msgs) == 0 {
-		return
-	}
-	if end := 1 + saved; len(c.msgs) > end {
-		for i := end; i < len(c.msgs); i++ {
-			c.tokens -= o.ctxm.MessageTokens(c.msgs[i])
-		}
-		clear(c.msgs[end:])
-		c.msgs = c.msgs[:end]
-	}
-	hist := c.msgs[1:]
-	if max := o.loop.MaxHistoryMessages; len(hist) > max {
-		cut := len(hist) - max
-		for cut < len(hist) && hist[cut].Role == llm.RoleTool {
-			cut++ // its call is dropped: so is it
-		}
-		for i := range cut {
-			c.tokens -= o.ctxm.MessageTokens(hist[i])
-		}
-		c.msgs[cut] = c.msgs[0] // the slot before the kept part, as in trim
-		c.dropFront(cut)
-	}
-	c.msgs[0] = llm.Message{} // the system prompt is rebuilt by each run
-	if len(c.msgs) == 1 {
-		c.forget()
-	} else if cap(c.base) > 2*len(c.msgs)+8 {
-		c.setBuffer(slices.Clip(slices.Clone(c.msgs))) // an idle conversation holds no spare room
-	}
-}
-
-// forget drops the history.
-func (c *conversation) forget() {
-	clear(c.base)
-	c.msgs, c.base, c.dead, c.tokens = nil, nil, 0, 0
 }

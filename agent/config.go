@@ -10,6 +10,7 @@ import (
 	agentctx "github.com/valetkit/valet/context"
 	"github.com/valetkit/valet/credentials"
 	"github.com/valetkit/valet/llm"
+	"github.com/valetkit/valet/memory"
 	"github.com/valetkit/valet/pool"
 	"github.com/valetkit/valet/tool"
 )
@@ -124,6 +125,38 @@ func (c LoopConfig) withDefaults() (LoopConfig, error) {
 	return c, nil
 }
 
+// Defaults of [MemoryOptions].
+const (
+	DefaultRecallTokens  = 800
+	DefaultRecallEntries = 10
+)
+
+// MemoryOptions says how the orchestrator uses Config.Memory beyond the
+// history. The zero value recalls items for every message.
+type MemoryOptions struct {
+	// Recall bounds the long-term items recalled for each message (the
+	// user's text is the query) and put in the system prompt, inside a
+	// delimited block that says they are facts about the user, not
+	// instructions. Zero fields take DefaultRecallTokens (800) and
+	// DefaultRecallEntries (10).
+	Recall memory.Budget
+	// NoRecall turns recall off: no Recall call per message.
+	NoRecall bool
+}
+
+func (m MemoryOptions) withDefaults() (MemoryOptions, error) {
+	if err := memory.CheckBudget(m.Recall); err != nil {
+		return m, fmt.Errorf("%w: MemoryOptions.Recall: %w", ErrInvalidConfig, err)
+	}
+	if m.Recall.MaxTokens == 0 {
+		m.Recall.MaxTokens = DefaultRecallTokens
+	}
+	if m.Recall.MaxEntries == 0 {
+		m.Recall.MaxEntries = DefaultRecallEntries
+	}
+	return m, nil
+}
+
 // Hooks are optional callbacks around each message. Nil fields do nothing.
 type Hooks struct {
 	// ShouldProcess runs first. Returning false skips the message: the
@@ -163,6 +196,14 @@ type Config struct {
 	// the message's tenant (credentials.ForTenant): a tool asking for
 	// another tenant's credentials gets credentials.ErrNotFound. Optional.
 	Credentials credentials.Store
+	// Memory keeps each conversation's history and the tenant's long-term
+	// items, recalled into the system prompt of each message. Nil → a
+	// bounded in-memory provider, memory.NewInMemory(memory.Options{Now:
+	// Now}), whose history is lost on restart; memory/pgmemory keeps it
+	// in PostgreSQL, shared by replicas.
+	Memory memory.Provider
+	// MemoryOptions says how Memory is used beyond history.
+	MemoryOptions MemoryOptions
 	// Loop holds every number of the loop; zero fields take defaults.
 	Loop LoopConfig
 	// Hooks are optional lifecycle callbacks.
@@ -186,4 +227,11 @@ var (
 	ErrNoTenant        = errors.New("agent: message has no TenantID")
 	ErrEmptyReply      = errors.New("agent: the model replied with neither text nor tool calls")
 	ErrContextOverflow = errors.New("agent: the conversation does not fit the model's context window even after trimming")
+	// ErrHistoryNotLoaded: the memory provider failed to load the
+	// conversation's history; nothing was sent to the model.
+	ErrHistoryNotLoaded = errors.New("agent: the conversation's history could not be loaded")
+	// ErrHistoryNotSaved: the run answered (the Result is complete, with
+	// its Status and Response), but its turn could not be appended to the
+	// history, so the next message will not see it.
+	ErrHistoryNotSaved = errors.New("agent: the turn could not be saved to the conversation's history")
 )

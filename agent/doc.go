@@ -125,14 +125,32 @@
 // Each entry carries its agent's schema version; an entry from an older
 // schema is removed with a warning and never run.
 //
-// # History
+// # History and memory
 //
-// Each conversation's history lives in the orchestrator's memory: the
-// newest LoopConfig.MaxHistoryMessages messages per (tenant, conversation),
-// kept until the process ends or [Orchestrator.Forget] drops them. The
-// history and the window the model is sent are usually one buffer, so what
-// a turn trims from the window to fit TrimThreshold (oldest first, tool
-// calls with their results) leaves the history too, since the model could
-// no longer see it. A run that fails keeps its completed turns.
-// [Orchestrator.History] returns a copy.
+// Each conversation's history lives in Config.Memory, a memory.Provider:
+// by default a bounded in-memory one (memory.NewInMemory) that a restart
+// empties; memory/pgmemory keeps it in PostgreSQL, where replicas sharing
+// the database (and a Locker) see each other's turns. Each message loads
+// the newest LoopConfig.MaxHistoryMessages messages and, when it ends,
+// appends its turn — the user's message, the tool calls with their
+// results, the answer — in one Append. What a turn trims from the window
+// to fit TrimThreshold is trimmed from what the model is sent only: the
+// turn is saved whole. A run that fails saves its completed part (a tool
+// call never without its result); a cancelled one too. If loading fails,
+// nothing reaches the model and the error wraps ErrHistoryNotLoaded; if
+// saving fails, the Result is complete and the error wraps
+// ErrHistoryNotSaved. A Message without ConversationID belongs to
+// DefaultConversationID.
+//
+// Each message with text also recalls the tenant's long-term items most
+// relevant to it (memory.Provider.Recall, the text as the query, within
+// MemoryOptions.Recall) and shows them at the end of the system prompt in
+// a <background> block that says they are facts about the user, not
+// instructions; angle brackets and line breaks in an item are replaced,
+// so no item can close the block. A failing recall is logged and the
+// message is answered without it.
+//
+// [Orchestrator.History] returns what the next message would load;
+// [Orchestrator.Forget] erases a conversation's history and the items it
+// wrote.
 package agent

@@ -13,6 +13,7 @@ import (
 
 	agentctx "github.com/valetkit/valet/context"
 	"github.com/valetkit/valet/llm"
+	"github.com/valetkit/valet/memory"
 	"github.com/valetkit/valet/pool"
 	"github.com/valetkit/valet/tool"
 )
@@ -40,22 +41,24 @@ type Orchestrator struct {
 	pool     pool.Store
 	locker   pool.Locker
 
+	mem     memory.Provider
+	memOpts MemoryOptions
+	bufs    sync.Pool // of *buffers
+
+	convFree sync.Pool // of unused *conversation
+
 	mu    sync.Mutex
-	convs map[convKey]*conversation
+	convs map[convKey]*conversation // those with a message running or waiting
 }
 
 type convKey struct{ tenant, conv string }
 
-// conversation is the in-memory state of one (tenant, conversation).
+// conversation serialises the messages of one (tenant, conversation) in
+// this process; its history lives in the memory provider.
 type conversation struct {
 	sem     chan struct{} // held while a message of this conversation runs
 	waiters int           // guarded by Orchestrator.mu: holders + those waiting
-	// Guarded by sem: msgs[0] is the system prompt slot of the running
-	// message, msgs[1:] the history; tokens is the history's token total.
-	msgs   []llm.Message
-	tokens int
-	base   []llm.Message // msgs' backing array from its first slot (len = cap)
-	dead   int           // slots of base before msgs, dropped by trims
+	unlock  func()        // the Locker's, while held (guarded by sem)
 }
 
 // NewOrchestrator checks cfg and returns an orchestrator ready to handle
@@ -86,6 +89,10 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 			}
 		}
 	}
+	memOpts, err := cfg.MemoryOptions.withDefaults()
+	if err != nil {
+		return nil, err
+	}
 	ctxm, err := agentctx.NewManager(agentctx.Config{
 		TokenLimit:         loop.ContextTokenLimit,
 		TrimThreshold:      loop.TrimThreshold,
@@ -114,6 +121,11 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 		callable: callable,
 		pool:     cfg.Pool,
 		locker:   cfg.Locker,
+		mem:      cfg.Memory,
+		memOpts:  memOpts,
+	}
+	if o.mem == nil {
+		o.mem = memory.NewInMemory(memory.Options{Now: cfg.Now})
 	}
 	if o.pool == nil {
 		// On the orchestrator's clock, so a pinned Config.Now and the
@@ -172,42 +184,60 @@ func (o *Orchestrator) Stream(ctx context.Context, msg Message) iter.Seq2[Event,
 }
 
 // acquire takes the conversation's turn, waiting for a message of the same
-// conversation that is running, and returns the release func.
-func (o *Orchestrator) acquire(ctx context.Context, key convKey) (*conversation, func(), error) {
+// conversation that is running. The caller gives it back with release.
+func (o *Orchestrator) acquire(ctx context.Context, key convKey) (*conversation, error) {
 	o.mu.Lock()
 	c := o.convs[key]
 	if c == nil {
-		c = &conversation{sem: make(chan struct{}, 1)}
+		c, _ = o.convFree.Get().(*conversation)
+		if c == nil {
+			c = &conversation{sem: make(chan struct{}, 1)}
+		}
 		o.convs[key] = c
 	}
 	c.waiters++
 	o.mu.Unlock()
 
-	done := func() {
-		o.mu.Lock()
-		c.waiters--
-		if c.waiters == 0 && len(c.msgs) == 0 {
-			delete(o.convs, key)
-		}
-		o.mu.Unlock()
-	}
 	select {
 	case c.sem <- struct{}{}:
 	case <-ctx.Done():
-		done()
-		return nil, nil, ctx.Err()
+		o.leave(key, c)
+		return nil, ctx.Err()
 	}
 	if o.locker == nil {
-		return c, func() { <-c.sem; done() }, nil
+		return c, nil
 	}
 	// Other replicas may serve this conversation too.
 	unlock, err := o.locker.Lock(ctx, lockKey(key))
 	if err != nil {
 		<-c.sem
-		done()
-		return nil, nil, fmt.Errorf("agent: locking the conversation: %w", err)
+		o.leave(key, c)
+		return nil, fmt.Errorf("agent: locking the conversation: %w", err)
 	}
-	return c, func() { unlock(); <-c.sem; done() }, nil
+	c.unlock = unlock
+	return c, nil
+}
+
+// release gives back the turn acquire took.
+func (o *Orchestrator) release(key convKey, c *conversation) {
+	if c.unlock != nil {
+		c.unlock()
+		c.unlock = nil
+	}
+	<-c.sem
+	o.leave(key, c)
+}
+
+// leave ends a holder's or a waiter's interest in the conversation; the
+// last one out recycles it.
+func (o *Orchestrator) leave(key convKey, c *conversation) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	c.waiters--
+	if c.waiters == 0 {
+		delete(o.convs, key)
+		o.convFree.Put(c)
+	}
 }
 
 // lockKey names a conversation for the Locker; the tenant's length comes
@@ -216,28 +246,39 @@ func lockKey(k convKey) string {
 	return "conv:" + strconv.Itoa(len(k.tenant)) + ":" + k.tenant + ":" + k.conv
 }
 
-// History returns a copy of the stored history of a conversation: the
-// user's messages, the model's answers and tool calls with their results.
+// History returns the newest MaxHistoryMessages messages of a
+// conversation's history in the memory provider: what its next message
+// starts from. "" names DefaultConversationID.
 func (o *Orchestrator) History(ctx context.Context, tenantID, conversationID string) ([]llm.Message, error) {
-	c, release, err := o.acquire(ctx, convKey{tenantID, conversationID})
-	if err != nil {
-		return nil, err
+	if tenantID == "" {
+		return nil, ErrNoTenant
 	}
-	defer release()
-	return append([]llm.Message(nil), c.history()...), nil
+	h, err := o.mem.History(ctx, tenantID, conversationOf(conversationID), o.loop.MaxHistoryMessages)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrHistoryNotLoaded, err)
+	}
+	return h, nil
 }
 
 // Tools returns the specs of the tools the model sees.
 func (o *Orchestrator) Tools() []llm.ToolSpec { return append([]llm.ToolSpec(nil), o.specs...) }
 
-// Forget drops the stored history of a conversation (for example when the
-// user deletes it). It waits for a running message of that conversation.
+// Forget erases a conversation (for example when the user deletes it):
+// its history and the long-term items it wrote (memory.Provider.Forget
+// with its ID). It waits for a running message of that conversation.
 func (o *Orchestrator) Forget(ctx context.Context, tenantID, conversationID string) error {
-	c, release, err := o.acquire(ctx, convKey{tenantID, conversationID})
+	if tenantID == "" {
+		return ErrNoTenant
+	}
+	conversationID = conversationOf(conversationID)
+	key := convKey{tenantID, conversationID}
+	c, err := o.acquire(ctx, key)
 	if err != nil {
 		return err
 	}
-	c.forget()
-	release()
+	defer o.release(key, c)
+	if _, err := o.mem.Forget(ctx, tenantID, memory.Provenance{ConversationID: conversationID}); err != nil {
+		return fmt.Errorf("agent: forgetting the conversation: %w", err)
+	}
 	return nil
 }

@@ -161,12 +161,10 @@ func TestReviewFuzzRuns(t *testing.T) {
 				t.Fatalf("seed %d step %d: successful run's history does not end with the answer", seed, step)
 			}
 			o.mu.Lock()
-			c := o.convs[convKey{"t", "c"}]
+			held := len(o.convs)
 			o.mu.Unlock()
-			if c != nil {
-				if n := o.ctxm.Tokens(c.history()); n != c.tokens {
-					t.Fatalf("seed %d step %d: tokens %d, counted %d", seed, step, c.tokens, n)
-				}
+			if held != 0 {
+				t.Fatalf("seed %d step %d: %d conversations still held after the run", seed, step, held)
 			}
 			if t.Failed() {
 				t.FailNow()

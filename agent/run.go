@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -21,10 +22,13 @@ type run struct {
 	start time.Time
 
 	window    []llm.Message // what the model is sent; trimmed as needed (see buffer.go)
-	apart     bool          // window is not the conversation's buffer
+	apart     bool          // window is not the buffer
 	sysTokens int           // tokens of the system prompt in the window
-	conv      *conversation // held for the whole run
-	saved     int           // history messages at the end of the last complete turn
+	buf       *buffers      // system prompt, history, the run's messages (buffer.go)
+	fresh     int           // where the run's own messages start in buf's history
+	early     []llm.Message // the run's own messages a trim dropped from buf
+	saved     int           // the run's own messages at the end of the last complete turn
+	saveErr   error         // saving the turn failed (the run itself did not)
 
 	clock   callClock         // bounds each model call by LLMTimeout
 	aside   bool              // a model call outside the conversation is under way
@@ -38,6 +42,7 @@ type run struct {
 }
 
 func (o *Orchestrator) newRun(ctx context.Context, msg Message, emit func(Event) bool) *run {
+	msg.ConversationID = conversationOf(msg.ConversationID)
 	return &run{o: o, ctx: ctx, msg: msg, emit: emit, start: time.Now(), clock: callClock{parent: ctx, d: o.loop.LLMTimeout}}
 }
 
@@ -46,7 +51,7 @@ func (r *run) execute(body func(*run) error) (*Result, error) {
 	res := &r.res
 	res.Duration = time.Since(r.start)
 	switch {
-	case err == nil:
+	case err == nil, r.saveErr != nil && err == r.saveErr: // answered; only saving failed
 	case r.ctx.Err() != nil: // the caller's ctx ended (or a Stream consumer left)
 		res.Status = StatusCancelled
 	default:
@@ -78,15 +83,19 @@ func (r *run) handle() error {
 		}
 	}
 
-	conv, release, err := o.acquire(ctx, convKey{msg.TenantID, msg.ConversationID})
+	key := convKey{msg.TenantID, msg.ConversationID}
+	c, err := o.acquire(ctx, key)
 	if err != nil {
 		return err
 	}
-	defer release()
+	defer o.release(key, c)
 
-	// Prepare the context: persona + time + capabilities, history, the message.
-	sys, sysTokens := o.systemPrompt(msg)
-	r.open(conv, sys, sysTokens)
+	// Prepare the context: persona + time + capabilities + recalled items,
+	// history, the message.
+	if err := r.open(); err != nil {
+		return r.end(err)
+	}
+	r.setSystem(r.systemPrompt())
 	r.push(llm.UserMessage(msg.Text))
 	if h := o.hooks.PrepareContext; h != nil {
 		// The hook gets a copy: what it changes is sent, not kept.
@@ -125,20 +134,54 @@ func (r *run) serveThenLoop() error {
 	return r.loop()
 }
 
-// end closes a run that held the conversation: timers stop,
-// the history keeps what is complete, and the status is set.
+// end closes a run that held the conversation: timers stop, what is
+// complete of the turn is saved, and the status is set.
 func (r *run) end(err error) error {
 	o, res := r.o, &r.res
 	r.clock.close()
-	o.keepHistory(r.conv, r.saved)
+	serr := r.save()
+	if r.buf != nil {
+		o.putBuffers(r.buf)
+		r.buf, r.window, r.early = nil, nil, nil
+	}
 	if err != nil {
+		if serr != nil {
+			return errors.Join(err, serr)
+		}
 		return err
 	}
 	r.settle()
+	if serr != nil {
+		r.saveErr = serr // the Result stands: the user has the answer
+	}
 	if h := o.hooks.PostProcess; h != nil && r.msg.Text != "" {
 		if err := h(r.ctx, r.msg, res); err != nil {
 			o.log.WarnContext(r.ctx, "agent: post-process hook failed", "tenant", r.msg.TenantID, "conversation", r.msg.ConversationID, "err", err)
 		}
+	}
+	return serr
+}
+
+// saveTimeout bounds saving a turn whose run was cancelled: what is
+// complete is still saved, on a context of its own.
+const saveTimeout = 10 * time.Second
+
+// save appends the run's complete messages to the conversation's history
+// in the memory provider. The error wraps ErrHistoryNotSaved.
+func (r *run) save() error {
+	turn := r.turn()
+	if len(turn) == 0 {
+		return nil
+	}
+	ctx := r.ctx
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
+		defer cancel()
+	}
+	if err := r.o.mem.Append(ctx, r.msg.TenantID, r.msg.ConversationID, turn...); err != nil {
+		r.o.log.ErrorContext(r.ctx, "agent: saving the turn failed", "tenant", r.msg.TenantID, "conversation", r.msg.ConversationID, "messages", len(turn), "err", err)
+		return fmt.Errorf("%w: %w", ErrHistoryNotSaved, err)
 	}
 	return nil
 }

@@ -10,11 +10,24 @@ import (
 // Message is one incoming user message.
 type Message struct {
 	TenantID       string // required: whose message this is
-	ConversationID string // the conversation; "" is the tenant's default one
+	ConversationID string // the conversation; "" is the tenant's default one, DefaultConversationID
 	Text           string // required: what the user wrote
 	// Location is the user's time zone, shown to the model with the current
 	// time. Nil falls back to Config.Location.
 	Location *time.Location
+}
+
+// DefaultConversationID names the conversation of a Message with no
+// ConversationID: the Result, the pool's entries and the memory provider
+// see this ID.
+const DefaultConversationID = "default"
+
+// conversationOf returns id, or DefaultConversationID for "".
+func conversationOf(id string) string {
+	if id == "" {
+		return DefaultConversationID
+	}
+	return id
 }
 
 // Status is the outcome of handling a message.

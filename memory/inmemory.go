@@ -96,10 +96,64 @@ var (
 
 type convKey struct{ tenant, conv string }
 
+// conversation is one history, oldest message first. It grows like a
+// slice up to MaxMessages and is then a ring of exactly MaxMessages slots
+// whose oldest message is at head, so a turn is added at the cost of its
+// own messages, never of the whole history.
 type conversation struct {
 	key  convKey
-	msgs []llm.Message // exactly sized: an idle conversation holds no spare room
+	msgs []llm.Message
+	head int // the oldest message, once msgs is full; 0 until then
 	used time.Time
+}
+
+// at returns the i-th message, oldest first.
+func (c *conversation) at(i int) *llm.Message { return &c.msgs[(c.head+i)%len(c.msgs)] }
+
+// window returns the index of the first message of the newest limit (all
+// when limit is 0), past any leading tool results: their calls are cut off.
+func (c *conversation) window(limit int) int {
+	from := 0
+	if limit > 0 && len(c.msgs) > limit {
+		from = len(c.msgs) - limit
+	}
+	for from < len(c.msgs) && c.at(from).Role == llm.RoleTool {
+		from++
+	}
+	return from
+}
+
+// add appends msgs, dropping the oldest messages past max.
+func (c *conversation) add(msgs []llm.Message, max int) {
+	if len(msgs) > max {
+		msgs = msgs[len(msgs)-max:]
+	}
+	if need := len(c.msgs) + len(msgs); len(c.msgs) < max && need > cap(c.msgs) {
+		// Grow by a quarter more than the turn needs (amortised O(1) per
+		// message with little spare room when idle), never past max: a
+		// full history holds no spare room.
+		grown := make([]llm.Message, len(c.msgs), min(max, need+need/4))
+		copy(grown, c.msgs)
+		c.msgs = grown
+	}
+	for _, msg := range msgs {
+		if len(c.msgs) < max {
+			c.msgs = append(c.msgs, msg)
+			continue
+		}
+		c.msgs[c.head] = msg
+		c.head = (c.head + 1) % len(c.msgs)
+	}
+	// The turn's copies own their tool calls: cloned where they landed,
+	// in one run of slots or two when the ring wraps.
+	n := len(msgs)
+	first := (c.head + len(c.msgs) - n) % len(c.msgs)
+	if first+n <= len(c.msgs) {
+		cloneTurn(c.msgs[first : first+n])
+	} else {
+		cloneTurn(c.msgs[first:])
+		cloneTurn(c.msgs[:first+n-len(c.msgs)])
+	}
 }
 
 // tenantItems is one tenant's items and their lexical index.
@@ -159,19 +213,50 @@ func (m *InMemory) History(ctx context.Context, tenantID, conversationID string,
 	if c == nil {
 		return nil, nil
 	}
-	return cloneMessages(window(c.msgs, limit)), nil
+	from := c.window(limit)
+	if from == len(c.msgs) {
+		return nil, nil
+	}
+	out := make([]llm.Message, 0, len(c.msgs)-from)
+	for i := from; i < len(c.msgs); i++ {
+		out = append(out, *c.at(i))
+	}
+	cloneTurn(out)
+	return out, nil
 }
 
-// window returns the newest limit messages of msgs (all when limit is 0),
-// without leading tool results.
-func window(msgs []llm.Message, limit int) []llm.Message {
-	if limit > 0 && len(msgs) > limit {
-		msgs = msgs[len(msgs)-limit:]
+// AppendHistory is History appending to dst: it returns dst with the
+// newest limit messages of the conversation added, oldest first, and
+// allocates nothing when dst has room. The messages added share their
+// ToolCalls (and the calls' Arguments) with the provider, which never
+// changes them: the caller must not modify them in place either (replacing
+// a message's ToolCalls slice is fine). On error dst is returned as given.
+func (m *InMemory) AppendHistory(ctx context.Context, dst []llm.Message, tenantID, conversationID string, limit int) ([]llm.Message, error) {
+	if err := checkConv(tenantID, conversationID); err != nil {
+		return dst, err
 	}
-	for len(msgs) > 0 && msgs[0].Role == llm.RoleTool {
-		msgs = msgs[1:] // its call was cut off: so is it
+	if limit < 0 {
+		return dst, fmt.Errorf("%w: history limit %d is negative", ErrInvalid, limit)
 	}
-	return msgs
+	if err := ctx.Err(); err != nil {
+		return dst, err
+	}
+	m.convMu.Lock()
+	defer m.convMu.Unlock()
+	now := m.now()
+	m.expire(now)
+	c := m.conversation(convKey{tenantID, conversationID}, now)
+	if c == nil {
+		return dst, nil
+	}
+	from := c.window(limit)
+	if head := (c.head + from) % max(len(c.msgs), 1); from < len(c.msgs) && head+len(c.msgs)-from <= len(c.msgs) {
+		return append(dst, c.msgs[head:head+len(c.msgs)-from]...), nil // one contiguous run
+	}
+	for i := from; i < len(c.msgs); i++ {
+		dst = append(dst, *c.at(i))
+	}
+	return dst, nil
 }
 
 // Append adds one completed turn; see [Provider.Append]. Past MaxMessages
@@ -203,26 +288,7 @@ func (m *InMemory) Append(ctx context.Context, tenantID, conversationID string, 
 		c = &conversation{key: key, used: now}
 		m.convs[key] = m.lru.PushFront(c)
 	}
-	// A new, exactly sized slice: no spare capacity stays behind, and
-	// the messages dropped past MaxMessages are released.
-	keep := c.msgs
-	if n := len(keep) + len(msgs); n > m.maxMsgs {
-		cut := min(n-m.maxMsgs, len(keep))
-		keep = keep[cut:]
-	}
-	add := msgs
-	if n := len(keep) + len(add); n > m.maxMsgs {
-		add = add[n-m.maxMsgs:]
-	}
-	next := make([]llm.Message, 0, len(keep)+len(add))
-	next = append(next, keep...)
-	for _, msg := range add {
-		next = append(next, cloneMessage(msg))
-	}
-	c.msgs = window(next, 0)
-	if len(c.msgs) < len(next) {
-		c.msgs = slices.Clone(c.msgs)
-	}
+	c.add(msgs, m.maxMsgs)
 	return nil
 }
 
@@ -256,7 +322,7 @@ func (m *InMemory) expire(now time.Time) {
 func (m *InMemory) dropConversation(e *list.Element) int {
 	c := m.lru.Remove(e).(*conversation)
 	delete(m.convs, c.key)
-	return len(c.msgs)
+	return len(c.msgs) - c.window(0) // what History could still return
 }
 
 // Remember stores items; see [Provider.Remember]. Past MaxItemsPerTenant

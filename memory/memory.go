@@ -217,29 +217,41 @@ func CheckBudget(b Budget) error {
 	return nil
 }
 
-// cloneMessages returns a deep copy of msgs: its tool calls and their
-// arguments are copied too.
-func cloneMessages(msgs []llm.Message) []llm.Message {
-	if len(msgs) == 0 {
-		return nil
-	}
-	out := make([]llm.Message, len(msgs))
-	for i, m := range msgs {
-		out[i] = cloneMessage(m)
-	}
-	return out
-}
-
-func cloneMessage(m llm.Message) llm.Message {
-	if m.ToolCalls != nil {
-		calls := make([]llm.ToolCall, len(m.ToolCalls))
-		for j, c := range m.ToolCalls {
-			if c.Arguments != nil {
-				c.Arguments = append([]byte(nil), c.Arguments...)
-			}
-			calls[j] = c
+// cloneTurn replaces the tool calls of msgs, in place, with copies that
+// share nothing with the originals: two allocations for the whole turn,
+// one array holding every call and one every call's arguments.
+func cloneTurn(msgs []llm.Message) {
+	calls, args := 0, 0
+	for i := range msgs {
+		calls += len(msgs[i].ToolCalls)
+		for _, c := range msgs[i].ToolCalls {
+			args += len(c.Arguments)
 		}
-		m.ToolCalls = calls
 	}
-	return m
+	if calls == 0 {
+		for i := range msgs {
+			if msgs[i].ToolCalls != nil {
+				msgs[i].ToolCalls = []llm.ToolCall{}
+			}
+		}
+		return
+	}
+	callBuf := make([]llm.ToolCall, 0, calls)
+	argBuf := make([]byte, 0, args)
+	for i := range msgs {
+		tc := msgs[i].ToolCalls
+		if tc == nil {
+			continue
+		}
+		at := len(callBuf)
+		for _, c := range tc {
+			if c.Arguments != nil {
+				a := len(argBuf)
+				argBuf = append(argBuf, c.Arguments...)
+				c.Arguments = argBuf[a:len(argBuf):len(argBuf)]
+			}
+			callBuf = append(callBuf, c)
+		}
+		msgs[i].ToolCalls = callBuf[at:len(callBuf):len(callBuf)]
+	}
 }
