@@ -142,6 +142,17 @@ type MemoryOptions struct {
 	Recall memory.Budget
 	// NoRecall turns recall off: no Recall call per message.
 	NoRecall bool
+	// Extract learns from each answered message: after the reply, in the
+	// background, one model call (forcing the remember_facts tool) reads
+	// the user's message and the answer — never tool results — and the
+	// durable facts it finds (preferences, people, dates) are remembered
+	// with the conversation as their provenance. A new fact may supersede
+	// one of the items recalled for the message, which it then replaces
+	// in recall. At most 10 facts of at most 300 characters per turn; 4
+	// extractions run at once and at most 256 wait (more are skipped with
+	// a warning). Failures are logged and never fail a reply.
+	// Orchestrator.Close waits for extractions under way.
+	Extract bool
 }
 
 func (m MemoryOptions) withDefaults() (MemoryOptions, error) {

@@ -46,6 +46,7 @@ type Orchestrator struct {
 	bufs    sync.Pool // of *buffers
 
 	convFree sync.Pool // of unused *conversation
+	bg       bgWork    // fact extraction after replies
 
 	mu    sync.Mutex
 	convs map[convKey]*conversation // those with a message running or waiting
@@ -127,6 +128,8 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 	if o.mem == nil {
 		o.mem = memory.NewInMemory(memory.Options{Now: cfg.Now})
 	}
+	o.bg.ctx, o.bg.cancel = context.WithCancel(context.Background())
+	o.bg.slots = make(chan struct{}, extractionWorkers)
 	if o.pool == nil {
 		// On the orchestrator's clock, so a pinned Config.Now and the
 		// pool agree about what has expired.

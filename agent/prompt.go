@@ -82,6 +82,7 @@ func (r *run) systemPrompt() (string, int) {
 	o := r.o
 	sys, tokens := o.systemPrompt(r.msg)
 	items := r.recall()
+	r.recalled = items
 	if len(items) == 0 {
 		return sys, tokens
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/valetkit/valet/credentials"
 	"github.com/valetkit/valet/llm"
+	"github.com/valetkit/valet/memory"
 )
 
 // run is the state of handling one message.
@@ -29,6 +30,7 @@ type run struct {
 	early     []llm.Message // the run's own messages a trim dropped from buf
 	saved     int           // the run's own messages at the end of the last complete turn
 	saveErr   error         // saving the turn failed (the run itself did not)
+	recalled  []memory.Item // the long-term items shown to the model
 
 	clock   callClock         // bounds each model call by LLMTimeout
 	aside   bool              // a model call outside the conversation is under way
@@ -153,6 +155,8 @@ func (r *run) end(err error) error {
 	r.settle()
 	if serr != nil {
 		r.saveErr = serr // the Result stands: the user has the answer
+	} else {
+		r.scheduleExtraction()
 	}
 	if h := o.hooks.PostProcess; h != nil && r.msg.Text != "" {
 		if err := h(r.ctx, r.msg, res); err != nil {
