@@ -1,8 +1,10 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/valetkit/valet/llm"
 )
@@ -105,10 +107,10 @@ func (r *run) open() error {
 	msgs := append(b.base[:0], llm.Message{Role: llm.RoleSystem})
 	var err error
 	if ha, ok := o.mem.(historyAppender); ok {
-		msgs, err = ha.AppendHistory(r.ctx, msgs, r.msg.TenantID, r.msg.ConversationID, o.loop.MaxHistoryMessages)
+		msgs, err = ha.AppendHistory(r.ctx, msgs, r.msg.TenantID, r.msg.ConversationID, o.historyLimit())
 	} else {
 		var h []llm.Message
-		h, err = o.mem.History(r.ctx, r.msg.TenantID, r.msg.ConversationID, o.loop.MaxHistoryMessages)
+		h, err = o.mem.History(r.ctx, r.msg.TenantID, r.msg.ConversationID, o.historyLimit())
 		msgs = append(msgs, h...)
 	}
 	if cap(msgs) != cap(b.base) {
@@ -125,6 +127,30 @@ func (r *run) open() error {
 	r.fresh = len(b.msgs) - 1
 	r.window, r.apart = b.msgs, false
 	return nil
+}
+
+// historyLimit is how many messages a run loads: MaxHistoryMessages, or
+// with compaction on up to compactLoadLimit since the newest summary.
+func (o *Orchestrator) historyLimit() int {
+	if o.loop.CompactThreshold > 0 {
+		return compactLoadLimit
+	}
+	return o.loop.MaxHistoryMessages
+}
+
+// historyQuota is how many history messages the window may hold before a
+// trim: unbounded while compaction is on.
+func (o *Orchestrator) historyQuota() int {
+	return cmp.Or(compactQuota(o.loop), o.loop.MaxHistoryMessages)
+}
+
+// compactQuota is the message quota while compaction is on (no count-based
+// trimming), or 0 when it is off.
+func compactQuota(loop LoopConfig) int {
+	if loop.CompactThreshold > 0 {
+		return math.MaxInt32
+	}
+	return 0
 }
 
 // historyAppender is a memory.Provider that loads history into a given
@@ -187,7 +213,7 @@ func (r *run) trim() {
 	}
 	c := r.buf
 	hist := c.msgs[1:]
-	n, quota, budget := len(hist), o.loop.MaxHistoryMessages, o.ctxm.TrimBudget()
+	n, quota, budget := len(hist), o.historyQuota(), o.ctxm.TrimBudget()
 	if n <= quota && r.sysTokens+c.tokens <= budget {
 		return
 	}

@@ -17,21 +17,22 @@ import (
 
 // Defaults of [LoopConfig]; a zero field takes its default.
 const (
-	DefaultMaxTurns           = 10
-	DefaultToolTimeout        = 30 * time.Second
-	DefaultAgentToolTimeout   = 120 * time.Second
-	DefaultMaxParallelTools   = 16
-	DefaultMaxToolResultShare = agentctx.DefaultMaxToolResultShare
-	DefaultMaxToolResultChars = agentctx.DefaultMaxToolResultChars
-	DefaultContextTokenLimit  = agentctx.DefaultTokenLimit
-	DefaultTrimThreshold      = agentctx.DefaultTrimThreshold
-	DefaultMaxHistoryMessages = agentctx.DefaultMaxHistoryMessages
-	DefaultLLMTimeout         = 2 * time.Minute
-	DefaultLLMMaxRetries      = 2
-	DefaultLLMRetryBaseDelay  = time.Second
-	DefaultLLMMaxRetryDelay   = 30 * time.Second
-	DefaultApprovalTimeout    = 30 * time.Minute
-	DefaultInputTimeout       = 24 * time.Hour
+	DefaultMaxTurns            = 10
+	DefaultToolTimeout         = 30 * time.Second
+	DefaultAgentToolTimeout    = 120 * time.Second
+	DefaultMaxParallelTools    = 16
+	DefaultMaxToolResultShare  = agentctx.DefaultMaxToolResultShare
+	DefaultMaxToolResultChars  = agentctx.DefaultMaxToolResultChars
+	DefaultContextTokenLimit   = agentctx.DefaultTokenLimit
+	DefaultTrimThreshold       = agentctx.DefaultTrimThreshold
+	DefaultMaxHistoryMessages  = agentctx.DefaultMaxHistoryMessages
+	DefaultLLMTimeout          = 2 * time.Minute
+	DefaultLLMMaxRetries       = 2
+	DefaultLLMRetryBaseDelay   = time.Second
+	DefaultLLMMaxRetryDelay    = 30 * time.Second
+	DefaultApprovalTimeout     = 30 * time.Minute
+	DefaultInputTimeout        = 24 * time.Hour
+	DefaultCompactKeepMessages = 10
 )
 
 // LoopConfig holds every number of the ReAct loop. A zero field takes the
@@ -78,6 +79,24 @@ type LoopConfig struct {
 	// InputTimeout is how long an Agent-Tool waits in the pool for missing
 	// fields. Default 24h.
 	InputTimeout time.Duration
+	// CompactThreshold turns compaction on: when the system prompt, the
+	// loaded history and the user's message pass this share of
+	// ContextTokenLimit, the older part of the history is replaced by a
+	// summary, written by one model call (forcing compact_conversation)
+	// that also returns durable facts about the user, which are
+	// remembered. The newest CompactKeepMessages messages stay verbatim;
+	// tool calls keep their results. The summary is saved as a history
+	// message (memory.IsSummary) from which the provider's History
+	// starts, so it is computed once. While compaction is on,
+	// MaxHistoryMessages does not apply (up to 1000 messages since the
+	// newest summary are loaded) and trimming to TrimThreshold remains the
+	// fallback, also when the summary call fails. Result.Compactions
+	// counts it. 0 (the default) is off; it must be at most 1, and below
+	// TrimThreshold to act before trimming does.
+	CompactThreshold float64
+	// CompactKeepMessages is how many of the newest messages a compaction
+	// keeps verbatim. Default DefaultCompactKeepMessages (10).
+	CompactKeepMessages int
 	// DirectAgentPrompts makes the reply of a run that ends with agents
 	// waiting the agents' own prompt (the missing fields, the approval
 	// listing) instead of a text the model phrases in the persona with one
@@ -89,7 +108,8 @@ func (c LoopConfig) withDefaults() (LoopConfig, error) {
 	if c.MaxTurns < 0 || c.ToolTimeout < 0 || c.AgentToolTimeout < 0 || c.MaxParallelTools < 0 || c.MaxToolResultShare < 0 ||
 		c.MaxToolResultShare > 1 || c.MaxToolResultChars < 0 || c.ContextTokenLimit < 0 || c.TrimThreshold < 0 ||
 		c.TrimThreshold > 1 || c.MaxHistoryMessages < 0 || c.LLMTimeout < 0 || c.LLMMaxRetries < 0 || c.LLMRetryBaseDelay < 0 ||
-		c.LLMMaxRetryDelay < 0 || c.ApprovalTimeout < 0 || c.InputTimeout < 0 {
+		c.LLMMaxRetryDelay < 0 || c.ApprovalTimeout < 0 || c.InputTimeout < 0 || c.CompactThreshold < 0 || c.CompactThreshold > 1 ||
+		c.CompactKeepMessages < 0 {
 		return c, fmt.Errorf("%w: LoopConfig has a negative value or a share above 1: %+v", ErrInvalidConfig, c)
 	}
 	def := func(v *int, d int) {
@@ -122,6 +142,7 @@ func (c LoopConfig) withDefaults() (LoopConfig, error) {
 	defD(&c.LLMMaxRetryDelay, DefaultLLMMaxRetryDelay)
 	defD(&c.ApprovalTimeout, DefaultApprovalTimeout)
 	defD(&c.InputTimeout, DefaultInputTimeout)
+	def(&c.CompactKeepMessages, DefaultCompactKeepMessages)
 	return c, nil
 }
 

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"iter"
@@ -97,7 +98,7 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 	ctxm, err := agentctx.NewManager(agentctx.Config{
 		TokenLimit:         loop.ContextTokenLimit,
 		TrimThreshold:      loop.TrimThreshold,
-		MaxHistoryMessages: loop.MaxHistoryMessages,
+		MaxHistoryMessages: cmp.Or(compactQuota(loop), loop.MaxHistoryMessages),
 		MaxToolResultShare: loop.MaxToolResultShare,
 		MaxToolResultChars: loop.MaxToolResultChars,
 		CountTokens:        cfg.CountTokens,
@@ -250,13 +251,13 @@ func lockKey(k convKey) string {
 }
 
 // History returns the newest MaxHistoryMessages messages of a
-// conversation's history in the memory provider: what its next message
-// starts from. "" names DefaultConversationID.
+// conversation's history in the memory provider (with compaction on, those
+// since the newest summary): what its next message starts from. "" names DefaultConversationID.
 func (o *Orchestrator) History(ctx context.Context, tenantID, conversationID string) ([]llm.Message, error) {
 	if tenantID == "" {
 		return nil, ErrNoTenant
 	}
-	h, err := o.mem.History(ctx, tenantID, conversationOf(conversationID), o.loop.MaxHistoryMessages)
+	h, err := o.mem.History(ctx, tenantID, conversationOf(conversationID), o.historyLimit())
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrHistoryNotLoaded, err)
 	}

@@ -98,7 +98,9 @@ func (r *run) handle() error {
 		return r.end(err)
 	}
 	r.setSystem(r.systemPrompt())
-	r.push(llm.UserMessage(msg.Text))
+	user := llm.UserMessage(msg.Text)
+	r.maybeCompact(o.ctxm.MessageTokens(user))
+	r.push(user)
 	if h := o.hooks.PrepareContext; h != nil {
 		// The hook gets a copy: what it changes is sent, not kept.
 		w, err := h(ctx, msg, slices.Clone(r.window))

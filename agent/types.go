@@ -52,6 +52,9 @@ type Result struct {
 	ToolCalls []ToolCallRecord // every tool call, in the order the model made them
 	Usage     llm.Usage        // tokens of every model call
 	Duration  time.Duration    // wall time of the whole message
+	// Compactions is how many times the older history was replaced by a
+	// summary (LoopConfig.CompactThreshold): 0 or 1 per message.
+	Compactions int
 	// PendingApprovals are the approvals the conversation waits for, all
 	// those raised in this run and still open ones from earlier, oldest
 	// first (those of one turn in the order the model called them): the

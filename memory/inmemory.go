@@ -111,11 +111,18 @@ type conversation struct {
 func (c *conversation) at(i int) *llm.Message { return &c.msgs[(c.head+i)%len(c.msgs)] }
 
 // window returns the index of the first message of the newest limit (all
-// when limit is 0), past any leading tool results: their calls are cut off.
+// when limit is 0), or of the newest summary among them, past any leading
+// tool results: their calls are cut off.
 func (c *conversation) window(limit int) int {
 	from := 0
 	if limit > 0 && len(c.msgs) > limit {
 		from = len(c.msgs) - limit
+	}
+	for i := len(c.msgs) - 1; i > from; i-- {
+		if IsSummary(c.at(i)) { // what precedes it is summarised by it
+			from = i
+			break
+		}
 	}
 	for from < len(c.msgs) && c.at(from).Role == llm.RoleTool {
 		from++

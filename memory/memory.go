@@ -11,6 +11,16 @@ import (
 	"github.com/valetkit/valet/llm"
 )
 
+// SummaryName marks a history message as a summary of the conversation
+// before it (see IsSummary): a compaction (agent.LoopConfig) appends it,
+// followed by the messages it kept verbatim, and History starts at the
+// newest one, so what it summarises is never loaded again.
+const SummaryName = "valet_summary"
+
+// IsSummary reports whether m is a summary message: a system message named
+// SummaryName.
+func IsSummary(m *llm.Message) bool { return m.Role == llm.RoleSystem && m.Name == SummaryName }
+
 // Errors, checked with errors.Is.
 var (
 	// ErrInvalid: an empty or malformed tenant or conversation ID, a
@@ -43,6 +53,8 @@ type Provider interface {
 	// oldest first; limit 0 means all the provider keeps. The window never
 	// starts with a tool result (whose call it would have cut off): it
 	// starts after such results, so it may hold fewer than limit messages.
+	// When the newest limit messages hold a summary (IsSummary), the window
+	// starts at the newest summary: what precedes it is summarised by it.
 	// An unknown conversation has no messages. The slice and the messages
 	// are the caller's to modify.
 	History(ctx context.Context, tenantID, conversationID string, limit int) ([]llm.Message, error)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/valetkit/valet/llm"
@@ -93,5 +94,37 @@ func TestAppendHistoryAllocatesNothingWithRoom(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("AppendHistory allocates %v times per call", allocs)
+	}
+}
+
+// History starts at the newest summary within the limit.
+func TestHistoryStartsAtNewestSummary(t *testing.T) {
+	ctx := context.Background()
+	m := NewInMemory(Options{})
+	sum := func(s string) llm.Message { return llm.Message{Role: llm.RoleSystem, Name: SummaryName, Content: s} }
+	turns := [][]llm.Message{
+		{llm.UserMessage("u1"), llm.AssistantMessage("a1")},
+		{sum("s1"), llm.UserMessage("u2"), llm.AssistantMessage("a2")},
+		{llm.UserMessage("u3"), llm.AssistantMessage("a3")},
+		{sum("s2"), llm.AssistantMessage("a3"), llm.UserMessage("u4"), llm.AssistantMessage("a4")},
+		{llm.UserMessage("u5"), llm.AssistantMessage("a5")},
+	}
+	for _, turn := range turns {
+		if err := m.Append(ctx, "t", "c", turn...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for limit, want := range map[int]string{0: "s2 a3 u4 a4 u5 a5", 6: "s2 a3 u4 a4 u5 a5", 100: "s2 a3 u4 a4 u5 a5", 3: "a4 u5 a5"} {
+		h, err := m.History(ctx, "t", "c", limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, msg := range h {
+			got = append(got, msg.Content)
+		}
+		if g := strings.Join(got, " "); g != want {
+			t.Fatalf("History(%d) = %q, want %q", limit, g, want)
+		}
 	}
 }
