@@ -29,43 +29,17 @@ const EnvCredentialsKey = "VALET_CREDENTIALS_KEY"
 // credentials.KeyRing.
 const credentialsKeyID = "k1"
 
-// openCredentials returns the credential store: in memory, or on
-// PostgreSQL with -postgres. close releases it (the PostgreSQL pool).
-func openCredentials(ctx context.Context, w io.Writer, opts options) (store credentials.Store, close func(), err error) {
-	if opts.Postgres == "" {
-		fmt.Fprintln(w, "credentials: in memory (lost at exit; -postgres URL keeps them)")
-		return credentials.NewMemory(), func() {}, nil
-	}
-
-	// The key first: without it nothing should touch the database.
-	ring, err := keyRingFromEnv()
-	if err != nil {
-		return nil, nil, err
-	}
-	db, err := pgxpool.New(ctx, opts.Postgres)
-	if err != nil {
-		return nil, nil, fmt.Errorf("-postgres: %w", err)
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			db.Close()
-		}
-	}()
-	if err := db.Ping(ctx); err != nil {
-		return nil, nil, fmt.Errorf("-postgres: cannot reach PostgreSQL: %w", err)
-	}
+// postgresCredentials returns the credential store on db, encrypting with
+// ring, and creates its table if need be. openStorage opens db.
+func postgresCredentials(ctx context.Context, db *pgxpool.Pool, ring *credentials.KeyRing) (credentials.Store, error) {
 	s, err := pgstore.New(db, ring)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if err := s.Migrate(ctx); err != nil {
-		return nil, nil, fmt.Errorf("-postgres: creating the credentials table: %w", err)
+		return nil, fmt.Errorf("-postgres: creating the credentials table: %w", err)
 	}
-	cfg := db.Config().ConnConfig // printed without the password
-	fmt.Fprintf(w, "credentials: PostgreSQL %s:%d/%s, encrypted with key %q from %s\n", cfg.Host, cfg.Port, cfg.Database, credentialsKeyID, EnvCredentialsKey)
-	ok = true
-	return s, db.Close, nil
+	return s, nil
 }
 
 // keyRingFromEnv reads the key of EnvCredentialsKey. Its errors never hold

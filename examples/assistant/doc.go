@@ -24,7 +24,8 @@
 // Without OPENAI_API_KEY the model is an llmtest.Script, valet's mock
 // client, answering from what each request holds (see script.go): the demo
 // conversation, or in -i mode a simple model that picks a tool by keyword
-// and summarises its result. With OPENAI_API_KEY set, the same program
+// and summarises its result, and otherwise answers from memory (below).
+// With OPENAI_API_KEY set, the same program
 // talks to a real model through openai.FromEnv; OPENAI_BASE_URL points it
 // at any OpenAI-compatible server (Ollama, vLLM, LiteLLM, Azure...) and
 // OPENAI_MODEL picks the model:
@@ -63,13 +64,49 @@
 //	export VALET_CREDENTIALS_KEY="$(openssl rand -base64 32)" # keep it: without it the credentials cannot be read
 //	go run ./examples/assistant -i -postgres 'postgres://postgres@localhost:5432/valet?sslmode=disable'
 //
+// # History and memory
+//
+// The orchestrator keeps the conversation's history in agent.Config.Memory
+// and sends the model its newest messages with each new one. With
+// agent.MemoryOptions.Extract it also learns: after each answer, in the
+// background, one model call (forcing the remember_facts tool) reads the
+// user's message and the answer and picks out durable facts about the user
+// (preferences, people, dates), which are stored as long-term items; each later message recalls the items relevant to it
+// into a <background> block at the end of the system prompt. Before the
+// program exits it waits up to 10 seconds for extractions under way
+// (agent.Orchestrator.Close).
+//
+// The offline models answer the extraction call too: each sentence of the
+// user's message that starts with "My" or "I" and is neither a question nor
+// a request ("I want...", "I need...") becomes a fact in the third person
+// ("My dentist is Dr. Kim." → "The user's dentist is Dr. Kim."), and a
+// changed one ("My dentist is Dr. Lee.") supersedes the recalled fact it
+// replaces. In -i mode the offline model
+// answers "who is my dentist?" from the recalled facts (or, when none
+// matches, from what the user said earlier in the conversation) and "what
+// did I say first?" from the history the request holds.
+//
+// Without -postgres, history and facts live in the process (the default
+// bounded memory.NewInMemory provider) and are lost at exit. With -postgres
+// the same database, through the same connection pool as the credentials,
+// keeps them too (memory/pgmemory; its tables memory_history and
+// memory_items are created at start, in the URL's search_path): after a
+// restart the bot still has the conversation and what it learned. Every
+// run is the same tenant ("demo-user") and conversation ("demo"), so a new
+// run with -postgres continues the conversation of the last:
+//
+//	go run ./examples/assistant -i -postgres "$URL" # "My dentist is Dr. Kim.", then exit
+//	go run ./examples/assistant -i -postgres "$URL" # "Who is my dentist?", "What did I say first?"
+//
 // # The files
 //
 //   - main.go wires the orchestrator and prints the stream of events;
 //   - tools.go defines the tools, the way real ones are written: typed input
 //     structs whose tags are the schema, ctx honoured, tool.ExecContextFrom
 //     for tenant, logger and credentials;
-//   - credentials.go opens the credential store and runs the host's
+//   - storage.go opens the credential store and the memory provider, in
+//     memory or on one PostgreSQL pool;
+//   - credentials.go reads the credentials key and runs the host's
 //     /connect and /disconnect;
-//   - script.go is the offline model.
+//   - script.go is the offline model, its fact extraction included.
 package main

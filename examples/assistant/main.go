@@ -33,7 +33,7 @@ type options struct {
 	Offline     bool      // -offline: use the scripted model even if OPENAI_API_KEY is set
 	TimeZone    string    // -tz: the user's IANA time zone; "" is defaultTimeZone
 	Verbose     bool      // -v: debug logs (tool calls, retries) on Logs
-	Postgres    string    // -postgres: keep credentials on PostgreSQL at this URL; "" keeps them in memory
+	Postgres    string    // -postgres: keep credentials, history and memory on PostgreSQL at this URL; "" keeps them in memory
 	In          io.Reader // the user's messages in interactive mode
 	EchoInput   bool      // print what is read from In (it is not a terminal, so nothing echoed it)
 	Logs        io.Writer // where logs go; nil discards them
@@ -47,11 +47,14 @@ func main() {
 	flag.BoolVar(&opts.Offline, "offline", false, "use the offline scripted model even when OPENAI_API_KEY is set")
 	flag.StringVar(&opts.TimeZone, "tz", defaultTimeZone, "the user's time zone (IANA name)")
 	flag.BoolVar(&opts.Verbose, "v", false, "log debug traces to stderr")
-	flag.StringVar(&opts.Postgres, "postgres", "", "keep credentials on PostgreSQL at this `URL`, encrypted with the key in "+EnvCredentialsKey+" (default: in memory)")
+	flag.StringVar(&opts.Postgres, "postgres", "", "keep credentials (encrypted with the key in "+EnvCredentialsKey+"), conversation history and learned facts on PostgreSQL at this `URL` (default: in memory)")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./examples/assistant [-i] [-offline] [-tz zone] [-v] [-postgres URL]\n\n"+
 			"Without OPENAI_API_KEY the model is a local script; with it, OPENAI_BASE_URL and OPENAI_MODEL are optional.\n"+
 			"In -i mode, /connect google TOKEN saves a credential for the calendar_today tool; /disconnect google deletes it.\n"+
+			"The bot remembers facts you tell it about yourself and recalls them when relevant.\n"+
+			"Without -postgres, credentials, history and facts are kept in memory and lost at exit;\n"+
+			"with -postgres URL they are kept in that database, so a restarted bot still has them.\n"+
 			"-postgres needs %s: 32 random bytes in base64, from `openssl rand -base64 32`.\n\n", EnvCredentialsKey)
 		flag.PrintDefaults()
 	}
@@ -80,25 +83,35 @@ func run(ctx context.Context, w io.Writer, opts options) error {
 		return err
 	}
 	loc := userLocation(w, opts.TimeZone)
-	store, closeStore, err := openCredentials(ctx, w, opts)
+	st, err := openStorage(ctx, w, opts)
 	if err != nil {
 		return err
 	}
-	defer closeStore()
+	defer st.Close()
+	store := st.Credentials
+	log := logger(opts)
 
-	// The whole wiring: a model, a persona, tools, a time zone, and where
-	// the tenants' credentials are.
+	// The whole wiring: a model, a persona, tools, a time zone, where the
+	// tenants' credentials are, and where history and facts are kept.
 	o, err := agent.NewOrchestrator(agent.Config{
 		LLM:          model,
 		SystemPrompt: systemPrompt,
 		Tools:        tools(opts.Calendar),
 		Location:     loc,   // shown to the model with the current time
 		Credentials:  store, // tools get it bound to the message's tenant
-		Logger:       logger(opts),
+		Memory:       st.Memory,
+		// Learn from each answered message: after the reply, in the
+		// background, one model call picks out durable facts about the
+		// user; later messages recall the relevant ones.
+		MemoryOptions: agent.MemoryOptions{Extract: true},
+		Logger:        log,
 	})
 	if err != nil {
 		return err
 	}
+	// Before the storage closes (defers run last first): let the facts of
+	// the last messages be extracted and saved.
+	defer finish(ctx, o, log)
 
 	fmt.Fprintf(w, "tools: %s\n", toolNames(o))
 
@@ -120,6 +133,21 @@ func run(ctx context.Context, w io.Writer, opts options) error {
 		}
 	}
 	return nil
+}
+
+// closeTimeout bounds how long the program waits at exit for the
+// extraction of facts still under way.
+const closeTimeout = 10 * time.Second
+
+// finish waits, up to closeTimeout, for the background fact extraction of
+// the messages answered so far. When ctx is cancelled (Ctrl-C) it cancels
+// them instead of waiting.
+func finish(ctx context.Context, o *agent.Orchestrator, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, closeTimeout)
+	defer cancel()
+	if err := o.Close(ctx); errors.Is(err, context.DeadlineExceeded) {
+		log.Warn("assistant: gave up waiting for fact extraction; the facts of the last messages may not be remembered", "waited", closeTimeout)
+	}
 }
 
 // send streams the handling of one message to w: the model's text as it is

@@ -228,9 +228,30 @@ func TestDemoRequests(t *testing.T) {
 	if err := run(context.Background(), &out, options{Model: model}); err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
-	reqs := model.Requests()
+	// The fact extractions run in the background, after each answer, so
+	// their calls interleave with the loop's: set them apart.
+	var reqs, extractions []llm.Request
+	for _, r := range model.Requests() {
+		if r.ToolChoice == agent.RememberToolName {
+			extractions = append(extractions, r)
+		} else {
+			reqs = append(reqs, r)
+		}
+	}
 	if len(reqs) != 10 { // 2 + 3 + 1 + 2 + 2 model calls
 		t.Fatalf("%d model calls, want 10", len(reqs))
+	}
+	// run waited for them: one per answered message, shown the user's
+	// message and the answer, never a tool result or the token.
+	if len(extractions) != 5 {
+		t.Errorf("%d fact extractions, want 5", len(extractions))
+	}
+	for i, r := range extractions {
+		for _, m := range r.Messages {
+			if m.Role == llm.RoleTool || len(m.ToolCalls) > 0 || strings.Contains(m.Content, demoToken) {
+				t.Errorf("extraction %d was sent %+v", i, m)
+			}
+		}
 	}
 	for i, r := range reqs {
 		if err := llm.CheckPairing(r.Messages); err != nil {
