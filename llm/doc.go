@@ -1,7 +1,8 @@
 // Package llm defines the vocabulary valet uses to talk to a language model:
 // messages, tool calls, tool specifications, requests, responses, streamed
-// chunks, token usage, and the [Client] interface every model backend
-// implements.
+// chunks, token usage, the [Client] interface every model backend
+// implements, and [Embedder], which turns texts into vectors for vector
+// recall.
 //
 // A backend ([github.com/valetkit/valet/llm/openai] for OpenAI and
 // OpenAI-compatible servers, [github.com/valetkit/valet/llm/llmtest] for

@@ -9,9 +9,17 @@
 //		llmtest.Text("It is sunny in Paris."),
 //	)
 //
+// [Embedder] is a deterministic [llm.Embedder]: texts sharing words get
+// similar vectors, and [Embedder.Concept] makes chosen words alike, so a
+// test can have a query recalled by similarity alone; [Embedder.Fail]
+// makes it fail:
+//
+//	emb := llmtest.NewEmbedder(0).Concept("dentist", "teeth")
+//	mem := memory.NewInMemory(memory.Options{Embedder: emb})
+//
 // [Server] is an OpenAI-compatible HTTP server (on httptest) for end-to-end
 // tests of a real HTTP client, with injectable failures: status codes,
-// Retry-After, latency and dropped streams. Like the real API it answers 400
+// Retry-After, latency and dropped streams. It serves embeddings too. Like the real API it answers 400
 // when a request's tool messages do not answer the preceding tool calls.
 // Its API is also a plain [http.Handler] ([NewHandler]) to serve on any
 // address or under a path prefix.
@@ -76,6 +84,10 @@
 //	defer srv.Close()
 //	c := openai.New(openai.Config{Model: "gpt-4o-mini", APIKey: "sk-test", BaseURL: srv.URL})
 //
+// It also serves POST {Server.URL}/embeddings with the vectors of an
+// [Embedder] (or any llm.Embedder given with [WithEmbedder]), so an
+// OpenAI client's Embed runs end to end.
+//
 // It answers in OpenAI's wire format: a chat.completion object (content null
 // beside tool calls, arguments as a JSON string, usage), or, for
 // "stream": true, server-sent chat.completion.chunk events shaped like
@@ -86,7 +98,8 @@
 //
 // Failures come three ways:
 //
-//   - [Server.Inject] queues [Fault] values that the next requests take one each:
+//   - [Server.Inject] queues [Fault] values that the next requests (chat
+//     or embeddings) take one each:
 //     [RateLimited] (429 with retry-after and retry-after-ms),
 //     [Unavailable] (5xx), [ContextOverflow] (400 context_length_exceeded),
 //     [Slow] (latency that honours cancellation) and [DropStream] (a
@@ -114,8 +127,8 @@
 // A [Handler] is the same fake API without a listener: serve it on any
 // address, or mount it in another server, e.g. the one serving a frontend
 // under test or one a client written in another language talks to. It
-// serves POST /v1/chat/completions below where it is mounted, once
-// [http.StripPrefix] has removed the prefix:
+// serves POST /v1/chat/completions and /v1/embeddings below where it is
+// mounted, once [http.StripPrefix] has removed the prefix:
 //
 //	fake := llmtest.NewHandler(model, llmtest.WithAPIKey("sk-test"))
 //	mux.Handle("/fake/", http.StripPrefix("/fake", fake))

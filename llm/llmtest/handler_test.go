@@ -104,8 +104,8 @@ func TestHandlerMountedUnderAPrefix(t *testing.T) {
 	}
 
 	// Other paths under the prefix are OpenAI's 404; the rest of the app is untouched.
-	resp = chat(t, client, base+"/embeddings", hiBody)
-	if b, _ := io.ReadAll(resp.Body); resp.StatusCode != 404 || !strings.Contains(string(b), "Invalid URL (POST /v1/embeddings)") {
+	resp = chat(t, client, base+"/moderations", hiBody)
+	if b, _ := io.ReadAll(resp.Body); resp.StatusCode != 404 || !strings.Contains(string(b), "Invalid URL (POST /v1/moderations)") {
 		t.Fatalf("unknown path: %d %s", resp.StatusCode, b)
 	}
 	app, err := client.Get(strings.TrimSuffix(base, "/fake/v1") + "/other")

@@ -28,6 +28,7 @@ type serverOptions struct {
 	maxContextChars int
 	apiKey          string
 	latency         time.Duration
+	embedder        llm.Embedder
 }
 
 // WithMaxContextChars makes the server answer 400 context_length_exceeded,
@@ -58,11 +59,15 @@ type ServerRequest struct {
 	Header http.Header // as received, including Authorization
 	Body   []byte      // raw body
 
-	// Request is the body decoded into an llm.Request; for an invalid body
-	// it holds what could be decoded.
+	// Request is the body of a chat request decoded into an llm.Request;
+	// for an invalid body it holds what could be decoded.
 	Request      llm.Request
 	Stream       bool // "stream": true
 	IncludeUsage bool // "stream_options": {"include_usage": true}
+
+	// Inputs are the texts of an embeddings request ("input"), as far as
+	// they could be decoded.
+	Inputs []string
 
 	// Status is the HTTP status the server answered with; 0 while the
 	// request is being served, or when a [Fault] with Drop cut the
@@ -81,6 +86,15 @@ const StatusClientClosedRequest = 499
 // model (typically a [Script]) for the answer with Complete, and sends the
 // answer back in OpenAI's wire format, as one JSON object or, when the
 // request says "stream": true, as server-sent events.
+//
+// It also serves POST {URL}/embeddings, in OpenAI's wire format
+// ({"object":"list","data":[{"object":"embedding","index":0,"embedding":[...]}],
+// "model":...,"usage":{...}}), with the vectors of an [llm.Embedder]:
+// [WithEmbedder], by default a [NewEmbedder](0). It takes "input" as a
+// string or an array of strings (at most 2,048, none empty),
+// "encoding_format" "float" or "base64", and "dimensions" (the vectors cut
+// to that length and scaled back to length 1, as OpenAI does). An
+// embedder's error is answered like a model's (below).
 //
 // Like the real API it rejects invalid requests with 400
 // invalid_request_error: malformed JSON, a missing model, no messages, tool
@@ -138,9 +152,9 @@ func (s *Server) Client() *http.Client { return s.ts.Client() }
 // recorded requests).
 func (s *Server) Handler() *Handler { return s.h }
 
-// Inject queues faults. Each request to the chat endpoint that passes the
-// API-key check takes the next queued fault, in order; once the queue is
-// empty requests are served normally.
+// Inject queues faults. Each request to the chat or embeddings endpoint
+// that passes the API-key check takes the next queued fault, in order;
+// once the queue is empty requests are served normally.
 func (s *Server) Inject(faults ...Fault) { s.h.Inject(faults...) }
 
 // PendingFaults returns how many injected faults no request has taken yet.
@@ -158,18 +172,19 @@ func (s *Server) Requests() []ServerRequest { return s.h.Requests() }
 //	mux.Handle("/fake/", http.StripPrefix("/fake", h))
 //	// clients use the base URL http://<host>/fake/v1
 //
-// It serves POST /v1/chat/completions (the path it sees, after any
-// prefix is stripped) exactly as a Server does, with the same options,
+// It serves POST /v1/chat/completions and POST /v1/embeddings (the paths
+// it sees, after any prefix is stripped) exactly as a Server does, with the same options,
 // [Handler.Inject] faults and [Handler.Requests]; any other path is
 // answered 404 like OpenAI's. Faults that cut the connection ([DropStream],
 // a wait the client abandons) need a real connection, as in an
 // [http.Server] or [httptest.Server]; an [httptest.ResponseRecorder]
 // cannot be cut. A Handler is safe for concurrent use.
 type Handler struct {
-	model  llm.Client
-	opts   serverOptions
-	ctx    context.Context // cancelled by Close
-	cancel context.CancelFunc
+	model    llm.Client
+	embedder llm.Embedder
+	opts     serverOptions
+	ctx      context.Context // cancelled by Close
+	cancel   context.CancelFunc
 
 	mu       sync.Mutex
 	faults   []Fault
@@ -184,6 +199,10 @@ func NewHandler(model llm.Client, opts ...ServerOption) *Handler {
 	for _, o := range opts {
 		o(&h.opts)
 	}
+	h.embedder = h.opts.embedder
+	if h.embedder == nil {
+		h.embedder = NewEmbedder(0)
+	}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	return h
 }
@@ -194,9 +213,9 @@ func NewHandler(model llm.Client, opts ...ServerOption) *Handler {
 // It may be called more than once.
 func (h *Handler) Close() { h.cancel() }
 
-// Inject queues faults. Each request to the chat endpoint that passes the
-// API-key check takes the next queued fault, in order; once the queue is
-// empty requests are served normally.
+// Inject queues faults. Each request to the chat or embeddings endpoint
+// that passes the API-key check takes the next queued fault, in order;
+// once the queue is empty requests are served normally.
 func (h *Handler) Inject(faults ...Fault) {
 	h.mu.Lock()
 	h.faults = append(h.faults, faults...)
@@ -267,17 +286,24 @@ func (h *Handler) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	body, readErr := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes))
 
 	rec := ServerRequest{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
-	isChat := r.Method == http.MethodPost && strings.TrimSuffix(r.URL.Path, "/") == "/v1/chat/completions"
+	path := strings.TrimSuffix(r.URL.Path, "/")
+	isChat := r.Method == http.MethodPost && path == "/v1/chat/completions"
+	isEmbed := r.Method == http.MethodPost && path == "/v1/embeddings"
 	var d decodedRequest
+	var ed embeddingsRequest
 	var invalidErr *apiError
-	if isChat {
+	switch {
+	case isChat:
 		d, invalidErr = decodeRequest(body)
 		rec.Request, rec.Stream, rec.IncludeUsage = d.req, d.stream, d.includeUsage
+	case isEmbed:
+		ed, invalidErr = decodeEmbeddingsRequest(body)
+		rec.Inputs = ed.inputs
 	}
 	idx := h.record(rec)
 
 	switch {
-	case !isChat:
+	case !isChat && !isEmbed:
 		h.writeError(w, idx, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Message: fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path)})
 		return
 	case readErr != nil:
@@ -301,6 +327,10 @@ func (h *Handler) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if invalidErr != nil {
 		h.writeError(w, idx, invalidErr)
+		return
+	}
+	if isEmbed {
+		h.serveEmbeddings(ctx, w, idx, ed, f)
 		return
 	}
 	if limit := h.opts.maxContextChars; limit > 0 {

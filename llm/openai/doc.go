@@ -4,10 +4,11 @@
 // others. It is built on github.com/openai/openai-go/v3.
 //
 //	c := openai.New(openai.Config{Model: "gpt-4o-mini", APIKey: key})
-//	c, err := openai.FromEnv() // OPENAI_API_KEY (required), OPENAI_BASE_URL, OPENAI_MODEL
+//	c, err := openai.FromEnv() // OPENAI_API_KEY (required), OPENAI_BASE_URL, OPENAI_MODEL, OPENAI_EMBEDDING_MODEL
 //
 //	resp, err := c.Complete(ctx, llm.Request{Messages: msgs, Tools: specs})
 //	for chunk, err := range c.Stream(ctx, req) { ... } // text chunks, then chunk.Response
+//	vecs, err := c.Embed(ctx, texts)                   // one vector per text: an llm.Embedder
 //
 // # Other servers
 //
@@ -91,6 +92,20 @@
 // cap; its status still classifies it. A reply may also hold at most
 // [MaxToolCallsPerReply] tool calls; one with more fails the same way, with
 // [ErrTooManyToolCalls] (which wraps ErrResponseTooLarge) as its cause.
+//
+// # Embeddings
+//
+// [Client.Embed] implements llm.Embedder with POST {BaseURL}/embeddings
+// (model [Config.EmbeddingModel], default [DefaultEmbeddingModel];
+// "dimensions" [Config.EmbeddingDimensions] when set), asking for vectors
+// as JSON numbers; a base64 reply is read too. Texts go
+// [Config.EmbeddingBatchSize] at a time (default
+// [DefaultEmbeddingBatchSize], at most [MaxEmbeddingInputs], OpenAI's
+// limit), one request after the other; vectors are put in the order of
+// the texts by their "index". A reply with another number of vectors, a
+// bad index, or vectors of different lengths fails with
+// llm.ErrInvalidEmbeddings as its cause. Sizes, errors and credentials
+// are handled as for chat replies (below).
 //
 // # Errors
 //

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 
 	"github.com/valetkit/valet/llm"
+	"github.com/valetkit/valet/llm/llmtest"
 	"github.com/valetkit/valet/llm/openai"
 )
 
@@ -96,4 +97,16 @@ func ExampleClient_Complete_errors() {
 	// Output:
 	// rate_limited true 20s
 	// llm: rate_limited (429) [rate_limit_exceeded]: Rate limit reached
+}
+
+// Embed turns texts into vectors, here from the fake OpenAI server.
+func ExampleClient_Embed() {
+	srv := llmtest.NewServer(llmtest.NewScript(), llmtest.WithEmbedder(llmtest.NewEmbedder(4)))
+	defer srv.Close()
+
+	c := openai.New(openai.Config{BaseURL: srv.URL, APIKey: "sk-...", EmbeddingModel: "text-embedding-3-small"})
+	vecs, err := c.Embed(context.Background(), []string{"The user's dentist is Dr. Kim.", "Who fixes my teeth?"})
+	fmt.Println(len(vecs), len(vecs[0]), err)
+	// Output:
+	// 2 4 <nil>
 }

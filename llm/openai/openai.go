@@ -2,6 +2,7 @@ package openai
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -65,9 +66,10 @@ var ErrTooManyToolCalls = fmt.Errorf("openai: reply has more than %d tool calls:
 
 // The environment variables read by [FromEnv].
 const (
-	EnvAPIKey  = "OPENAI_API_KEY"
-	EnvBaseURL = "OPENAI_BASE_URL"
-	EnvModel   = "OPENAI_MODEL"
+	EnvAPIKey         = "OPENAI_API_KEY"
+	EnvBaseURL        = "OPENAI_BASE_URL"
+	EnvModel          = "OPENAI_MODEL"
+	EnvEmbeddingModel = "OPENAI_EMBEDDING_MODEL"
 )
 
 // Config configures a [Client]. The zero value talks to OpenAI with
@@ -102,6 +104,20 @@ type Config struct {
 	// them. Zero or negative: DefaultMaxResponseBytes. There is no
 	// "no limit" value; math.MaxInt64 in effect lifts the cap.
 	MaxResponseBytes int64
+	// EmbeddingModel is the model [Client.Embed] asks for. Default:
+	// DefaultEmbeddingModel. On Azure the deployment is part of BaseURL:
+	// embed with a second Client whose BaseURL names the embedding
+	// deployment.
+	EmbeddingModel string
+	// EmbeddingDimensions, when positive, is sent as "dimensions":
+	// text-embedding-3 models then return vectors of that length. Zero:
+	// the model's own length.
+	EmbeddingDimensions int
+	// EmbeddingBatchSize is how many texts one embeddings request carries;
+	// Embed sends more in several requests, one after the other. Zero or
+	// negative: DefaultEmbeddingBatchSize; more than MaxEmbeddingInputs:
+	// MaxEmbeddingInputs. Each reply is subject to MaxResponseBytes.
+	EmbeddingBatchSize int
 }
 
 // String prints the configuration without its secrets.
@@ -141,6 +157,7 @@ func headerNames(h map[string]string) string {
 // compatible with it. It is safe for concurrent use.
 type Client struct {
 	svc     oa.ChatCompletionService
+	emb     oa.EmbeddingService
 	model   string
 	baseURL string
 	secrets []string // the credentials, only to scrub them from error messages
@@ -149,9 +166,18 @@ type Client struct {
 	// completionTokensField is "max_completion_tokens" for OpenAI and Azure,
 	// "max_tokens" for other servers.
 	completionTokensField string
+	// The embeddings settings: Config.EmbeddingModel (or its default),
+	// Config.EmbeddingDimensions, Config.EmbeddingBatchSize (or its
+	// default, at most MaxEmbeddingInputs).
+	embModel string
+	embDims  int
+	embBatch int
 }
 
-var _ llm.Client = (*Client)(nil)
+var (
+	_ llm.Client   = (*Client)(nil)
+	_ llm.Embedder = (*Client)(nil)
+)
 
 // New returns a Client for cfg. It never fails: a malformed BaseURL is
 // reported by the first call.
@@ -211,24 +237,33 @@ func New(cfg Config) *Client {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxResponseBytes
 	}
+	embBatch := cfg.EmbeddingBatchSize
+	if embBatch <= 0 {
+		embBatch = DefaultEmbeddingBatchSize
+	}
 	return &Client{
 		svc:                   oa.NewChatCompletionService(opts...),
+		emb:                   oa.NewEmbeddingService(opts...),
 		maxBytes:              maxBytes,
 		model:                 model,
 		baseURL:               redactURL(base),
 		secrets:               secretsOf(cfg),
 		completionTokensField: field,
+		embModel:              cmp.Or(cfg.EmbeddingModel, DefaultEmbeddingModel),
+		embDims:               max(cfg.EmbeddingDimensions, 0),
+		embBatch:              min(embBatch, MaxEmbeddingInputs),
 	}
 }
 
 // FromEnv returns a Client configured from OPENAI_API_KEY (required),
-// OPENAI_BASE_URL and OPENAI_MODEL (both optional).
+// OPENAI_BASE_URL, OPENAI_MODEL and OPENAI_EMBEDDING_MODEL (optional).
 func FromEnv() (*Client, error) {
 	key := os.Getenv(EnvAPIKey)
 	if key == "" {
 		return nil, errors.New("openai: " + EnvAPIKey + " is not set")
 	}
-	return New(Config{APIKey: key, BaseURL: os.Getenv(EnvBaseURL), Model: os.Getenv(EnvModel)}), nil
+	return New(Config{APIKey: key, BaseURL: os.Getenv(EnvBaseURL), Model: os.Getenv(EnvModel),
+		EmbeddingModel: os.Getenv(EnvEmbeddingModel)}), nil
 }
 
 // Model returns the configured model (the one used when a request names none).
@@ -292,6 +327,14 @@ func (c *Client) send(ctx context.Context, req llm.Request, stream bool) (*http.
 	var res *http.Response
 	opts = append(opts, option.WithResponseBodyInto(&res), option.WithMiddleware(c.capErrorBody))
 	_, err = c.svc.New(ctx, params, opts...)
+	return c.answer(ctx, res, err)
+}
+
+// answer returns res, the raw response openai-go handed over
+// (option.WithResponseBodyInto), when it is a 2xx answer, or the
+// classified error of anything else: an error answer, or err, the error
+// of the exchange.
+func (c *Client) answer(ctx context.Context, res *http.Response, err error) (*http.Response, error) {
 	if res != nil && res.StatusCode >= 400 {
 		// openai-go has read the body (cut at the cap by capErrorBody) and
 		// put it back for us; classify it ourselves, whatever shape it has
