@@ -62,7 +62,8 @@
 // hyphenated words, e-mail addresses, URLs). An item matches when it shares any word
 // with the query; a query left with no words (only stop words,
 // punctuation, nothing) recalls nothing, without an error. The in-memory
-// provider ranks by BM25 over the tenant's items.
+// provider ranks by BM25 over the tenant's items. With an llm.Embedder,
+// vector similarity joins in (below).
 //
 // Recalled items are data about the user, not instructions: whoever puts
 // them in a prompt must fence them off as such.
@@ -92,22 +93,57 @@
 //   - at most DefaultMaxMessages (200) messages per history, the oldest
 //     dropped first, cut so the history never starts with a tool result;
 //   - at most DefaultMaxItemsPerTenant (1,000) items per tenant and
-//     DefaultMaxItems (100,000) in all, the oldest dropped first.
+//     DefaultMaxItems (100,000) in all, the oldest dropped first. With an
+//     Embedder each item also keeps its vector: 6 KiB for 1,536
+//     dimensions, some 600 MiB for DefaultMaxItems items.
 //
 // Idle histories expire lazily, when History, Append or Forget next runs;
 // no goroutine runs, and there is nothing to close. Items do not expire.
 //
-// # Not yet here
+// # Hybrid recall
 //
-// Vector recall — an llm.Embedder ranking items by similarity, merged with
-// the lexical ranking by reciprocal rank fusion — and the PostgreSQL
-// provider, memory/pgmemory, come in later changes; today recall is
-// lexical only.
+// Given an llm.Embedder (Options.Embedder; memory/pgmemory has the same
+// option), a provider merges the lexical ranking with a vector ranking by
+// reciprocal rank fusion. Remember embeds its items' texts with one Embed
+// call and keeps each item's vector. Recall embeds the query with one
+// call, then:
+//
+//   - the candidates are the [LexicalCandidates] (100) best lexical
+//     matches, or Budget.MaxEntries of them when that is more, and the
+//     [RecentCandidates] (100) newest items of the tenant (by CreatedAt,
+//     then the later written), superseded items left out. No vector index
+//     is assumed: similarity is computed in Go, for these candidates
+//     alone, never for all the tenant's items;
+//   - the vector ranking holds the candidates whose cosine similarity to
+//     the query is positive, most similar first; an item without a
+//     vector, or with one of another length than the query's (another
+//     model), is not in it;
+//   - each candidate scores the sum of 1/(60+rank) over the rankings that
+//     hold it (rank 1 is the first), and Score is that sum; a candidate in
+//     neither ranking is not recalled; equal scores come newest first;
+//   - the Budget applies to that order as it does without an Embedder.
+//
+// So an item sharing no word with the query ("who fixes my teeth?", "The
+// user's dentist is Dr. Kim.") is found by similarity alone, when it is
+// among the candidates, and a query with no word left after normalisation
+// ("Where?") is answered from the newest items by similarity alone. A
+// query without a letter or a digit is not embedded and recalls nothing.
+// With an Embedder a Recall returns at most the candidates, whatever the
+// budget.
+//
+// A failing embedder never fails a call. When Remember's Embed call fails,
+// or returns vectors that do not answer the texts (llm.CheckEmbeddings),
+// the items are stored without vectors, and are recalled lexically only,
+// even once the embedder is back; when Recall's call fails, it answers
+// lexically, exactly as without an Embedder. A ctx that ends during the
+// call is still returned as an error. Nothing reports the failures: wrap
+// the Embedder to log or count them.
 //
 // # Writing a provider
 //
 // memory/memorytest is the conformance suite every Provider passes; run it
-// from the new provider's tests.
+// from the new provider's tests (memorytest.RunHybrid too, for a provider
+// that takes an llm.Embedder).
 //
 // # Errors
 //

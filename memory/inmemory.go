@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/valetkit/valet/llm"
+	"github.com/valetkit/valet/memory/internal/hybrid"
 )
 
 // Defaults of [Options].
@@ -56,6 +57,16 @@ type Options struct {
 	MaxItems int
 	// Now is the provider's clock; nil means time.Now.
 	Now func() time.Time
+	// Embedder, when set, adds vector similarity to Recall (see "Hybrid
+	// recall" in the package documentation). Remember embeds its items'
+	// texts with one Embed call, outside the provider's locks; when that
+	// fails (or returns vectors that do not answer the texts), the items
+	// are stored without vectors and Remember still succeeds: they are
+	// recalled lexically only. Recall embeds the query with one call;
+	// when that fails, it answers lexically, as without an Embedder. Each
+	// item keeps its vector: 6 KiB for 1,536 dimensions. nil: lexical
+	// recall only.
+	Embedder llm.Embedder
 }
 
 // InMemory is the bounded in-memory [Provider], the default: for tests,
@@ -77,6 +88,7 @@ type InMemory struct {
 	maxItems          int
 	ttl               time.Duration
 	now               func() time.Time
+	embedder          llm.Embedder
 
 	// convMu guards the histories. Lock order: convMu, then itemMu.
 	convMu sync.Mutex
@@ -179,6 +191,7 @@ type storedItem struct {
 	length int            // words, repeats counted
 	local  *list.Element  // in tenantItems.order
 	global *list.Element  // in InMemory.items
+	vec    []float32      // the text's embedding; nil without one
 }
 
 // NewInMemory returns an empty in-memory provider configured by opts.
@@ -190,6 +203,7 @@ func NewInMemory(opts Options) *InMemory {
 		maxItems:       cmp.Or(max(opts.MaxItems, 0), DefaultMaxItems),
 		ttl:            cmp.Or(max(opts.IdleTTL, 0), DefaultIdleTTL),
 		now:            opts.Now,
+		embedder:       opts.Embedder,
 		convs:          make(map[convKey]*list.Element),
 		tenants:        make(map[string]*tenantItems),
 	}
@@ -334,7 +348,9 @@ func (m *InMemory) dropConversation(e *list.Element) int {
 
 // Remember stores items; see [Provider.Remember]. Past MaxItemsPerTenant
 // the tenant's oldest item goes, past MaxItems the oldest of all; a call
-// with more than MaxItemsPerTenant items is ErrInvalid.
+// with more than MaxItemsPerTenant items is ErrInvalid. With an
+// Embedder, the items' texts are embedded first, in one call; if it
+// fails, the items are stored without vectors (see [Options]).
 func (m *InMemory) Remember(ctx context.Context, tenantID string, items ...Item) ([]string, error) {
 	if err := CheckID("tenant", tenantID); err != nil {
 		return nil, err
@@ -349,6 +365,20 @@ func (m *InMemory) Remember(ctx context.Context, tenantID string, items ...Item)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if len(items) == 0 {
+		return nil, nil
+	}
+	var vecs [][]float32
+	if m.embedder != nil {
+		texts := make([]string, len(items))
+		for i := range items {
+			texts[i] = items[i].Text
+		}
+		vecs = hybrid.Embed(ctx, m.embedder, texts)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 	}
 	now := m.now()
 	m.itemMu.Lock()
@@ -382,6 +412,9 @@ func (m *InMemory) Remember(ctx context.Context, tenantID string, items ...Item)
 			m.tenants[tenantID] = t
 		}
 		s := &storedItem{item: it, tenant: tenantID, tf: make(map[string]int)}
+		if vecs != nil {
+			s.vec = vecs[i]
+		}
 		for _, w := range words(it.Text) {
 			s.tf[w]++
 			s.length++
@@ -431,7 +464,10 @@ func (m *InMemory) removeItem(s *storedItem) {
 }
 
 // Recall returns the items most relevant to query within b; see
-// [Provider.Recall]. Relevance is BM25 over the tenant's items.
+// [Provider.Recall]. Relevance is BM25 over the tenant's items and, with
+// an Embedder, the cosine similarity of the candidates' vectors to the
+// query's, the two rankings merged by reciprocal rank fusion (see
+// "Hybrid recall" in the package documentation).
 func (m *InMemory) Recall(ctx context.Context, tenantID, query string, b Budget) ([]Item, error) {
 	if err := CheckID("tenant", tenantID); err != nil {
 		return nil, err
@@ -443,64 +479,62 @@ func (m *InMemory) Recall(ctx context.Context, tenantID, query string, b Budget)
 		return nil, err
 	}
 	terms := queryTerms(query)
-	if len(terms) == 0 {
+	var qvec []float32
+	if m.embedder != nil && hybrid.HasWord(query) {
+		if vecs := hybrid.Embed(ctx, m.embedder, []string{query}); vecs != nil {
+			qvec = vecs[0]
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	if len(terms) == 0 && qvec == nil {
 		return nil, nil
 	}
-	type hit struct {
-		s     *storedItem
-		score float64
-	}
-	var hits []hit
 	m.itemMu.RLock()
-	t := m.tenants[tenantID]
-	if t != nil {
-		n := t.order.Len()
-		avgdl := float64(t.words) / float64(n)
-		scores := make(map[*storedItem]float64)
-		for _, w := range terms {
-			p := t.postings[w]
-			if len(p) == 0 {
-				continue
-			}
-			idf := bm25IDF(n, len(p))
-			for s := range p {
-				if t.hidden[s.item.ID] > 0 {
-					continue
-				}
-				scores[s] += bm25Term(idf, s.tf[w], s.length, avgdl)
-			}
+	var hits []hit
+	if t := m.tenants[tenantID]; t != nil {
+		hits = t.lexical(terms)
+		if qvec != nil {
+			hits = t.fuse(hits, qvec, b)
 		}
-		hits = make([]hit, 0, len(scores))
-		for s, score := range scores {
-			hits = append(hits, hit{s, score})
-		}
-		slices.SortFunc(hits, func(a, b hit) int {
-			return cmp.Or(
-				cmp.Compare(b.score, a.score),
-				b.s.item.CreatedAt.Compare(a.s.item.CreatedAt),
-				compareIDs(b.s.item.ID, a.s.item.ID),
-			)
-		})
 	}
-	var out []Item
-	tokens := 0
-	for _, h := range hits {
-		if b.MaxEntries > 0 && len(out) == b.MaxEntries {
-			break
-		}
-		it := h.s.item
-		if b.MaxTokens > 0 && tokens+it.Tokens > b.MaxTokens {
-			continue // too large for what remains; a smaller one may fit
-		}
-		tokens += it.Tokens
-		it.Score = h.score
-		out = append(out, it)
-	}
+	out := take(hits, b)
 	m.itemMu.RUnlock()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// lexical returns the items matching any of terms, ranked by BM25, best
+// first, then newest first. itemMu is held.
+func (t *tenantItems) lexical(terms []string) []hit {
+	if len(terms) == 0 {
+		return nil
+	}
+	n := t.order.Len()
+	avgdl := float64(t.words) / float64(n)
+	scores := make(map[*storedItem]float64)
+	for _, w := range terms {
+		p := t.postings[w]
+		if len(p) == 0 {
+			continue
+		}
+		idf := bm25IDF(n, len(p))
+		for s := range p {
+			if t.hidden[s.item.ID] > 0 {
+				continue
+			}
+			scores[s] += bm25Term(idf, s.tf[w], s.length, avgdl)
+		}
+	}
+	hits := make([]hit, 0, len(scores))
+	for s, score := range scores {
+		hits = append(hits, hit{s, score})
+	}
+	slices.SortFunc(hits, compareHits)
+	return hits
 }
 
 // compareIDs orders the provider's numeric IDs by number, so that of two

@@ -75,10 +75,12 @@ type Provider interface {
 	// relevant items the newest (by CreatedAt, then the later written)
 	// comes first. query is text as a user typed it; an item matches when
 	// it shares any normalised word with it (see the package
-	// documentation). A query with no words left after normalisation
-	// (only stop words, punctuation, nothing) recalls no items and is not
-	// an error. Items superseded by another item of the tenant are not
-	// recalled.
+	// documentation) or, for a provider given an llm.Embedder, when its
+	// vector is among those most similar to the query's (see "Hybrid
+	// recall" there). A query with no words left after normalisation
+	// (only stop words, punctuation, nothing) matches no item lexically
+	// and is not an error; without an Embedder it recalls nothing. Items
+	// superseded by another item of the tenant are not recalled.
 	Recall(ctx context.Context, tenantID, query string, b Budget) ([]Item, error)
 	// Forget removes the tenant's items whose Source matches every
 	// non-empty field of by, and returns how many items and history

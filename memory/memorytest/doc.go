@@ -31,8 +31,24 @@
 // rejected, DeleteTenant when the provider is a memory.TenantDeleter,
 // a done ctx changing nothing, and concurrent use.
 //
-// The suite writes at most 100 messages to one conversation, 100 items to
-// one tenant and 10 conversations to one provider, and needs a provider
+// A provider that takes an llm.Embedder runs [RunHybrid] too, with a
+// constructor that passes it the embedder of each subtest (an
+// llmtest.Embedder):
+//
+//	memorytest.RunHybrid(t, func(t *testing.T, e llm.Embedder) memory.Provider {
+//		return newProvider(t, myprovider.Options{Embedder: e})
+//	})
+//
+// It checks what the memory package documents under "Hybrid recall": an
+// item found by similarity alone, the lexical and vector rankings merged
+// by reciprocal rank fusion (their order, equal weights, the budget
+// applied after), a query of stop words answered by similarity, embedder
+// failures and bad vectors at Remember and at Recall leaving lexical
+// recall working, tenant isolation and Supersedes for vector matches, and
+// concurrent use.
+//
+// The suites write at most 100 messages to one conversation, 100 items to
+// one tenant and 10 conversations to one provider, and need a provider
 // that keeps at least that many.
 // It uses the real clock and never sleeps.
 package memorytest

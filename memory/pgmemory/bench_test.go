@@ -1,7 +1,9 @@
 package pgmemory_test
 
 import (
+	"context"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -10,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/valetkit/valet/llm"
+	"github.com/valetkit/valet/llm/llmtest"
 	"github.com/valetkit/valet/memory"
 	"github.com/valetkit/valet/memory/pgmemory"
 )
@@ -18,13 +21,14 @@ import (
 // Each works in a schema of its own, dropped when it ends. Run them with:
 //
 //	VALET_TEST_POSTGRES='postgres://postgres@127.0.0.1:5432/test?sslmode=disable' \
-//	  go test -run '^$' -bench 'BenchmarkRecallLexical|BenchmarkHistoryTurn' -benchtime 200x ./memory/pgmemory/
+//	  go test -run '^$' -bench 'BenchmarkRecallLexical|BenchmarkRecallHybrid|BenchmarkHistoryTurn' -benchtime 200x ./memory/pgmemory/
 
 const (
 	benchItems     = 100_000
 	benchBatch     = 1_000 // items per Remember while seeding
 	benchTenant    = "tenant-bench"
 	benchHistoryID = "conv-bench"
+	benchDims      = 1536 // text-embedding-3-small's vectors
 )
 
 // Vocabulary of the seeded items: sentences such as an extractor would
@@ -104,7 +108,7 @@ var benchQueries = []string{
 	"any appointments in March?",
 }
 
-// BenchmarkRecallLexical measures Recall, lexical only (no Embedder yet),
+// BenchmarkRecallLexical measures Recall, lexical only (no Embedder),
 // for one tenant holding 100,000 items, with the budget an agent would
 // give: Budget{MaxTokens: 500, MaxEntries: 10}. Each op is one Recall of
 // one of benchQueries in turn; p50-ms and p99-ms are over the calls of the
@@ -114,9 +118,49 @@ var benchQueries = []string{
 //	VALET_TEST_POSTGRES='postgres://postgres@127.0.0.1:5432/test?sslmode=disable' \
 //	  go test -run '^$' -bench BenchmarkRecallLexical -benchtime 200x ./memory/pgmemory/
 func BenchmarkRecallLexical(b *testing.B) {
+	benchRecall(b, nil)
+}
+
+// BenchmarkRecallHybrid is BenchmarkRecallLexical with an Embedder: the
+// same 100,000 items, each with a vector of 1,536 dimensions (the length
+// of text-embedding-3-small's), the same queries and budget. Each Recall
+// reads the 100 best lexical matches and the 100 newest items with their
+// vectors and fuses the rankings in Go. The embedder is denseEmbedder, in
+// process: the figures leave out the embedding API's round trip for the
+// query, which a real Embedder adds to every Recall.
+//
+//	VALET_TEST_POSTGRES='postgres://postgres@127.0.0.1:5432/test?sslmode=disable' \
+//	  go test -run '^$' -bench BenchmarkRecallHybrid -benchtime 200x ./memory/pgmemory/
+func BenchmarkRecallHybrid(b *testing.B) {
+	benchRecall(b, denseEmbedder{llmtest.NewEmbedder(benchDims)})
+}
+
+// denseEmbedder is llmtest.Embedder with every dimension filled, as in
+// the vectors of real models: llmtest.Embedder's are mostly zeros, which
+// PostgreSQL would compress to almost nothing and read back for free. It
+// adds to each vector a small pseudo-random one seeded by the text.
+type denseEmbedder struct{ e *llmtest.Embedder }
+
+func (d denseEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	vecs, err := d.e.Embed(ctx, texts)
+	for i, v := range vecs {
+		h := fnv.New64a()
+		h.Write([]byte(texts[i]))
+		r := rand.New(rand.NewPCG(h.Sum64(), 7))
+		for j := range v {
+			v[j] += float32(r.NormFloat64() * 0.01)
+		}
+	}
+	return vecs, err
+}
+
+// benchRecall seeds a tenant with benchItems items, embedded by emb when
+// it is not nil, and measures Recall of benchQueries.
+func benchRecall(b *testing.B, emb llm.Embedder) {
 	db := testDB(b)
 	schema := newSchema(b, db)
-	p := open(b, db, pgmemory.Options{Schema: schema, MaxItemsPerTenant: benchItems})
+	p := open(b, db, pgmemory.Options{Schema: schema, MaxItemsPerTenant: benchItems, Embedder: emb})
+	items := pgx.Identifier{schema, "memory_items"}.Sanitize()
 
 	start := time.Now()
 	r := rand.New(rand.NewPCG(11, 42))
@@ -131,16 +175,25 @@ func BenchmarkRecallLexical(b *testing.B) {
 		}
 	}
 	seeding := time.Since(start)
-	if _, err := db.Exec(bg, "ANALYZE "+pgx.Identifier{schema, "memory_items"}.Sanitize()); err != nil {
+	if _, err := db.Exec(bg, "ANALYZE "+items); err != nil {
 		b.Fatalf("ANALYZE: %v", err)
 	}
-	b.Logf("seeded %d items in %v (%d per Remember)", benchItems, seeding.Round(time.Millisecond), benchBatch)
+	var size string
+	var vectors int
+	if err := db.QueryRow(bg, `SELECT pg_size_pretty(pg_total_relation_size($1::regclass)), count(embedding) FROM `+items, items).Scan(&size, &vectors); err != nil {
+		b.Fatalf("table size: %v", err)
+	}
+	b.Logf("seeded %d items (%d with vectors) in %v (%d per Remember); the table and its indexes take %s",
+		benchItems, vectors, seeding.Round(time.Millisecond), benchBatch, size)
+	if emb != nil && vectors != benchItems {
+		b.Fatalf("%d of %d items have vectors", vectors, benchItems)
+	}
 
 	// How many items each query matches, and that it recalls some.
 	budget := memory.Budget{MaxTokens: 500, MaxEntries: 10}
 	for _, q := range benchQueries {
 		var matches int
-		err := db.QueryRow(bg, `SELECT count(*) FROM `+pgx.Identifier{schema, "memory_items"}.Sanitize()+` i
+		err := db.QueryRow(bg, `SELECT count(*) FROM `+items+` i
 WHERE i.tenant_id = $1 AND i.tsv @@ (SELECT string_agg('''' || replace(l, '''', '''''') || '''', ' | ')::tsquery
 	FROM unnest(tsvector_to_array(to_tsvector('english', $2::text))) AS l)`, benchTenant, q).Scan(&matches)
 		if err != nil {

@@ -17,10 +17,15 @@
 //	memory_items    id (identity; Item.ID is its decimal form), tenant_id,
 //	                text, kind, conversation_id, task_id, skill_id,
 //	                created_at, tokens, supersedes,
-//	                tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED
+//	                tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED,
+//	                embedding real[] (NULL without a vector)
 //
-// with a GIN index on tsv. Options.Schema and Options.TablePrefix choose
-// other names; providers on the same tables share their data.
+// with a GIN index on tsv and a B-tree on (tenant_id, created_at, id) for
+// the newest items. Tables made before the embedding column existed gain
+// it, and the index, when Migrate runs again (ADD COLUMN IF NOT EXISTS):
+// no PostgreSQL extension is needed. Options.Schema and
+// Options.TablePrefix choose other names; providers on the same tables
+// share their data.
 //
 // # History
 //
@@ -36,25 +41,35 @@
 //
 // # Recall
 //
-// Recall is PostgreSQL full-text search. The query, the user's message as
-// typed, is read by to_tsvector('english', query) exactly as the items'
-// text is read (lowercase, English stop words dropped, Snowball stems);
-// its lexemes are joined into an OR tsquery, so an item matches when it
-// shares any word with the query, and a query with no words left recalls
-// nothing. Matches rank by ts_rank_cd; equally ranked items come newest
+// Without an Embedder, Recall is PostgreSQL full-text search. The query,
+// the user's message as typed, is read by to_tsvector('english', query)
+// exactly as the items' text is read (lowercase, English stop words
+// dropped, Snowball stems); its lexemes are joined into an OR tsquery, so
+// an item matches when it shares any word with the query, and a query
+// with no words left recalls nothing. Matches rank by ts_rank_cd; equally ranked items come newest
 // first (CreatedAt, then ID). Items superseded by an item of the tenant are
-// left out. The budget is applied as memory.Budget documents.
+// left out. The budget is applied as memory.Budget documents; for a budget
+// with MaxTokens, Recall reads at most the 1,000 best matches (or
+// MaxEntries, when more), and stops reading once the budget is full.
+//
+// With Options.Embedder, recall is hybrid, as "Hybrid recall" in the
+// memory package documents: Remember embeds the items' texts (one Embed
+// call, before the transaction) and stores the vectors in the embedding
+// column; Recall embeds the query (one call), reads in one statement the
+// best memory.LexicalCandidates lexical matches (or MaxEntries, when
+// more) and the memory.RecentCandidates newest items of the tenant (by
+// created_at, then id) with their vectors, computes their cosine
+// similarity to the query in Go, merges the two rankings by reciprocal
+// rank fusion and applies the budget. An embedder that fails leaves the
+// items without vectors (Remember) or recall lexical (Recall); it never
+// fails the call. Vectors are stored whole: 6 KiB per item for 1,536
+// dimensions (text-embedding-3-small; openai.Config.EmbeddingDimensions
+// asks for shorter ones).
 //
 // Remember caps each tenant at Options.MaxItemsPerTenant
 // (memory.DefaultMaxItemsPerTenant) items, deleting the oldest in the same
 // transaction. Unlike the in-memory provider there is no cap over all
 // tenants: the database is the bound.
-//
-// # Not yet here
-//
-// Vector recall — an llm.Embedder in Options ranking items by similarity,
-// merged with the lexical ranking by reciprocal rank fusion — comes in a
-// later change; today recall is lexical only.
 //
 // # Limits
 //

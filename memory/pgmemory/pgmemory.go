@@ -19,6 +19,7 @@ import (
 
 	"github.com/valetkit/valet/llm"
 	"github.com/valetkit/valet/memory"
+	"github.com/valetkit/valet/memory/internal/hybrid"
 )
 
 // Defaults of [Options].
@@ -40,6 +41,12 @@ const maxIdentLen = 63
 // rollbackTimeout bounds a rollback after the caller's ctx ended.
 const rollbackTimeout = 5 * time.Second
 
+// tokenBudgetCandidates is how many of the best lexical matches Recall
+// reads, at most, for a budget with MaxTokens (or MaxEntries when
+// larger): enough to fill any budget an agent gives, while a query
+// matching half a tenant's items does not bring them all over the wire.
+const tokenBudgetCandidates = 1000
+
 // Options configures [New]. The zero value means the defaults; zero or
 // negative numbers mean their default.
 type Options struct {
@@ -60,6 +67,15 @@ type Options struct {
 	// it, in its transaction, and a call with more items than that is
 	// memory.ErrInvalid. Default DefaultMaxItemsPerTenant.
 	MaxItemsPerTenant int
+	// Embedder, when set, adds vector similarity to Recall (see "Recall"
+	// in the package documentation). Remember embeds its items' texts
+	// with one Embed call, before its transaction, and stores each vector
+	// in the embedding column; when that fails (or returns vectors that
+	// do not answer the texts), the items are stored without vectors and
+	// Remember still succeeds: they are recalled lexically only. Recall
+	// embeds the query with one call; when that fails, it answers
+	// lexically, as without an Embedder. nil: lexical recall only.
+	Embedder llm.Embedder
 }
 
 // Provider is a memory.Provider on PostgreSQL. It implements
@@ -70,6 +86,7 @@ type Provider struct {
 	history, items    string // quoted, qualified table names
 	maxMsgs, maxItems int
 	lockKey           int64 // Migrate's advisory lock
+	embedder          llm.Embedder
 	q                 queries
 }
 
@@ -99,6 +116,7 @@ func New(db *pgxpool.Pool, opts Options) (*Provider, error) {
 		db:       db,
 		maxMsgs:  cmp.Or(max(opts.MaxMessages, 0), DefaultMaxMessages),
 		maxItems: cmp.Or(max(opts.MaxItemsPerTenant, 0), DefaultMaxItemsPerTenant),
+		embedder: opts.Embedder,
 	}
 	ident := func(name string) string {
 		if opts.Schema == "" {
@@ -139,10 +157,20 @@ type queries struct {
 	migrate                                []string
 	history, insertMsg, trimHistory        string
 	insertItem, capItems                   string
-	recall                                 string
+	recall, recallHybrid                   string
 	forgetItems, forgetHistory             string
 	deleteTenantItems, deleteTenantHistory string
 }
+
+// queryCTE is the query $2 as a tsquery q: its lexemes, read as the
+// items' text is, joined by OR; a query with none is NULL and matches
+// nothing.
+const queryCTE = `WITH q AS (
+	SELECT (
+		SELECT string_agg('''' || replace(replace(l, '\', '\\'), '''', '''''') || '''', ' | ')
+		FROM unnest(tsvector_to_array(to_tsvector('english', $2::text))) AS l
+	)::tsquery AS q
+)`
 
 func newQueries(history, items string, index func(string) string) queries {
 	r := strings.NewReplacer("{history}", history, "{items}", items)
@@ -173,6 +201,10 @@ func newQueries(history, items string, index func(string) string) queries {
 			`CREATE INDEX IF NOT EXISTS ` + index("items_tsv_idx") + ` ON ` + items + ` USING gin (tsv)`,
 			`CREATE INDEX IF NOT EXISTS ` + index("items_tenant_idx") + ` ON ` + items + ` (tenant_id, id)`,
 			`CREATE INDEX IF NOT EXISTS ` + index("items_supersedes_idx") + ` ON ` + items + ` (tenant_id, supersedes) WHERE supersedes <> ''`,
+			// Added after the first release: ADD COLUMN IF NOT EXISTS
+			// upgrades tables created before.
+			r.Replace(`ALTER TABLE {items} ADD COLUMN IF NOT EXISTS embedding real[]`),
+			`CREATE INDEX IF NOT EXISTS ` + index("items_recent_idx") + ` ON ` + items + ` (tenant_id, created_at, id)`,
 		},
 		history: r.Replace(`SELECT message FROM {history}
 WHERE tenant_id = $1 AND conversation_id = $2 ORDER BY seq DESC LIMIT $3`),
@@ -186,26 +218,45 @@ WHERE tenant_id = $1 AND conversation_id = $2 ORDER BY seq DESC LIMIT $3`),
 )
 DELETE FROM {history} h USING cut
 WHERE h.tenant_id = $1 AND h.conversation_id = $2 AND h.seq < cut.seq`),
-		insertItem: r.Replace(`INSERT INTO {items} (tenant_id, text, kind, conversation_id, task_id, skill_id, created_at, tokens, supersedes)
-VALUES ($1, $2, $3, $4, $5, $6, coalesce($7, now()), $8, $9) RETURNING id`),
+		insertItem: r.Replace(`INSERT INTO {items} (tenant_id, text, kind, conversation_id, task_id, skill_id, created_at, tokens, supersedes, embedding)
+VALUES ($1, $2, $3, $4, $5, $6, coalesce($7, now()), $8, $9, $10) RETURNING id`),
 		capItems: r.Replace(`DELETE FROM {items} WHERE tenant_id = $1 AND id <= (
 	SELECT id FROM {items} WHERE tenant_id = $1 ORDER BY id DESC OFFSET $2 LIMIT 1
 )`),
-		// The query's lexemes, read as the items' text is, joined by OR;
-		// a query with none is NULL and matches nothing.
-		recall: r.Replace(`WITH q AS (
-	SELECT (
-		SELECT string_agg('''' || replace(replace(l, '\', '\\'), '''', '''''') || '''', ' | ')
-		FROM unnest(tsvector_to_array(to_tsvector('english', $2::text))) AS l
-	)::tsquery AS q
-)
+		// The best $3 lexical matches (all when $3 is NULL). In the
+		// superseded check, s.supersedes <> '' (true of any match, as an
+		// id is never '') lets PostgreSQL use the partial index
+		// items_supersedes_idx rather than hash every item of the tenant.
+		recall: r.Replace(queryCTE + `
 SELECT i.id, i.text, i.kind, i.conversation_id, i.task_id, i.skill_id, i.created_at, i.tokens, i.supersedes,
 	ts_rank_cd(i.tsv, q.q)::float8 AS score
 FROM {items} i, q
 WHERE i.tenant_id = $1 AND q.q IS NOT NULL AND i.tsv @@ q.q
-	AND NOT EXISTS (SELECT 1 FROM {items} s WHERE s.tenant_id = i.tenant_id AND s.supersedes = i.id::text)
+	AND NOT EXISTS (SELECT 1 FROM {items} s WHERE s.tenant_id = i.tenant_id AND s.supersedes = i.id::text AND s.supersedes <> '')
 ORDER BY score DESC, i.created_at DESC, i.id DESC
 LIMIT $3`),
+		// The lexical candidates ($3 best matches, as above) and the $4
+		// newest items, with their vectors; lexical matches first, in
+		// their order.
+		recallHybrid: r.Replace(queryCTE + `, lex AS (
+	SELECT i.id, ts_rank_cd(i.tsv, q.q)::float8 AS score
+	FROM {items} i, q
+	WHERE i.tenant_id = $1 AND q.q IS NOT NULL AND i.tsv @@ q.q
+		AND NOT EXISTS (SELECT 1 FROM {items} s WHERE s.tenant_id = i.tenant_id AND s.supersedes = i.id::text AND s.supersedes <> '')
+	ORDER BY score DESC, i.created_at DESC, i.id DESC
+	LIMIT $3
+), recent AS (
+	SELECT i.id FROM {items} i
+	WHERE i.tenant_id = $1
+		AND NOT EXISTS (SELECT 1 FROM {items} s WHERE s.tenant_id = i.tenant_id AND s.supersedes = i.id::text AND s.supersedes <> '')
+	ORDER BY i.created_at DESC, i.id DESC
+	LIMIT $4
+)
+SELECT i.id, i.text, i.kind, i.conversation_id, i.task_id, i.skill_id, i.created_at, i.tokens, i.supersedes,
+	lex.score, i.embedding
+FROM {items} i LEFT JOIN lex ON lex.id = i.id
+WHERE i.tenant_id = $1 AND i.id IN (SELECT id FROM lex UNION SELECT id FROM recent)
+ORDER BY lex.score DESC NULLS LAST, i.created_at DESC, i.id DESC`),
 		forgetItems: r.Replace(`DELETE FROM {items} WHERE tenant_id = $1
 	AND ($2 = '' OR conversation_id = $2) AND ($3 = '' OR task_id = $3) AND ($4 = '' OR skill_id = $4)`),
 		forgetHistory:       r.Replace(`DELETE FROM {history} WHERE tenant_id = $1 AND conversation_id = $2`),
@@ -419,7 +470,9 @@ func (p *Provider) Append(ctx context.Context, tenantID, conversationID string, 
 // memory.Provider.Remember. IDs are decimal numbers, increasing in the
 // order items are written. Past MaxItemsPerTenant the tenant's oldest
 // items go in the same transaction; a call with more than
-// MaxItemsPerTenant items is memory.ErrInvalid.
+// MaxItemsPerTenant items is memory.ErrInvalid. With an Embedder, the
+// items' texts are embedded first, in one call, outside the transaction;
+// if that fails, the items are stored without vectors (see [Options]).
 func (p *Provider) Remember(ctx context.Context, tenantID string, items ...memory.Item) ([]string, error) {
 	if err := memory.CheckID("tenant", tenantID); err != nil {
 		return nil, fmt.Errorf("pgmemory: remember: %w", err)
@@ -438,6 +491,19 @@ func (p *Provider) Remember(ctx context.Context, tenantID string, items ...memor
 	if len(items) == 0 {
 		return nil, nil
 	}
+	vecs := make([][]float32, len(items)) // nil vectors are stored as NULL
+	if p.embedder != nil {
+		texts := make([]string, len(items))
+		for i := range items {
+			texts[i] = items[i].Text
+		}
+		if got := hybrid.Embed(ctx, p.embedder, texts); got != nil {
+			vecs = got
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, p.fail(ctx, "remember", err)
+		}
+	}
 	ids := make([]string, len(items))
 	err := p.inTx(ctx, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
@@ -450,7 +516,7 @@ func (p *Provider) Remember(ctx context.Context, tenantID string, items ...memor
 				created = &it.CreatedAt
 			}
 			b.Queue(p.q.insertItem, tenantID, it.Text, it.Kind, it.Source.ConversationID, it.Source.TaskID, it.Source.SkillID,
-				created, memory.EstimateTokens(it.Text), it.Supersedes).QueryRow(func(row pgx.Row) error {
+				created, memory.EstimateTokens(it.Text), it.Supersedes, vecs[i]).QueryRow(func(row pgx.Row) error {
 				var id int64
 				if err := row.Scan(&id); err != nil {
 					return err
@@ -472,6 +538,9 @@ func (p *Provider) Remember(ctx context.Context, tenantID string, items ...memor
 // memory.Provider.Recall. Relevance is PostgreSQL full-text search: the
 // query is read with to_tsvector('english', ...) like the items, its
 // lexemes are joined into an OR tsquery, and matches rank by ts_rank_cd.
+// With an Embedder, that ranking is merged with the vector similarity of
+// the candidates to the query by reciprocal rank fusion (see the package
+// documentation).
 func (p *Provider) Recall(ctx context.Context, tenantID, query string, b memory.Budget) ([]memory.Item, error) {
 	if err := memory.CheckID("tenant", tenantID); err != nil {
 		return nil, fmt.Errorf("pgmemory: recall: %w", err)
@@ -485,8 +554,21 @@ func (p *Provider) Recall(ctx context.Context, tenantID, query string, b memory.
 	if strings.IndexByte(query, 0) >= 0 || !utf8.ValidString(query) {
 		query = strings.ToValidUTF8(strings.ReplaceAll(query, "\x00", " "), " ")
 	}
-	var limit *int64
-	if b.MaxTokens == 0 && b.MaxEntries > 0 {
+	if p.embedder != nil && hybrid.HasWord(query) {
+		vecs := hybrid.Embed(ctx, p.embedder, []string{query})
+		if err := ctx.Err(); err != nil {
+			return nil, p.fail(ctx, "recall", err)
+		}
+		if vecs != nil {
+			return p.recallHybrid(ctx, tenantID, query, vecs[0], b)
+		}
+	}
+	var limit *int64 // no bound without a budget
+	switch {
+	case b.MaxTokens > 0:
+		l := int64(max(tokenBudgetCandidates, b.MaxEntries))
+		limit = &l
+	case b.MaxEntries > 0:
 		l := int64(b.MaxEntries)
 		limit = &l
 	}
@@ -498,8 +580,8 @@ func (p *Provider) Recall(ctx context.Context, tenantID, query string, b memory.
 	var out []memory.Item
 	tokens := 0
 	for rows.Next() {
-		if b.MaxEntries > 0 && len(out) == b.MaxEntries {
-			break
+		if b.MaxEntries > 0 && len(out) == b.MaxEntries || b.MaxTokens > 0 && tokens == b.MaxTokens {
+			break // full: every item holds at least one token
 		}
 		var it memory.Item
 		var id int64
