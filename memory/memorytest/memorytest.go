@@ -40,6 +40,7 @@ func Run(t *testing.T, newProvider NewProvider) {
 		{"HistoryOrder", testHistoryOrder},
 		{"HistoryPairing", testHistoryPairing},
 		{"HistoryRoundTrip", testHistoryRoundTrip},
+		{"HistoryFromSummary", testHistoryFromSummary},
 		{"AppendCopies", testAppendCopies},
 		{"AppendInvalid", testAppendInvalid},
 		{"TenantIsolation", testTenantIsolation},
@@ -230,6 +231,31 @@ func testHistoryOrder(t *testing.T, p memory.Provider) {
 	if h := history(t, p, "alice", "c2", 0); len(h) != 0 {
 		t.Errorf("History after Append of no messages: %s, want nothing", render(h))
 	}
+}
+
+// testHistoryFromSummary: History starts at the newest summary message
+// (memory.IsSummary) among the newest limit messages; a system message of
+// another name is no summary, and one of another conversation does not
+// count.
+func testHistoryFromSummary(t *testing.T, p memory.Provider) {
+	summary := func(s string) llm.Message {
+		return llm.Message{Role: llm.RoleSystem, Name: memory.SummaryName, Content: s}
+	}
+	other := llm.Message{Role: llm.RoleSystem, Name: "note", Content: "not a summary"}
+	appendTurn(t, p, "alice", "c1", chat("q1", "a1"))
+	appendTurn(t, p, "alice", "c1", append([]llm.Message{summary("s1")}, chat("q2", "a2")...))
+	appendTurn(t, p, "alice", "c1", toolTurn("q3", "a3", "t1"))
+	appendTurn(t, p, "alice", "c2", append([]llm.Message{summary("other conversation")}, chat("x", "y")...))
+	s2 := append([]llm.Message{summary("s2")}, toolTurn("q3", "a3", "t1")...)
+	s2 = append(s2, other)
+	appendTurn(t, p, "alice", "c1", s2)
+	tail := chat("q4", "a4")
+	appendTurn(t, p, "alice", "c1", tail)
+	want := append(append([]llm.Message(nil), s2...), tail...)
+	wantMessages(t, "History(0) after two summaries", want, history(t, p, "alice", "c1", 0))
+	wantMessages(t, "History(100)", want, history(t, p, "alice", "c1", 100))
+	wantMessages(t, "History(3)", want[len(want)-3:], history(t, p, "alice", "c1", 3))
+	wantMessages(t, "History of c2", append([]llm.Message{summary("other conversation")}, chat("x", "y")...), history(t, p, "alice", "c2", 0))
 }
 
 func testHistoryPairing(t *testing.T, p memory.Provider) {

@@ -206,8 +206,13 @@ func newQueries(history, items string, index func(string) string) queries {
 			r.Replace(`ALTER TABLE {items} ADD COLUMN IF NOT EXISTS embedding real[]`),
 			`CREATE INDEX IF NOT EXISTS ` + index("items_recent_idx") + ` ON ` + items + ` (tenant_id, created_at, id)`,
 		},
+		// The newest $3 messages, from the newest summary ($4 names it) on.
 		history: r.Replace(`SELECT message FROM {history}
-WHERE tenant_id = $1 AND conversation_id = $2 ORDER BY seq DESC LIMIT $3`),
+WHERE tenant_id = $1 AND conversation_id = $2 AND seq >= coalesce((
+	SELECT max(seq) FROM {history}
+	WHERE tenant_id = $1 AND conversation_id = $2 AND role = 'system' AND message->>'name' = $4
+), 0)
+ORDER BY seq DESC LIMIT $3`),
 		insertMsg: r.Replace(`INSERT INTO {history} (tenant_id, conversation_id, role, message) VALUES ($1, $2, $3, $4::jsonb)`),
 		// Keep the newest $3 messages, from the first that is not a tool
 		// result: every older one goes.
@@ -373,7 +378,8 @@ func decodeMessage(b []byte) (llm.Message, error) {
 }
 
 // History returns the newest limit messages of a conversation, oldest
-// first, in one statement; see memory.Provider.History. Limit 0 means all
+// first, from its newest summary (memory.IsSummary) on, in one statement;
+// see memory.Provider.History. Limit 0 means all
 // it keeps (at most MaxMessages).
 func (p *Provider) History(ctx context.Context, tenantID, conversationID string, limit int) ([]llm.Message, error) {
 	if err := checkConv(tenantID, conversationID); err != nil {
@@ -390,7 +396,7 @@ func (p *Provider) History(ctx context.Context, tenantID, conversationID string,
 		l := int64(limit)
 		lim = &l
 	}
-	rows, err := p.db.Query(ctx, p.q.history, tenantID, conversationID, lim)
+	rows, err := p.db.Query(ctx, p.q.history, tenantID, conversationID, lim, memory.SummaryName)
 	if err != nil {
 		return nil, p.fail(ctx, "history", err)
 	}
