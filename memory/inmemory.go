@@ -478,6 +478,15 @@ func (m *InMemory) Recall(ctx context.Context, tenantID, query string, b Budget)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	// A tenant with no items recalls nothing: no need to read the query
+	// (or to pay for embedding it), which a bot that never remembers
+	// anything would otherwise do on every message.
+	m.itemMu.RLock()
+	empty := m.tenants[tenantID] == nil
+	m.itemMu.RUnlock()
+	if empty {
+		return nil, nil
+	}
 	terms := queryTerms(query)
 	var qvec []float32
 	if m.embedder != nil && hybrid.HasWord(query) {
