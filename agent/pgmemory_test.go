@@ -3,10 +3,14 @@ package agent_test
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/valetkit/valet/agent"
 	"github.com/valetkit/valet/internal/pgtest"
@@ -141,5 +145,31 @@ func TestRestartKeepsTheConversationOfAnApproval(t *testing.T) {
 	}
 	if !sawRequest || !sawDraft {
 		t.Fatalf("after the restart the model was sent %q without the earlier request or draft", roles(sent))
+	}
+}
+
+// PostgreSQL down: a message fails before any model call with
+// ErrHistoryNotLoaded, quickly, and no password in the error.
+func TestPostgresMemoryDown(t *testing.T) {
+	const secret = "SECRETPW"
+	db, err := pgxpool.New(context.Background(), "postgres://user:"+secret+"@127.0.0.1:1/db?connect_timeout=1")
+	if err != nil {
+		t.Fatal(err) // pgxpool.New does not connect
+	}
+	defer db.Close()
+	mem, err := pgmemory.New(db, pgmemory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := llmtest.NewScript(llmtest.Text("never"))
+	o := newOrch(t, s, agent.Config{Memory: mem})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := o.HandleMessage(ctx, msg("hi"))
+	if !errors.Is(err, agent.ErrHistoryNotLoaded) || res.Status != agent.StatusError || s.Calls() != 0 {
+		t.Fatalf("err = %v, status %s, model calls %d; want ErrHistoryNotLoaded before any call", err, res.Status, s.Calls())
+	}
+	if strings.Contains(fmt.Sprintf("%v %+v", err, err), secret) {
+		t.Fatalf("the password leaked: %v", err)
 	}
 }
