@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -74,11 +75,19 @@ func (r *run) resolve(id string, d approval.Decision) error {
 	if err := d.Check(); err != nil {
 		return err
 	}
+	if err := r.startBudget(); err != nil {
+		return err
+	}
 	e, err := o.pendingApproval(ctx, r.msg.TenantID, id)
 	if err != nil {
 		return err
 	}
 	r.msg.ConversationID = conversationOf(e.ConversationID)
+	r.msg.Source, r.msg.TaskID = cmp.Or(e.Source, SourceUser), e.TaskID
+	r.res.Source, r.res.TaskID = r.msg.Source, r.msg.TaskID
+	if err := r.checkSpend(); err != nil {
+		return err
+	}
 	key := convKey{r.msg.TenantID, r.msg.ConversationID}
 	c, err := o.acquire(ctx, key)
 	if err != nil {

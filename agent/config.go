@@ -97,6 +97,15 @@ type LoopConfig struct {
 	// CompactKeepMessages is how many of the newest messages a compaction
 	// keeps verbatim. Default DefaultCompactKeepMessages (10).
 	CompactKeepMessages int
+	// Budget is the default Budget of a run whose Message sets none. Zero:
+	// unlimited.
+	Budget Budget
+	// NoteRole is the role of the notes the loop adds for the model (the
+	// budget's wrap-up, the last call's instructions, waiting agents):
+	// llm.RoleSystem (the default) or llm.RoleUser, for models that
+	// follow system messages only at the start. Notes are never saved to
+	// the history.
+	NoteRole llm.Role
 	// DirectAgentPrompts makes the reply of a run that ends with agents
 	// waiting the agents' own prompt (the missing fields, the approval
 	// listing) instead of a text the model phrases in the persona with one
@@ -143,6 +152,16 @@ func (c LoopConfig) withDefaults() (LoopConfig, error) {
 	defD(&c.ApprovalTimeout, DefaultApprovalTimeout)
 	defD(&c.InputTimeout, DefaultInputTimeout)
 	def(&c.CompactKeepMessages, DefaultCompactKeepMessages)
+	if err := c.Budget.Check(); err != nil {
+		return c, fmt.Errorf("%w: LoopConfig.Budget: %w", ErrInvalidConfig, err)
+	}
+	switch c.NoteRole {
+	case "":
+		c.NoteRole = llm.RoleSystem
+	case llm.RoleSystem, llm.RoleUser:
+	default:
+		return c, fmt.Errorf("%w: LoopConfig.NoteRole %q: want system or user", ErrInvalidConfig, c.NoteRole)
+	}
 	return c, nil
 }
 
@@ -236,6 +255,16 @@ type Config struct {
 	Memory memory.Provider
 	// MemoryOptions says how Memory is used beyond history.
 	MemoryOptions MemoryOptions
+	// Prices prices model calls for Result.Consumed and cost budgets,
+	// over DefaultPrices (an entry here replaces the default one of that
+	// name). The model is the one a response names, else the request's,
+	// else the client's own when it has a Model() string method (as
+	// llm/openai's Client does).
+	Prices Prices
+	// SpendGuard limits spending across runs: Check before a run (an error
+	// refuses the run before any model call), Record after it. See
+	// SpendLimits for the in-memory one. Nil: no limit across runs.
+	SpendGuard SpendGuard
 	// Loop holds every number of the loop; zero fields take defaults.
 	Loop LoopConfig
 	// Hooks are optional lifecycle callbacks.
@@ -259,6 +288,15 @@ var (
 	ErrNoTenant        = errors.New("agent: message has no TenantID")
 	ErrEmptyReply      = errors.New("agent: the model replied with neither text nor tool calls")
 	ErrContextOverflow = errors.New("agent: the conversation does not fit the model's context window even after trimming")
+	// ErrInvalidBudget: a Budget with a negative or non-finite limit.
+	ErrInvalidBudget = errors.New("agent: invalid budget")
+	// ErrBudgetExceeded: the run's Budget was spent and not even the last
+	// call without tools could be afforded.
+	ErrBudgetExceeded = errors.New("agent: the run's budget is spent")
+	// ErrNoPrice: a cost budget on a model Config.Prices does not price.
+	ErrNoPrice = errors.New("agent: a cost budget needs the model's price")
+	// ErrSpendRefused wraps the error of a SpendGuard that refused a run.
+	ErrSpendRefused = errors.New("agent: the spend guard refused the run")
 	// ErrHistoryNotLoaded: the memory provider failed to load the
 	// conversation's history; nothing was sent to the model.
 	ErrHistoryNotLoaded = errors.New("agent: the conversation's history could not be loaded")

@@ -150,6 +150,22 @@
 // so no item can close the block. A failing recall is logged and the
 // message is answered without it.
 //
+// # Budgets and spend
+//
+// A Budget (Message.Budget, or LoopConfig.Budget by default) bounds one
+// run: tokens, estimated cost in US dollars (Config.Prices over
+// DefaultPrices), wall clock and tool calls. Each model call's MaxTokens is
+// capped at what remains; at 80% of any limit the model is told to wrap
+// up; calls of a turn past the tool-call limit get an error result without
+// running; when the budget allows no further call with tools, one last
+// call without tools asks for the answer (Result.BudgetExceeded), or the
+// run ends with ErrBudgetExceeded when even that cannot be afforded.
+// Result.Consumed reports what every run used. A SpendGuard
+// (Config.SpendGuard; SpendLimits keeps daily and monthly limits per
+// tenant and overall in memory) refuses a run before any model call, and
+// records what each run spent. Message.Source and TaskID (a triggered
+// run's) reach the Result, the logs and the approvals a run raises.
+//
 // [Orchestrator.History] returns what the next message would load;
 // [Orchestrator.Forget] erases a conversation's history and the items it
 // wrote.

@@ -52,6 +52,7 @@ func (r *run) callLLM(req llm.Request) (*llm.Response, error) {
 		resp, err := r.send(req)
 		if err == nil {
 			r.res.Usage = r.res.Usage.Add(resp.Usage)
+			r.account(&req, resp)
 			return resp, nil
 		}
 		if ctxErr := r.ctx.Err(); ctxErr != nil {

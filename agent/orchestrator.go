@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,7 +48,14 @@ type Orchestrator struct {
 	bufs    sync.Pool // of *buffers
 
 	convFree sync.Pool // of unused *conversation
-	bg       bgWork    // fact extraction after replies
+
+	prices     Prices // DefaultPrices with Config.Prices over them
+	model      string // the client's model, when it names it
+	price      Price  // the client's model's price
+	priced     bool
+	specTokens int // tokens of the tool specs, sent with each call
+	guard      SpendGuard
+	bg         bgWork // fact extraction after replies
 
 	mu    sync.Mutex
 	convs map[convKey]*conversation // those with a message running or waiting
@@ -91,6 +99,9 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 			}
 		}
 	}
+	if err := checkPrices(cfg.Prices); err != nil {
+		return nil, err
+	}
 	memOpts, err := cfg.MemoryOptions.withDefaults()
 	if err != nil {
 		return nil, err
@@ -129,6 +140,16 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 	if o.mem == nil {
 		o.mem = memory.NewInMemory(memory.Options{Now: cfg.Now})
 	}
+	o.prices = DefaultPrices()
+	maps.Copy(o.prices, cfg.Prices)
+	if m, ok := cfg.LLM.(interface{ Model() string }); ok {
+		o.model = m.Model()
+		o.price, o.priced = o.prices.Lookup(o.model)
+	}
+	for _, sp := range o.specs {
+		o.specTokens += o.ctxm.MessageTokens(llm.Message{Content: sp.Name + sp.Description + string(sp.Parameters)})
+	}
+	o.guard = cfg.SpendGuard
 	o.bg.ctx, o.bg.cancel = context.WithCancel(context.Background())
 	o.bg.slots = make(chan struct{}, extractionWorkers)
 	if o.pool == nil {

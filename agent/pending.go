@@ -80,7 +80,8 @@ func (r *run) park(a *agentTool, callID string, col collected, req *approval.Req
 		Missing:        col.missing,
 		Problems:       col.problems,
 		ToolCallID:     callID,
-		Source:         approval.SourceUser,
+		Source:         r.msg.Source,
+		TaskID:         r.msg.TaskID,
 		Task:           col.task,
 		CreatedAt:      now,
 		UpdatedAt:      now,
@@ -381,7 +382,7 @@ func (r *run) noteBeforeUser(note string) {
 	}
 	out := make([]llm.Message, 0, len(w)+1+4) // never in the history's buffer
 	out = append(out, w[:at]...)
-	out = append(out, llm.SystemMessage(note))
+	out = append(out, r.note(note))
 	r.setWindow(append(out, w[at:]...))
 }
 
@@ -793,7 +794,7 @@ func (r *run) replyWaiting() error {
 		note := "These actions wait for the user:\n" + prompt +
 			"\n\nWrite your reply to the user now, in your own voice, without calling tools. Include any results the user asked for. " +
 			"Ask for exactly the missing information. For actions that need confirmation, show what will be done with its details and ask the user to approve, change or cancel."
-		msgs := append(r.window[:len(r.window):len(r.window)], llm.SystemMessage(note))
+		msgs := append(r.window[:len(r.window):len(r.window)], r.note(note))
 		resp, err := r.callLLM(llm.Request{Messages: msgs})
 		switch {
 		case err != nil && r.ctx.Err() != nil:

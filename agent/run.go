@@ -31,6 +31,8 @@ type run struct {
 	saved     int           // the run's own messages at the end of the last complete turn
 	saveErr   error         // saving the turn failed (the run itself did not)
 	recalled  []memory.Item // the long-term items shown to the model
+	meter     *meter        // the run's Budget; nil when it has none
+	guarded   bool          // the SpendGuard allowed the run: Record it
 
 	clock   callClock         // bounds each model call by LLMTimeout
 	aside   bool              // a model call outside the conversation is under way
@@ -45,13 +47,20 @@ type run struct {
 
 func (o *Orchestrator) newRun(ctx context.Context, msg Message, emit func(Event) bool) *run {
 	msg.ConversationID = conversationOf(msg.ConversationID)
-	return &run{o: o, ctx: ctx, msg: msg, emit: emit, start: time.Now(), clock: callClock{parent: ctx, d: o.loop.LLMTimeout}}
+	if msg.Source == "" {
+		msg.Source = SourceUser
+	}
+	r := &run{o: o, ctx: ctx, msg: msg, emit: emit, start: time.Now(), clock: callClock{parent: ctx, d: o.loop.LLMTimeout}}
+	r.res.Source, r.res.TaskID = msg.Source, msg.TaskID
+	return r
 }
 
 func (r *run) execute(body func(*run) error) (*Result, error) {
 	err := body(r)
 	res := &r.res
 	res.Duration = time.Since(r.start)
+	res.Consumed.Wall = res.Duration
+	r.recordSpend()
 	switch {
 	case err == nil, r.saveErr != nil && err == r.saveErr: // answered; only saving failed
 	case r.ctx.Err() != nil: // the caller's ctx ended (or a Stream consumer left)
@@ -74,6 +83,9 @@ func (r *run) handle() error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if err := r.startBudget(); err != nil {
+		return err
+	}
 	if h := o.hooks.ShouldProcess; h != nil {
 		ok, reason, err := h(ctx, msg)
 		if err != nil {
@@ -83,6 +95,9 @@ func (r *run) handle() error {
 			res.Status, res.Response = StatusRefused, reason
 			return nil
 		}
+	}
+	if err := r.checkSpend(); err != nil {
+		return err
 	}
 
 	key := convKey{msg.TenantID, msg.ConversationID}
@@ -198,7 +213,11 @@ func (r *run) loop() error {
 	emptyRetried := false
 	for r.res.Turns < o.loop.MaxTurns {
 		r.trim()
-		resp, err := r.callLLM(llm.Request{Messages: r.window, Tools: o.specs})
+		req := llm.Request{Messages: r.window, Tools: o.specs}
+		if r.meter != nil && !r.budgetAllows(&req) {
+			return r.lastCall(budgetSpentNote, true)
+		}
+		resp, err := r.callLLM(req)
 		if err != nil {
 			return err
 		}
@@ -229,8 +248,23 @@ func (r *run) loop() error {
 		}
 	}
 	// Out of turns: one last call without tools asks for the answer.
-	final := append(r.window[:len(r.window):len(r.window)], llm.SystemMessage(maxTurnsNote))
-	resp, err := r.callLLM(llm.Request{Messages: final})
+	return r.lastCall(maxTurnsNote, false)
+}
+
+// lastCall asks for the answer in one call without tools, with note (for
+// the model) after the window. With a budget the call must be affordable,
+// or the run ends with ErrBudgetExceeded.
+func (r *run) lastCall(note string, budget bool) error {
+	final := append(r.window[:len(r.window):len(r.window)], r.note(note))
+	req := llm.Request{Messages: final}
+	if m := r.meter; m != nil {
+		ok, maxOut := m.afford(r.o.ctxm.Tokens(final))
+		if !ok {
+			return fmt.Errorf("%w: %s", ErrBudgetExceeded, m.describe())
+		}
+		req.MaxTokens = maxOut
+	}
+	resp, err := r.callLLM(req)
 	if err != nil {
 		return err
 	}
@@ -239,8 +273,14 @@ func (r *run) loop() error {
 	if strings.TrimSpace(m.Content) == "" {
 		return ErrEmptyReply
 	}
+	r.res.BudgetExceeded = budget
 	r.finish(m)
 	return nil
+}
+
+// note is a note for the model, in LoopConfig.NoteRole.
+func (r *run) note(text string) llm.Message {
+	return llm.Message{Role: r.o.loop.NoteRole, Content: text}
 }
 
 const maxTurnsNote = "You have used every step available for this request. Do not call tools. " +

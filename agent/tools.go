@@ -43,9 +43,17 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage) {
 	// turn's ctx ends with the turn: a tool (or work it started) cannot
 	// outlive it, and what tools derive from it ends with
 	// context.DeadlineExceeded like the ctx itself.
-	turnCtx, cancel := context.WithTimeout(r.ctx, o.loop.ToolTimeout)
+	timeout, allowed := o.loop.ToolTimeout, len(calls)
+	if m := r.meter; m != nil {
+		allowed = min(allowed, m.toolsLeft())
+		if w := m.wallLeft(time.Now()); w > 0 && w < timeout {
+			timeout = w // the run's wall clock ends first
+		}
+	}
+	r.res.Consumed.ToolCalls += allowed
+	turnCtx, cancel := context.WithTimeout(r.ctx, timeout)
 	defer cancel()
-	t := &turn{r: r, calls: calls, outs: make([]callOutcome, len(calls)), ctx: turnCtx, creds: r.credentials()}
+	t := &turn{r: r, calls: calls, outs: make([]callOutcome, len(calls)), ctx: turnCtx, creds: r.credentials(), allowed: allowed}
 	if len(o.callable) > 0 {
 		t.at = o.now()
 	}
@@ -116,6 +124,9 @@ type turn struct {
 	at    time.Time     // when agents of this turn are parked: in call order, a nanosecond apart
 	done  chan int      // the index of each call run on its own goroutine, when it ends
 	slots chan struct{} // bounds those goroutines to MaxParallelTools-1; nil when unbounded
+	// allowed is how many calls the budget lets run, the first ones in
+	// call order; the others get an error result.
+	allowed int
 }
 
 // spawned runs call i on its own goroutine.
@@ -132,6 +143,10 @@ func (t *turn) spawned(i int) {
 func (t *turn) exec(i int) {
 	r, o, c := t.r, t.r.o, t.calls[i]
 	out := &t.outs[i]
+	if i >= t.allowed {
+		*out = callOutcome{result: tool.Result{Content: budgetToolSpent, IsError: true}, status: resultBudgetSpent}
+		return
+	}
 	if len(o.callable) > 0 {
 		if a := o.callable[c.Name]; a != nil {
 			t0 := time.Now()
@@ -162,8 +177,12 @@ func (t *turn) exec(i int) {
 }
 
 // resultInterrupted is the ResultStatus of a call stopped because the run
-// was cancelled.
-const resultInterrupted = "interrupted"
+// was cancelled; resultBudgetSpent of a call not run because the run's
+// tool-call budget was spent.
+const (
+	resultInterrupted = "interrupted"
+	resultBudgetSpent = "budget_spent"
+)
 
 // markInterrupted turns the failure of a call that the run's cancellation
 // stopped into an interrupted result: the model reads that the call did not

@@ -15,7 +15,21 @@ type Message struct {
 	// Location is the user's time zone, shown to the model with the current
 	// time. Nil falls back to Config.Location.
 	Location *time.Location
+	// Source says who started the run: SourceUser (the default, for "")
+	// or SourceTrigger. It is carried into the Result, the logs and the
+	// pool entries (and approval requests) the run creates.
+	Source string
+	// TaskID is the trigger task of a triggered run, carried like Source.
+	TaskID string
+	// Budget bounds this run; the zero Budget takes LoopConfig.Budget.
+	Budget Budget
 }
+
+// The sources of a Message.
+const (
+	SourceUser    = approval.SourceUser    // a user's message
+	SourceTrigger = approval.SourceTrigger // a triggered (proactive) run
+)
 
 // DefaultConversationID names the conversation of a Message with no
 // ConversationID: the Result, the pool's entries and the memory provider
@@ -55,6 +69,15 @@ type Result struct {
 	// Compactions is how many times the older history was replaced by a
 	// summary (LoopConfig.CompactThreshold): 0 or 1 per message.
 	Compactions int
+	// Consumed is what the run used: tokens (estimated for a model call
+	// that reports no usage), their estimated cost (Config.Prices; 0 for a
+	// model with no price), wall clock, tool calls run.
+	Consumed Consumed
+	// BudgetExceeded is set when the run's Budget was spent and the answer
+	// came from one last call without tools.
+	BudgetExceeded bool
+	// Source and TaskID are the message's.
+	Source, TaskID string
 	// PendingApprovals are the approvals the conversation waits for, all
 	// those raised in this run and still open ones from earlier, oldest
 	// first (those of one turn in the order the model called them): the

@@ -235,9 +235,16 @@ func (r Reply) response(req llm.Request) *llm.Response {
 		Message:      llm.Message{Role: llm.RoleAssistant, Content: r.Text, ToolCalls: r.ToolCalls},
 		FinishReason: finish,
 		Usage:        u,
-		Model:        "llmtest",
+		Model:        ModelName,
 	}
 }
+
+// ModelName is the model a Script names (Script.Model, llm.Response.Model),
+// so tests can price it: agent.Config{Prices: agent.Prices{llmtest.ModelName: ...}}.
+const ModelName = "llmtest"
+
+// Model returns ModelName.
+func (s *Script) Model() string { return ModelName }
 
 // Complete implements [llm.Client].
 func (s *Script) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {

@@ -1,0 +1,319 @@
+package agent
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/valetkit/valet/llm"
+)
+
+// Budget bounds one run: the model calls and tool calls one message (or
+// one approval decision) causes. A zero field is unlimited. See
+// Message.Budget and LoopConfig.Budget.
+//
+// At 80% of any limit the model gets a note to wrap up. When the next
+// model call cannot be afforded, or the tool calls or the wall clock are
+// spent, one last call without tools asks for the answer from what was
+// gathered (Result.BudgetExceeded, Status completed); when even that
+// call cannot be afforded, the run ends with ErrBudgetExceeded. Each model
+// call's llm.Request.MaxTokens is capped at what the budget leaves.
+type Budget struct {
+	// MaxTokens caps input plus output tokens of every model call of the
+	// run, as the model reports them (estimated when it reports none).
+	MaxTokens int
+	// MaxCostUSD caps the estimated cost of those calls, priced by
+	// Config.Prices. A run with a cost limit whose model has no price is
+	// refused (ErrNoPrice) before any call: never priced at $0.
+	MaxCostUSD float64
+	// MaxWall caps the run's wall clock, checked before each model call; a
+	// tool call's timeout is cut to what remains. The last call that asks
+	// for the answer may run past it, by at most LLMTimeout.
+	MaxWall time.Duration
+	// MaxToolCalls caps the tool calls run; each call of a parallel turn
+	// counts. Calls of a turn past the limit are not run: they get an
+	// error result saying the budget is spent.
+	MaxToolCalls int
+}
+
+// IsZero reports whether b sets no limit.
+func (b Budget) IsZero() bool { return b == Budget{} }
+
+// Check reports a negative or non-finite limit (wrapping ErrInvalidBudget).
+func (b Budget) Check() error {
+	if b.MaxTokens < 0 || b.MaxCostUSD < 0 || math.IsNaN(b.MaxCostUSD) || math.IsInf(b.MaxCostUSD, 0) || b.MaxWall < 0 || b.MaxToolCalls < 0 {
+		return fmt.Errorf("%w: %+v", ErrInvalidBudget, b)
+	}
+	return nil
+}
+
+// Consumed is what a run used (Result.Consumed), and what a SpendGuard
+// records.
+type Consumed struct {
+	Tokens    int           // input + output tokens of the model calls (estimated where not reported)
+	CostUSD   float64       // their estimated cost; 0 when the model has no price and no cost limit was set
+	Wall      time.Duration // the run's wall clock
+	ToolCalls int           // tool calls run
+}
+
+// Price is what a model costs, in US dollars per million tokens.
+type Price struct {
+	InputPerMillion  float64
+	OutputPerMillion float64
+}
+
+// Cost returns the price of u.
+func (p Price) Cost(u llm.Usage) float64 {
+	return (float64(u.InputTokens)*p.InputPerMillion + float64(u.OutputTokens)*p.OutputPerMillion) / 1e6
+}
+
+// Prices maps model names to their prices. A model is found by its exact
+// name, or else by the longest name in the table it starts with followed
+// by "-" (so "gpt-4o" prices "gpt-4o-2024-08-06").
+type Prices map[string]Price
+
+// Lookup returns the price of model.
+func (p Prices) Lookup(model string) (Price, bool) {
+	if model == "" {
+		return Price{}, false
+	}
+	if pr, ok := p[model]; ok {
+		return pr, true
+	}
+	best, found := "", false
+	for name := range p {
+		if len(name) > len(best) && strings.HasPrefix(model, name+"-") {
+			best, found = name, true
+		}
+	}
+	return p[best], found
+}
+
+// DefaultPrices returns a new table of OpenAI list prices (standard tier,
+// per million tokens, as published in 2025). They change: set
+// Config.Prices for the models and prices you pay.
+func DefaultPrices() Prices {
+	return Prices{
+		"gpt-4o":       {2.50, 10.00},
+		"gpt-4o-mini":  {0.15, 0.60},
+		"gpt-4.1":      {2.00, 8.00},
+		"gpt-4.1-mini": {0.40, 1.60},
+		"gpt-4.1-nano": {0.10, 0.40},
+		"gpt-5":        {1.25, 10.00},
+		"gpt-5-mini":   {0.25, 2.00},
+		"gpt-5-nano":   {0.05, 0.40},
+		"o3":           {2.00, 8.00},
+		"o4-mini":      {1.10, 4.40},
+	}
+}
+
+// checkPrices reports a negative or non-finite price.
+func checkPrices(p Prices) error {
+	for name, pr := range p {
+		for _, v := range [...]float64{pr.InputPerMillion, pr.OutputPerMillion} {
+			if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("%w: the price of %q is %+v", ErrInvalidConfig, name, pr)
+			}
+		}
+	}
+	return nil
+}
+
+// Budget notes for the model; sent with LoopConfig.NoteRole, never saved.
+const (
+	budgetWrapUpNote = "Most of the budget for this request is used. Wrap up: answer the user now with what you have, " +
+		"and call a tool only if the answer cannot do without it."
+	budgetSpentNote = "The budget for this request is spent. Do not call tools. Answer the user now from what was gathered, " +
+		"and say briefly what is still missing."
+	budgetToolSpent = "This call was not run: the tool-call budget of this request is spent. Answer with what you have."
+)
+
+// budgetWarnShare is the share of a limit at which the model is told to
+// wrap up.
+const budgetWarnShare = 0.8
+
+// budgetReserveTokens is the least output a model call is allowed: a call
+// the budget cannot give this many output tokens is not made.
+const budgetReserveTokens = 64
+
+// meter enforces a run's Budget. A run without a budget has none: the
+// loop's checks are then a nil test.
+type meter struct {
+	b      Budget
+	price  Price // of the configured model (a cost limit needs one)
+	start  time.Time
+	used   *Consumed // the run's Result.Consumed
+	warned bool
+}
+
+// afford reports whether a call sending input tokens can be made with at
+// least budgetReserveTokens of output, and the output cap (0: none).
+func (m *meter) afford(input int) (ok bool, maxOut int) {
+	maxOut = math.MaxInt
+	if m.b.MaxTokens > 0 {
+		maxOut = m.b.MaxTokens - m.used.Tokens - input
+	}
+	if m.b.MaxCostUSD > 0 {
+		left := m.b.MaxCostUSD - m.used.CostUSD - m.price.Cost(llm.Usage{InputTokens: input})
+		if m.price.OutputPerMillion > 0 {
+			maxOut = min(maxOut, int(math.Floor(left/m.price.OutputPerMillion*1e6)))
+		} else if left < 0 {
+			maxOut = -1
+		}
+	}
+	if maxOut < budgetReserveTokens {
+		return false, 0
+	}
+	if maxOut == math.MaxInt {
+		maxOut = 0
+	}
+	return true, maxOut
+}
+
+// spent reports whether the run must stop calling tools: the tool calls
+// or the wall clock are used up.
+func (m *meter) spent(now time.Time) bool {
+	return m.b.MaxToolCalls > 0 && m.used.ToolCalls >= m.b.MaxToolCalls ||
+		m.b.MaxWall > 0 && now.Sub(m.start) >= m.b.MaxWall
+}
+
+// share returns the largest share of a limit used so far.
+func (m *meter) share(now time.Time) float64 {
+	s := 0.0
+	if m.b.MaxTokens > 0 {
+		s = max(s, float64(m.used.Tokens)/float64(m.b.MaxTokens))
+	}
+	if m.b.MaxCostUSD > 0 {
+		s = max(s, m.used.CostUSD/m.b.MaxCostUSD)
+	}
+	if m.b.MaxWall > 0 {
+		s = max(s, float64(now.Sub(m.start))/float64(m.b.MaxWall))
+	}
+	if m.b.MaxToolCalls > 0 {
+		s = max(s, float64(m.used.ToolCalls)/float64(m.b.MaxToolCalls))
+	}
+	return s
+}
+
+// toolsLeft is how many tool calls the budget still allows (MaxInt when
+// unlimited).
+func (m *meter) toolsLeft() int {
+	if m.b.MaxToolCalls == 0 {
+		return math.MaxInt
+	}
+	return max(m.b.MaxToolCalls-m.used.ToolCalls, 0)
+}
+
+// wallLeft is how much of the wall clock remains (0: unlimited).
+func (m *meter) wallLeft(now time.Time) time.Duration {
+	if m.b.MaxWall == 0 {
+		return 0
+	}
+	return max(m.b.MaxWall-now.Sub(m.start), time.Nanosecond)
+}
+
+// describe says which limits are reached, for ErrBudgetExceeded.
+func (m *meter) describe() string {
+	var parts []string
+	u := m.used
+	if m.b.MaxTokens > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d tokens", u.Tokens, m.b.MaxTokens))
+	}
+	if m.b.MaxCostUSD > 0 {
+		parts = append(parts, fmt.Sprintf("$%.4f of $%.4f", u.CostUSD, m.b.MaxCostUSD))
+	}
+	if m.b.MaxToolCalls > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d tool calls", u.ToolCalls, m.b.MaxToolCalls))
+	}
+	if m.b.MaxWall > 0 {
+		parts = append(parts, fmt.Sprintf("%s of %s", time.Since(m.start).Round(time.Millisecond), m.b.MaxWall))
+	}
+	return "used " + strings.Join(parts, ", ")
+}
+
+// startBudget checks the message's Budget and sets up the run's meter.
+func (r *run) startBudget() error {
+	o, b := r.o, r.msg.Budget
+	if err := b.Check(); err != nil {
+		return err
+	}
+	if b.IsZero() {
+		b = o.loop.Budget
+	}
+	if b.IsZero() {
+		return nil
+	}
+	m := &meter{b: b, start: r.start, used: &r.res.Consumed}
+	if b.MaxCostUSD > 0 {
+		if !o.priced {
+			if o.model == "" {
+				return fmt.Errorf("%w: the model client does not name its model (a Model() string method), so its price is unknown", ErrNoPrice)
+			}
+			return fmt.Errorf("%w: model %q is not in Config.Prices", ErrNoPrice, o.model)
+		}
+		m.price = o.price
+	}
+	r.meter = m
+	return nil
+}
+
+// budgetAllows decides, before a model call of the loop, whether the
+// budget allows it: not when tool calls or the wall clock are used up or
+// the call cannot be afforded. Past budgetWarnShare of a limit it adds the
+// wrap-up note once. It caps req.MaxTokens at what the budget leaves.
+func (r *run) budgetAllows(req *llm.Request) bool {
+	m, now := r.meter, time.Now()
+	if m.spent(now) {
+		return false
+	}
+	if !m.warned && m.share(now) >= budgetWarnShare {
+		m.warned = true
+		r.addNote(budgetWrapUpNote)
+		req.Messages = r.window
+	}
+	ok, maxOut := m.afford(r.o.ctxm.Tokens(req.Messages) + r.o.specTokens)
+	if !ok {
+		return false
+	}
+	if maxOut > 0 && (req.MaxTokens == 0 || maxOut < req.MaxTokens) {
+		req.MaxTokens = maxOut
+	}
+	return true
+}
+
+// addNote adds a note for the model at the end of the window only: it is
+// never saved to the history.
+func (r *run) addNote(text string) {
+	if r.apart {
+		r.window = append(r.window, r.note(text))
+		return
+	}
+	w := make([]llm.Message, 0, len(r.window)+1+4) // never in the buffer
+	w = append(w, r.window...)
+	r.setWindow(append(w, r.note(text)))
+}
+
+// account adds one model call to Result.Consumed: its usage, or an
+// estimate when the model reports none, priced by the model the response
+// names, else the request's, else the client's.
+func (r *run) account(req *llm.Request, resp *llm.Response) {
+	o := r.o
+	u := resp.Usage
+	if u == (llm.Usage{}) {
+		u.InputTokens = o.ctxm.Tokens(req.Messages)
+		if len(req.Tools) > 0 {
+			u.InputTokens += o.specTokens
+		}
+		u.OutputTokens = o.ctxm.MessageTokens(resp.Message)
+	}
+	c := &r.res.Consumed
+	c.Tokens += u.Total()
+	price := o.price
+	if p, ok := o.prices.Lookup(resp.Model); ok {
+		price = p
+	} else if p, ok := o.prices.Lookup(req.Model); ok {
+		price = p
+	}
+	c.CostUSD += price.Cost(u)
+}

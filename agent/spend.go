@@ -1,0 +1,322 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"time"
+)
+
+// SpendGuard limits spending across runs (Config.SpendGuard). Check runs
+// before a run makes any model call: an error refuses the run (the error
+// wraps ErrSpendRefused and Check's error) — a guard that fails refuses,
+// it never lets runs go unlimited. Record runs after each run Check
+// allowed that used anything, with what it used; its error is logged.
+// RunInfoFrom(ctx) tells both about the run. Implementations must be safe
+// for concurrent use. SpendLimits is the in-memory one; the trigger
+// engine's ledger implements it too.
+type SpendGuard interface {
+	Check(ctx context.Context, tenantID string) error
+	Record(ctx context.Context, tenantID string, c Consumed) error
+}
+
+// RunInfo describes the run a SpendGuard is asked about.
+type RunInfo struct {
+	TenantID, ConversationID string
+	Source, TaskID           string // SourceUser or SourceTrigger; the trigger task
+}
+
+type runInfoKey struct{}
+
+// RunInfoFrom returns the RunInfo the orchestrator put in ctx for its
+// SpendGuard.
+func RunInfoFrom(ctx context.Context) (RunInfo, bool) {
+	ri, ok := ctx.Value(runInfoKey{}).(RunInfo)
+	return ri, ok
+}
+
+func (r *run) info() RunInfo {
+	return RunInfo{TenantID: r.msg.TenantID, ConversationID: r.msg.ConversationID, Source: r.msg.Source, TaskID: r.msg.TaskID}
+}
+
+// checkSpend asks the SpendGuard whether the run may start.
+func (r *run) checkSpend() error {
+	g := r.o.guard
+	if g == nil {
+		return nil
+	}
+	if err := g.Check(context.WithValue(r.ctx, runInfoKey{}, r.info()), r.msg.TenantID); err != nil {
+		return fmt.Errorf("%w: %w", ErrSpendRefused, err)
+	}
+	r.guarded = true
+	return nil
+}
+
+// spendRecordTimeout bounds Record after a run whose ctx has ended.
+const spendRecordTimeout = 10 * time.Second
+
+// recordSpend tells the SpendGuard what an allowed run used.
+func (r *run) recordSpend() {
+	c := r.res.Consumed
+	if !r.guarded || c.Tokens == 0 && c.ToolCalls == 0 && c.CostUSD == 0 {
+		return
+	}
+	ctx := context.WithValue(context.WithoutCancel(r.ctx), runInfoKey{}, r.info())
+	ctx, cancel := context.WithTimeout(ctx, spendRecordTimeout)
+	defer cancel()
+	if err := r.o.guard.Record(ctx, r.msg.TenantID, c); err != nil {
+		r.o.log.ErrorContext(r.ctx, "agent: recording the run's spend failed", "tenant", r.msg.TenantID, "cost_usd", c.CostUSD, "err", err)
+	}
+}
+
+// OnLimit is what SpendLimits does when a limit is reached.
+type OnLimit int
+
+const (
+	// PauseAll refuses every run of the tenant (or, for a global limit,
+	// of every tenant) until the period ends.
+	PauseAll OnLimit = iota
+	// PauseNonCritical refuses triggered runs (Source SourceTrigger) and
+	// lets the users' own messages through.
+	PauseNonCritical
+	// AlertOnly refuses nothing; the observer hears of the limit.
+	AlertOnly
+)
+
+// ErrSpendLimit is the error of a SpendLimits that refuses a run.
+var ErrSpendLimit = errors.New("agent: spend limit reached")
+
+// Limits are spending limits in US dollars; zero is no limit.
+type Limits struct {
+	DailyUSD, MonthlyUSD float64
+}
+
+// SpendAlert tells the observer a spend passed a threshold of a limit.
+type SpendAlert struct {
+	TenantID  string  // "" for the global limit
+	Period    string  // "day" or "month"
+	Key       string  // the period: "2026-11-22" or "2026-11"
+	SpentUSD  float64 // in the period so far
+	LimitUSD  float64
+	Threshold float64 // the share passed: 0.5, 0.8, 0.9, or 1 when the limit is reached
+}
+
+// SpendLimitsConfig configures SpendLimits. The zero value limits nothing.
+type SpendLimitsConfig struct {
+	Tenant    Limits            // every tenant's, unless PerTenant names it
+	PerTenant map[string]Limits // limits of particular tenants
+	Global    Limits            // all tenants together
+	// Alerts are the shares of a limit at which Observer is called, once
+	// per limit and period. Default 0.5, 0.8 and 0.9; reaching the limit
+	// (1) is always reported.
+	Alerts []float64
+	// OnLimit says what happens at a limit. Default PauseAll.
+	OnLimit OnLimit
+	// Observer hears alerts; it must not block for long. Optional.
+	Observer func(SpendAlert)
+	// Location sets where days and months begin. Default UTC.
+	Location *time.Location
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// SpendLimits is the in-memory SpendGuard: daily and monthly limits in US
+// dollars per tenant and for all tenants together, alerts at thresholds,
+// and an action at the limit. Spend is counted in this process only (a
+// restart starts from zero) and kept for the current day and month only.
+//
+// Limits are checked when a run starts, and runs already under way are
+// not stopped, so a limit can be overshot by what the runs in flight at
+// that moment spend: at most the number of concurrent runs times their
+// Budget.MaxCostUSD — set one (LoopConfig.Budget) to bound it; without a
+// per-run cost budget the overshoot is unbounded by the guard.
+type SpendLimits struct {
+	cfg     SpendLimitsConfig
+	mu      sync.Mutex
+	tenants map[string]*spendState
+	global  spendState
+	pruned  int // tenants left by the last prune
+}
+
+// spendState is one spender's totals in the current day and month.
+type spendState struct {
+	day, month       string
+	dayUSD, monthUSD float64
+	dayAlerts        int // how many thresholds of the day were reported
+	monthAlerts      int
+}
+
+// NewSpendLimits checks cfg and returns the guard.
+func NewSpendLimits(cfg SpendLimitsConfig) (*SpendLimits, error) {
+	lims := []Limits{cfg.Tenant, cfg.Global}
+	for _, l := range cfg.PerTenant {
+		lims = append(lims, l)
+	}
+	for _, l := range lims {
+		if bad(l.DailyUSD) || bad(l.MonthlyUSD) {
+			return nil, fmt.Errorf("%w: spend limit %+v", ErrInvalidConfig, l)
+		}
+	}
+	if cfg.Alerts == nil {
+		cfg.Alerts = []float64{0.5, 0.8, 0.9}
+	}
+	for _, a := range cfg.Alerts {
+		if !(a > 0 && a < 1) {
+			return nil, fmt.Errorf("%w: spend alert threshold %v: want a share between 0 and 1", ErrInvalidConfig, a)
+		}
+	}
+	cfg.Alerts = append(slices.Sorted(slices.Values(cfg.Alerts)), 1)
+	if cfg.OnLimit < PauseAll || cfg.OnLimit > AlertOnly {
+		return nil, fmt.Errorf("%w: OnLimit %d", ErrInvalidConfig, cfg.OnLimit)
+	}
+	if cfg.Location == nil {
+		cfg.Location = time.UTC
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &SpendLimits{cfg: cfg, tenants: make(map[string]*spendState)}, nil
+}
+
+func bad(v float64) bool { return v < 0 || math.IsNaN(v) || math.IsInf(v, 0) }
+
+func (s *SpendLimits) limitsOf(tenantID string) Limits {
+	if l, ok := s.cfg.PerTenant[tenantID]; ok {
+		return l
+	}
+	return s.cfg.Tenant
+}
+
+// roll moves st to the period of now, starting from zero in a new one.
+func (st *spendState) roll(day, month string) {
+	if st.day != day {
+		st.day, st.dayUSD, st.dayAlerts = day, 0, 0
+	}
+	if st.month != month {
+		st.month, st.monthUSD, st.monthAlerts = month, 0, 0
+	}
+}
+
+func reached(spent, limit float64) bool { return limit > 0 && spent >= limit }
+
+// Check refuses the run (ErrSpendLimit) when the tenant's or the global
+// daily or monthly limit is reached, as OnLimit says.
+func (s *SpendLimits) Check(ctx context.Context, tenantID string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if s.cfg.OnLimit == AlertOnly {
+		return nil
+	}
+	if s.cfg.OnLimit == PauseNonCritical {
+		if ri, ok := RunInfoFrom(ctx); !ok || ri.Source == SourceUser {
+			return nil
+		}
+	}
+	now := s.cfg.Now().In(s.cfg.Location)
+	day, month := now.Format("2006-01-02"), now.Format("2006-01")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.global.roll(day, month)
+	lim := s.limitsOf(tenantID)
+	var st spendState
+	if t := s.tenants[tenantID]; t != nil {
+		t.roll(day, month)
+		st = *t
+	}
+	switch {
+	case reached(s.global.dayUSD, s.cfg.Global.DailyUSD):
+		return fmt.Errorf("%w: all tenants spent $%.2f today, the daily limit is $%.2f", ErrSpendLimit, s.global.dayUSD, s.cfg.Global.DailyUSD)
+	case reached(s.global.monthUSD, s.cfg.Global.MonthlyUSD):
+		return fmt.Errorf("%w: all tenants spent $%.2f this month, the monthly limit is $%.2f", ErrSpendLimit, s.global.monthUSD, s.cfg.Global.MonthlyUSD)
+	case reached(st.dayUSD, lim.DailyUSD):
+		return fmt.Errorf("%w: tenant %s spent $%.2f today, its daily limit is $%.2f", ErrSpendLimit, tenantID, st.dayUSD, lim.DailyUSD)
+	case reached(st.monthUSD, lim.MonthlyUSD):
+		return fmt.Errorf("%w: tenant %s spent $%.2f this month, its monthly limit is $%.2f", ErrSpendLimit, tenantID, st.monthUSD, lim.MonthlyUSD)
+	}
+	return nil
+}
+
+// Record adds a run's cost to the tenant's and the global totals and
+// reports the thresholds it passed.
+func (s *SpendLimits) Record(ctx context.Context, tenantID string, c Consumed) error {
+	if bad(c.CostUSD) {
+		return fmt.Errorf("agent: spend of %v USD is not a cost", c.CostUSD)
+	}
+	now := s.cfg.Now().In(s.cfg.Location)
+	day, month := now.Format("2006-01-02"), now.Format("2006-01")
+	var alerts []SpendAlert
+	s.mu.Lock()
+	t := s.tenants[tenantID]
+	if t == nil {
+		t = new(spendState)
+		s.tenants[tenantID] = t
+	}
+	for _, x := range []struct {
+		st  *spendState
+		id  string
+		lim Limits
+	}{{t, tenantID, s.limitsOf(tenantID)}, {&s.global, "", s.cfg.Global}} {
+		x.st.roll(day, month)
+		x.st.dayUSD += c.CostUSD
+		x.st.monthUSD += c.CostUSD
+		alerts = s.passed(alerts, x.id, "day", day, x.st.dayUSD, x.lim.DailyUSD, &x.st.dayAlerts)
+		alerts = s.passed(alerts, x.id, "month", month, x.st.monthUSD, x.lim.MonthlyUSD, &x.st.monthAlerts)
+	}
+	s.prune(month)
+	s.mu.Unlock()
+	if s.cfg.Observer != nil {
+		for _, a := range alerts {
+			s.cfg.Observer(a)
+		}
+	}
+	return nil
+}
+
+// passed appends an alert for each threshold spent has newly passed.
+func (s *SpendLimits) passed(out []SpendAlert, tenant, period, key string, spent, limit float64, done *int) []SpendAlert {
+	if limit <= 0 {
+		return out
+	}
+	for *done < len(s.cfg.Alerts) && spent >= s.cfg.Alerts[*done]*limit {
+		out = append(out, SpendAlert{TenantID: tenant, Period: period, Key: key, SpentUSD: spent, LimitUSD: limit, Threshold: s.cfg.Alerts[*done]})
+		*done++
+	}
+	return out
+}
+
+// prune drops tenants with nothing spent this month, so the map holds
+// only this month's spenders. It runs when the map has doubled since the
+// last prune, keeping its cost amortised O(1) per Record.
+func (s *SpendLimits) prune(month string) {
+	if len(s.tenants) < 1024 || len(s.tenants) < 2*s.pruned {
+		return
+	}
+	for id, t := range s.tenants {
+		if t.month != month {
+			delete(s.tenants, id)
+		}
+	}
+	s.pruned = len(s.tenants)
+}
+
+// Spent returns what the tenant ("" for all tenants) spent today and this
+// month.
+func (s *SpendLimits) Spent(tenantID string) (day, month float64) {
+	now := s.cfg.Now().In(s.cfg.Location)
+	d, m := now.Format("2006-01-02"), now.Format("2006-01")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := &s.global
+	if tenantID != "" {
+		st = s.tenants[tenantID]
+		if st == nil {
+			return 0, 0
+		}
+	}
+	st.roll(d, m)
+	return st.dayUSD, st.monthUSD
+}
