@@ -158,7 +158,7 @@ func (r *run) collectPending(except string) {
 	}
 	now := r.o.now()
 	for _, e := range entries {
-		if e.ConversationID == r.msg.ConversationID && e.ID != except && !e.Paused && !e.Expired(now) &&
+		if conversationOf(e.ConversationID) == r.msg.ConversationID && e.ID != except && !e.Paused && !e.Expired(now) &&
 			!slices.ContainsFunc(r.parked, func(w Waiting) bool { return w.AgentID == e.ID }) {
 			r.pending = append(r.pending, r.o.waitingOf(e))
 		}

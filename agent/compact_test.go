@@ -52,7 +52,7 @@ func TestCompactionSummarisesOlderTurns(t *testing.T) {
 		llmtest.Text("You asked about Oslo."),
 	)
 	o := newOrch(t, paired{t, s}, agent.Config{Memory: mem, Tools: []tool.Tool{weatherTool()},
-		Loop: agent.LoopConfig{ContextTokenLimit: 4000, CompactThreshold: 0.3, CompactKeepMessages: 2, MaxHistoryMessages: 2}})
+		Loop: agent.LoopConfig{ContextTokenLimit: 4000, CompactThreshold: 0.3, CompactKeepMessages: 3, MaxHistoryMessages: 2}})
 	res, err := o.HandleMessage(ctx, msg("And today?"))
 	if err != nil || res.Compactions != 1 || res.Response != "Still rainy." {
 		t.Fatalf("res = %+v, err = %v", res, err)
@@ -69,8 +69,8 @@ func TestCompactionSummarisesOlderTurns(t *testing.T) {
 	if sent[1].Role != llm.RoleSystem || !strings.Contains(sent[1].Content, "rainy") || sent[len(sent)-1].Content != "And today?" {
 		t.Fatalf("window after compaction: %q", roles(sent))
 	}
-	// Keeping 2 would cut between the last call and its result: the call
-	// is kept with it.
+	// Keeping 3 keeps the last call with its result and the answer; one
+	// more would need the user's message before them, past the 3.
 	if got := roles(sent); got != "ssatau" {
 		t.Fatalf("window after compaction = %q, want system, summary, the last call with its result, the answer, the message", got)
 	}

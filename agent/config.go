@@ -114,10 +114,10 @@ type LoopConfig struct {
 }
 
 func (c LoopConfig) withDefaults() (LoopConfig, error) {
-	if c.MaxTurns < 0 || c.ToolTimeout < 0 || c.AgentToolTimeout < 0 || c.MaxParallelTools < 0 || c.MaxToolResultShare < 0 ||
-		c.MaxToolResultShare > 1 || c.MaxToolResultChars < 0 || c.ContextTokenLimit < 0 || c.TrimThreshold < 0 ||
-		c.TrimThreshold > 1 || c.MaxHistoryMessages < 0 || c.LLMTimeout < 0 || c.LLMMaxRetries < 0 || c.LLMRetryBaseDelay < 0 ||
-		c.LLMMaxRetryDelay < 0 || c.ApprovalTimeout < 0 || c.InputTimeout < 0 || c.CompactThreshold < 0 || c.CompactThreshold > 1 ||
+	share := func(v float64) bool { return !(v >= 0 && v <= 1) } // NaN too
+	if c.MaxTurns < 0 || c.ToolTimeout < 0 || c.AgentToolTimeout < 0 || c.MaxParallelTools < 0 || share(c.MaxToolResultShare) ||
+		c.MaxToolResultChars < 0 || c.ContextTokenLimit < 0 || share(c.TrimThreshold) || c.MaxHistoryMessages < 0 || c.LLMTimeout < 0 || c.LLMMaxRetries < 0 || c.LLMRetryBaseDelay < 0 ||
+		c.LLMMaxRetryDelay < 0 || c.ApprovalTimeout < 0 || c.InputTimeout < 0 || share(c.CompactThreshold) ||
 		c.CompactKeepMessages < 0 {
 		return c, fmt.Errorf("%w: LoopConfig has a negative value or a share above 1: %+v", ErrInvalidConfig, c)
 	}
@@ -169,6 +169,7 @@ func (c LoopConfig) withDefaults() (LoopConfig, error) {
 const (
 	DefaultRecallTokens  = 800
 	DefaultRecallEntries = 10
+	DefaultRecallTimeout = 5 * time.Second
 )
 
 // MemoryOptions says how the orchestrator uses Config.Memory beyond the
@@ -182,6 +183,10 @@ type MemoryOptions struct {
 	Recall memory.Budget
 	// NoRecall turns recall off: no Recall call per message.
 	NoRecall bool
+	// RecallTimeout bounds a recall (and the storing of a compaction's
+	// facts): past it the message is answered without recalled items.
+	// Default DefaultRecallTimeout (5s).
+	RecallTimeout time.Duration
 	// Extract learns from each answered message: after the reply, in the
 	// background, one model call (forcing the remember_facts tool) reads
 	// the user's message and the answer — never tool results — and the
@@ -198,6 +203,12 @@ type MemoryOptions struct {
 func (m MemoryOptions) withDefaults() (MemoryOptions, error) {
 	if err := memory.CheckBudget(m.Recall); err != nil {
 		return m, fmt.Errorf("%w: MemoryOptions.Recall: %w", ErrInvalidConfig, err)
+	}
+	if m.RecallTimeout < 0 {
+		return m, fmt.Errorf("%w: MemoryOptions.RecallTimeout %v is negative", ErrInvalidConfig, m.RecallTimeout)
+	}
+	if m.RecallTimeout == 0 {
+		m.RecallTimeout = DefaultRecallTimeout
 	}
 	if m.Recall.MaxTokens == 0 {
 		m.Recall.MaxTokens = DefaultRecallTokens

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/valetkit/valet/llm"
@@ -54,6 +55,7 @@ type extraction struct {
 	tenant, conv string
 	user, answer string
 	known        []memory.Item // recalled for the turn: what the model may supersede
+	at           time.Time     // when the turn ended: the facts' CreatedAt
 }
 
 // scheduleExtraction starts the extraction of the run's turn in the
@@ -64,7 +66,8 @@ func (r *run) scheduleExtraction() {
 	if !o.memOpts.Extract || r.msg.Text == "" || r.res.Response == "" {
 		return
 	}
-	x := extraction{tenant: r.msg.TenantID, conv: r.msg.ConversationID, user: r.msg.Text, answer: r.res.Response, known: r.recalled}
+	x := extraction{tenant: r.msg.TenantID, conv: r.msg.ConversationID, user: r.msg.Text, answer: r.res.Response, known: r.recalled, at: o.now()}
+	key := convKey{x.tenant, x.conv}
 	o.bg.mu.Lock()
 	defer o.bg.mu.Unlock()
 	switch {
@@ -74,15 +77,31 @@ func (r *run) scheduleExtraction() {
 		o.log.WarnContext(r.ctx, "agent: too many fact extractions waiting; skipping this turn's", "tenant", x.tenant, "conversation", x.conv)
 		return
 	}
+	// The extractions of one conversation run one after another, in the
+	// order of its turns: a correction is never overtaken by the fact it
+	// corrects.
+	prev, mine := o.bg.tail[key], make(chan struct{})
+	o.bg.tail[key] = mine
 	o.bg.pending++
 	o.bg.wg.Add(1)
 	go func() {
 		defer func() {
+			close(mine)
 			o.bg.mu.Lock()
+			if o.bg.tail[key] == mine {
+				delete(o.bg.tail, key)
+			}
 			o.bg.pending--
 			o.bg.mu.Unlock()
 			o.bg.wg.Done()
 		}()
+		if prev != nil { // before taking a slot: the one before may need it
+			select {
+			case <-prev:
+			case <-o.bg.ctx.Done():
+				return
+			}
+		}
 		select {
 		case o.bg.slots <- struct{}{}:
 			defer func() { <-o.bg.slots }()
@@ -131,7 +150,26 @@ func (o *Orchestrator) extractFacts(x extraction) {
 		}
 		facts = append(facts, args.Facts...)
 	}
-	if _, err := o.rememberFacts(ctx, x.tenant, memory.Provenance{ConversationID: x.conv}, facts, x.known); err != nil {
+	if len(facts) == 0 {
+		return
+	}
+	// Under the conversation's lock, as Forget: a conversation forgotten
+	// while its facts were being extracted has no history left, and then
+	// its facts are dropped, not written back after the Forget.
+	key := convKey{x.tenant, x.conv}
+	c, err := o.acquire(ctx, key)
+	if err != nil {
+		o.log.WarnContext(ctx, "agent: storing extracted facts failed", "tenant", x.tenant, "conversation", x.conv, "err", err)
+		return
+	}
+	defer o.release(key, c)
+	if h, err := o.mem.History(ctx, x.tenant, x.conv, 1); err != nil || len(h) == 0 {
+		if err != nil {
+			o.log.WarnContext(ctx, "agent: storing extracted facts failed", "tenant", x.tenant, "conversation", x.conv, "err", err)
+		}
+		return
+	}
+	if _, err := o.rememberFacts(ctx, x.tenant, memory.Provenance{ConversationID: x.conv}, facts, x.known, x.at); err != nil {
 		o.log.WarnContext(ctx, "agent: storing extracted facts failed", "tenant", x.tenant, "conversation", x.conv, "err", err)
 	}
 }
@@ -140,8 +178,12 @@ func (o *Orchestrator) extractFacts(x extraction) {
 // at most maxFactsPerCall, each a non-empty valid text of at most
 // maxFactRunes, superseding only an item among known (what the model was
 // shown). It returns how many it stored.
-func (o *Orchestrator) rememberFacts(ctx context.Context, tenant string, src memory.Provenance, facts []fact, known []memory.Item) (int, error) {
+func (o *Orchestrator) rememberFacts(ctx context.Context, tenant string, src memory.Provenance, facts []fact, known []memory.Item, at time.Time) (int, error) {
 	var items []memory.Item
+	seen := make(map[string]bool, len(known)+len(facts))
+	for _, k := range known {
+		seen[normFact(k.Text)] = true
+	}
 	for _, f := range facts {
 		if len(items) == maxFactsPerCall {
 			break
@@ -150,11 +192,16 @@ func (o *Orchestrator) rememberFacts(ctx context.Context, tenant string, src mem
 		if text == "" || !utf8.ValidString(text) || utf8.RuneCountInString(text) > maxFactRunes || strings.ContainsRune(text, 0) {
 			continue
 		}
+		if n := normFact(text); seen[n] || o.remembered(ctx, tenant, text, n) {
+			continue // known already
+		} else {
+			seen[n] = true
+		}
 		kind := strings.ToLower(strings.TrimSpace(f.Kind))
 		if kind == "" || utf8.RuneCountInString(kind) > maxKindRunes || !utf8.ValidString(kind) || strings.ContainsRune(kind, 0) {
 			kind = "fact"
 		}
-		it := memory.Item{Text: text, Kind: kind, Source: src}
+		it := memory.Item{Text: text, Kind: kind, Source: src, CreatedAt: at}
 		for _, k := range known {
 			if f.Supersedes != "" && k.ID == f.Supersedes {
 				it.Supersedes = k.ID
@@ -171,11 +218,30 @@ func (o *Orchestrator) rememberFacts(ctx context.Context, tenant string, src mem
 	return len(items), nil
 }
 
+// normFact is a fact's text as compared for duplicates.
+func normFact(s string) string { return strings.ToLower(strings.Join(strings.Fields(s), " ")) }
+
+// remembered reports whether the tenant has an item of text already (norm
+// its normFact), looked up by recalling the text itself.
+func (o *Orchestrator) remembered(ctx context.Context, tenant, text, norm string) bool {
+	items, err := o.mem.Recall(ctx, tenant, text, memory.Budget{MaxEntries: 5})
+	if err != nil {
+		return false
+	}
+	for _, it := range items {
+		if normFact(it.Text) == norm {
+			return true
+		}
+	}
+	return false
+}
+
 // bgWork is the orchestrator's work after replies: fact extraction.
 type bgWork struct {
 	ctx     context.Context // cancelled when Close gives up waiting
 	cancel  context.CancelFunc
-	slots   chan struct{} // extractionWorkers
+	slots   chan struct{}             // extractionWorkers
+	tail    map[convKey]chan struct{} // closed when a conversation's last scheduled extraction ends
 	mu      sync.Mutex
 	closed  bool
 	pending int

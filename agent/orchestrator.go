@@ -152,6 +152,7 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 	o.guard = cfg.SpendGuard
 	o.bg.ctx, o.bg.cancel = context.WithCancel(context.Background())
 	o.bg.slots = make(chan struct{}, extractionWorkers)
+	o.bg.tail = make(map[convKey]chan struct{})
 	if o.pool == nil {
 		// On the orchestrator's clock, so a pinned Config.Now and the
 		// pool agree about what has expired.

@@ -291,7 +291,7 @@ func (r *run) servePending() (done bool, err error) {
 	var notes []string
 	now := o.now()
 	for _, e := range entries {
-		if e.ConversationID != r.msg.ConversationID || e.Paused {
+		if conversationOf(e.ConversationID) != r.msg.ConversationID || e.Paused {
 			continue
 		}
 		if note, ok := r.usable(e, now); !ok {

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"strings"
 	"time"
 
@@ -98,7 +99,11 @@ func (r *run) recall() []memory.Item {
 	if o.memOpts.NoRecall || strings.TrimSpace(r.msg.Text) == "" {
 		return nil
 	}
-	items, err := o.mem.Recall(r.ctx, r.msg.TenantID, r.msg.Text, o.memOpts.Recall)
+	// A stalled provider (or its embeddings endpoint) must not hold the
+	// conversation: recall gets RecallTimeout.
+	ctx, cancel := context.WithTimeout(r.ctx, o.memOpts.RecallTimeout)
+	defer cancel()
+	items, err := o.mem.Recall(ctx, r.msg.TenantID, r.msg.Text, o.memOpts.Recall)
 	if err != nil {
 		o.log.WarnContext(r.ctx, "agent: recalling memory failed; answering without it", "tenant", r.msg.TenantID, "err", err)
 		return nil

@@ -183,8 +183,8 @@ func (r *run) end(err error) error {
 	return serr
 }
 
-// saveTimeout bounds saving a turn whose run was cancelled: what is
-// complete is still saved, on a context of its own.
+// saveTimeout bounds saving a turn, on a context of its own: a turn is
+// saved even when the caller's ctx ends.
 const saveTimeout = 10 * time.Second
 
 // save appends the run's complete messages to the conversation's history
@@ -194,12 +194,10 @@ func (r *run) save() error {
 	if len(turn) == 0 {
 		return nil
 	}
-	ctx := r.ctx
-	if ctx.Err() != nil {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
-		defer cancel()
-	}
+	// The turn happened (tools ran, an answer may be out): it is saved
+	// whatever becomes of the caller's ctx meanwhile, within saveTimeout.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), saveTimeout)
+	defer cancel()
 	if err := r.o.mem.Append(ctx, r.msg.TenantID, r.msg.ConversationID, turn...); err != nil {
 		r.o.log.ErrorContext(r.ctx, "agent: saving the turn failed", "tenant", r.msg.TenantID, "conversation", r.msg.ConversationID, "messages", len(turn), "err", err)
 		return fmt.Errorf("%w: %w", ErrHistoryNotSaved, err)

@@ -13,7 +13,7 @@
 // so processes starting together do not race:
 //
 //	memory_history  seq (identity, the order of messages), tenant_id,
-//	                conversation_id, role, message jsonb, created_at
+//	                conversation_id, role, message json, summary, created_at
 //	memory_items    id (identity; Item.ID is its decimal form), tenant_id,
 //	                text, kind, conversation_id, task_id, skill_id,
 //	                created_at, tokens, supersedes,
@@ -21,9 +21,12 @@
 //	                embedding real[] (NULL without a vector)
 //
 // with a GIN index on tsv and a B-tree on (tenant_id, created_at, id) for
-// the newest items. Tables made before the embedding column existed gain
-// it, and the index, when Migrate runs again (ADD COLUMN IF NOT EXISTS):
-// no PostgreSQL extension is needed. Options.Schema and
+// the newest items. Tables made by an earlier version are brought up to
+// date when Migrate runs again: the items gain the embedding column and
+// its index, the history the summary column, and its message column
+// becomes json (from jsonb, which rejects the \u0000 and lone surrogate
+// escapes a tool result or the model may produce; the change rewrites the
+// table once, locking it meanwhile). No PostgreSQL extension is needed. Options.Schema and
 // Options.TablePrefix choose other names; providers on the same tables
 // share their data.
 //

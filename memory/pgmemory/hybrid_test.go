@@ -200,3 +200,39 @@ func TestRecallTokenBudgetCandidates(t *testing.T) {
 		}
 	}
 }
+
+// A history table of an earlier version (message jsonb, no summary
+// column) is brought up to date by Migrate, its messages kept: then a
+// turn with a NUL byte and a summary can be saved.
+func TestMigrateUpgradesHistory(t *testing.T) {
+	db := testDB(t)
+	schema := newSchema(t, db)
+	history := pgx.Identifier{schema, "memory_history"}.Sanitize()
+	open(t, db, pgmemory.Options{Schema: schema})
+	for _, q := range []string{
+		`ALTER TABLE ` + history + ` DROP COLUMN summary`,
+		`ALTER TABLE ` + history + ` ALTER COLUMN message TYPE jsonb`,
+		`INSERT INTO ` + history + ` (tenant_id, conversation_id, role, message) VALUES ('t', 'c', 'user', '{"role":"user","content":"old question"}')`,
+	} {
+		if _, err := db.Exec(bg, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	p := open(t, db, pgmemory.Options{Schema: schema}) // migrates again
+	turn := []llm.Message{
+		{Role: llm.RoleSystem, Name: memory.SummaryName, Content: "summary of the old question"},
+		llm.UserMessage("a NUL: \x00 here"),
+		llm.AssistantMessage("ok"),
+	}
+	if err := p.Append(bg, "t", "c", turn...); err != nil {
+		t.Fatalf("Append after the upgrade: %v", err)
+	}
+	h, err := p.History(bg, "t", "c", 0)
+	if err != nil || len(h) != 3 || h[1].Content != turn[1].Content {
+		t.Fatalf("History = %+v, %v; want the summary on", h, err)
+	}
+	var typ string
+	if err := db.QueryRow(bg, `SELECT data_type FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'memory_history' AND column_name = 'message'`, schema).Scan(&typ); err != nil || typ != "json" {
+		t.Fatalf("message column: %q, %v", typ, err)
+	}
+}

@@ -181,7 +181,8 @@ func newQueries(history, items string, index func(string) string) queries {
 	tenant_id       text COLLATE "C" NOT NULL,
 	conversation_id text COLLATE "C" NOT NULL,
 	role            text NOT NULL,
-	message         jsonb NOT NULL,
+	message         json NOT NULL,
+	summary         boolean NOT NULL DEFAULT false,
 	created_at      timestamptz NOT NULL DEFAULT now()
 )`),
 			`CREATE INDEX IF NOT EXISTS ` + index("history_conversation_idx") + ` ON ` + history + ` (tenant_id, conversation_id, seq)`,
@@ -204,16 +205,21 @@ func newQueries(history, items string, index func(string) string) queries {
 			// Added after the first release: ADD COLUMN IF NOT EXISTS
 			// upgrades tables created before.
 			r.Replace(`ALTER TABLE {items} ADD COLUMN IF NOT EXISTS embedding real[]`),
+			// json, not jsonb: it keeps any text a message holds (jsonb
+			// rejects \u0000 and lone surrogate escapes), exactly as
+			// written. A no-op on a json column.
+			r.Replace(`ALTER TABLE {history} ALTER COLUMN message TYPE json`),
+			r.Replace(`ALTER TABLE {history} ADD COLUMN IF NOT EXISTS summary boolean NOT NULL DEFAULT false`),
 			`CREATE INDEX IF NOT EXISTS ` + index("items_recent_idx") + ` ON ` + items + ` (tenant_id, created_at, id)`,
 		},
-		// The newest $3 messages, from the newest summary ($4 names it) on.
+		// The newest $3 messages, from the newest summary on.
 		history: r.Replace(`SELECT message FROM {history}
 WHERE tenant_id = $1 AND conversation_id = $2 AND seq >= coalesce((
 	SELECT max(seq) FROM {history}
-	WHERE tenant_id = $1 AND conversation_id = $2 AND role = 'system' AND message->>'name' = $4
+	WHERE tenant_id = $1 AND conversation_id = $2 AND summary
 ), 0)
 ORDER BY seq DESC LIMIT $3`),
-		insertMsg: r.Replace(`INSERT INTO {history} (tenant_id, conversation_id, role, message) VALUES ($1, $2, $3, $4::jsonb)`),
+		insertMsg: r.Replace(`INSERT INTO {history} (tenant_id, conversation_id, role, message, summary) VALUES ($1, $2, $3, $4::json, $5)`),
 		// Keep the newest $3 messages, from the first that is not a tool
 		// result: every older one goes.
 		trimHistory: r.Replace(`WITH kept AS (
@@ -396,7 +402,7 @@ func (p *Provider) History(ctx context.Context, tenantID, conversationID string,
 		l := int64(limit)
 		lim = &l
 	}
-	rows, err := p.db.Query(ctx, p.q.history, tenantID, conversationID, lim, memory.SummaryName)
+	rows, err := p.db.Query(ctx, p.q.history, tenantID, conversationID, lim)
 	if err != nil {
 		return nil, p.fail(ctx, "history", err)
 	}
@@ -461,7 +467,7 @@ func (p *Provider) Append(ctx context.Context, tenantID, conversationID string, 
 		b := &pgx.Batch{}
 		b.Queue(`SELECT pg_advisory_xact_lock($1)`, hashKey(p.history, tenantID, conversationID))
 		for i, m := range msgs {
-			b.Queue(p.q.insertMsg, tenantID, conversationID, string(m.Role), encoded[i])
+			b.Queue(p.q.insertMsg, tenantID, conversationID, string(m.Role), encoded[i], memory.IsSummary(&msgs[i]))
 		}
 		b.Queue(p.q.trimHistory, tenantID, conversationID, p.maxMsgs)
 		return tx.SendBatch(ctx, b).Close()
