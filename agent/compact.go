@@ -118,9 +118,12 @@ func (r *run) maybeCompact(extra int) {
 	r.window = buf.msgs
 	r.fresh = 0 // the summary and the kept messages are saved with the turn
 	r.res.Compactions++
+	// The transcript holds tool results (a mail, a web page: text anyone
+	// may have written), so the facts it yields are added, never allowed
+	// to replace what the user said (no Supersedes).
 	ctx, cancel := context.WithTimeout(r.ctx, o.memOpts.RecallTimeout)
 	defer cancel()
-	if _, err := o.rememberFacts(ctx, r.msg.TenantID, memory.Provenance{ConversationID: r.msg.ConversationID}, args.Facts, r.recalled, o.now()); err != nil {
+	if _, err := o.rememberFacts(ctx, r.msg.TenantID, memory.Provenance{ConversationID: r.msg.ConversationID}, args.Facts, r.recalled, o.now(), false); err != nil {
 		o.log.WarnContext(r.ctx, "agent: storing facts from compaction failed", "tenant", r.msg.TenantID, "err", err)
 	}
 }

@@ -169,7 +169,7 @@ func (o *Orchestrator) extractFacts(x extraction) {
 		}
 		return
 	}
-	if _, err := o.rememberFacts(ctx, x.tenant, memory.Provenance{ConversationID: x.conv}, facts, x.known, x.at); err != nil {
+	if _, err := o.rememberFacts(ctx, x.tenant, memory.Provenance{ConversationID: x.conv}, facts, x.known, x.at, true); err != nil {
 		o.log.WarnContext(ctx, "agent: storing extracted facts failed", "tenant", x.tenant, "conversation", x.conv, "err", err)
 	}
 }
@@ -177,8 +177,8 @@ func (o *Orchestrator) extractFacts(x extraction) {
 // rememberFacts checks facts the model wrote and stores those that pass:
 // at most maxFactsPerCall, each a non-empty valid text of at most
 // maxFactRunes, superseding only an item among known (what the model was
-// shown). It returns how many it stored.
-func (o *Orchestrator) rememberFacts(ctx context.Context, tenant string, src memory.Provenance, facts []fact, known []memory.Item, at time.Time) (int, error) {
+// shown) and only when supersede is set. It returns how many it stored.
+func (o *Orchestrator) rememberFacts(ctx context.Context, tenant string, src memory.Provenance, facts []fact, known []memory.Item, at time.Time, supersede bool) (int, error) {
 	var items []memory.Item
 	seen := make(map[string]bool, len(known)+len(facts))
 	for _, k := range known {
@@ -203,7 +203,7 @@ func (o *Orchestrator) rememberFacts(ctx context.Context, tenant string, src mem
 		}
 		it := memory.Item{Text: text, Kind: kind, Source: src, CreatedAt: at}
 		for _, k := range known {
-			if f.Supersedes != "" && k.ID == f.Supersedes {
+			if supersede && f.Supersedes != "" && k.ID == f.Supersedes {
 				it.Supersedes = k.ID
 			}
 		}
