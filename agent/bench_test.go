@@ -564,3 +564,34 @@ func BenchmarkParallelTools(b *testing.B) {
 	b.ReportMetric(float64(per)/float64(time.Millisecond), "ms/conv")
 	b.ReportMetric(float64(per)/float64(turns*latency), "x-ideal")
 }
+
+// BenchmarkBudget measures what a Budget costs: one message (5 turns × 3
+// parallel calls) without a budget and with one that is never reached
+// (tokens, wall clock and tool calls all checked every turn), in
+// interleaved blocks of one run:
+//
+//	go test -run '^$' -bench BenchmarkBudget -benchtime 3s ./agent/
+//
+// x-budget (wall), x-budget-cpu, x-budget-allocs, x-budget-bytes = with
+// a budget / without. Without a budget the loop's only check is a nil
+// pointer test.
+func BenchmarkBudget(b *testing.B) {
+	b.Run("ratio", func(b *testing.B) {
+		model := newBenchModel(benchTurns, benchCalls, "get_weather", "web_search", "calculator")
+		o, err := agent.NewOrchestrator(agent.Config{LLM: model, SystemPrompt: "You are a benchmark.", Tools: benchTools()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		m := agent.Message{TenantID: "bench", ConversationID: "c", Text: benchText}
+		mb := m
+		mb.Budget = agent.Budget{MaxTokens: 1 << 30, MaxWall: time.Hour, MaxToolCalls: 1 << 20}
+		t := interleave(b, 100,
+			valetSide(b, "unset", o, model, m, m.ConversationID, 0, agent.DefaultMaxHistoryMessages),
+			valetSide(b, "set", o, model, mb, mb.ConversationID, 0, agent.DefaultMaxHistoryMessages),
+		)
+		reportGOMAXPROCS(b)
+		reportSide(b, "unset-", t[0])
+		reportSide(b, "set-", t[1])
+		reportRatios(b, "x-budget", "x-budget-", t[1], t[0], true)
+	})
+}

@@ -272,7 +272,7 @@ func (r *run) budgetAllows(req *llm.Request) bool {
 		r.addNote(budgetWrapUpNote)
 		req.Messages = r.window
 	}
-	ok, maxOut := m.afford(r.o.ctxm.Tokens(req.Messages) + r.o.specTokens)
+	ok, maxOut := m.afford(r.windowTokens(req.Messages) + r.o.specTokens)
 	if !ok {
 		return false
 	}
@@ -280,6 +280,15 @@ func (r *run) budgetAllows(req *llm.Request) bool {
 		req.MaxTokens = maxOut
 	}
 	return true
+}
+
+// windowTokens returns the tokens of msgs, the window: the running total
+// when it is the buffer, a count otherwise.
+func (r *run) windowTokens(msgs []llm.Message) int {
+	if !r.apart && r.buf != nil && len(msgs) == len(r.buf.msgs) {
+		return r.sysTokens + r.buf.tokens
+	}
+	return r.o.ctxm.Tokens(msgs)
 }
 
 // addNote adds a note for the model at the end of the window only: it is
