@@ -217,32 +217,11 @@ func NewInMemory(opts Options) *InMemory {
 // History returns the newest limit messages of a conversation; see
 // [Provider.History]. Limit 0 means all it keeps (at most MaxMessages).
 func (m *InMemory) History(ctx context.Context, tenantID, conversationID string, limit int) ([]llm.Message, error) {
-	if err := checkConv(tenantID, conversationID); err != nil {
+	out, err := m.AppendHistory(ctx, nil, tenantID, conversationID, limit)
+	if err != nil || len(out) == 0 {
 		return nil, err
 	}
-	if limit < 0 {
-		return nil, fmt.Errorf("%w: history limit %d is negative", ErrInvalid, limit)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	m.convMu.Lock()
-	defer m.convMu.Unlock()
-	now := m.now()
-	m.expire(now)
-	c := m.conversation(convKey{tenantID, conversationID}, now)
-	if c == nil {
-		return nil, nil
-	}
-	from := c.window(limit)
-	if from == len(c.msgs) {
-		return nil, nil
-	}
-	out := make([]llm.Message, 0, len(c.msgs)-from)
-	for i := from; i < len(c.msgs); i++ {
-		out = append(out, *c.at(i))
-	}
-	cloneTurn(out)
+	cloneTurn(out) // the caller's to modify: nothing shared
 	return out, nil
 }
 
