@@ -1,0 +1,72 @@
+// Package trigger runs an assistant's tasks on its own initiative. This
+// part of it says when: a [Schedule], the [MissedPolicy] for times that
+// passed while nothing ran, and the [Clock] a scheduler reads.
+//
+// # Schedules
+//
+// A Schedule is one of three kinds, a plain value to store with its task:
+//
+//	trigger.Schedule{Cron: "0 9 * * MON-FRI", Zone: "Europe/Paris"}
+//	trigger.Schedule{Every: 15 * time.Minute, Start: created}
+//	trigger.Schedule{At: time.Date(2026, 5, 1, 8, 0, 0, 0, time.UTC)}
+//
+// Check validates one (errors wrap [ErrInvalid]); Next(after) returns its
+// first time strictly after after, and false when there is none.
+//
+// Cron is the standard 5-field syntax — minute (0-59), hour (0-23), day
+// of month (1-31), month (1-12 or JAN-DEC), day of week (0-6 or SUN-SAT,
+// Sunday 0; 7 is refused) — with "*", "?", lists "1,15", ranges "1-5" and
+// steps "*/10", "0-30/5", "5/15", as robfig/cron/v3's parser reads them.
+// Descriptors such as "@daily" and "@every 1h" are refused (use Every),
+// and so is a "TZ=" prefix (use Zone). When day of month or day of week
+// is "*", "?" or "*/1", a day matches when both fields match; when both are
+// restricted, when either does ("0 0 13 * FRI": every 13th and every
+// Friday), as in robfig/cron and Vixie cron. An expression that matches
+// no date ("0 0 30 2 *") fails Check; "0 9 29 2 *" runs on leap days.
+//
+// Zone is an IANA time zone name; its tz data comes from the system, or
+// from the program if it imports time/tzdata. Default: UTC. "Local" is
+// refused: replicas on machines set to other zones would disagree.
+//
+// Every runs at Start, Start+Every, Start+2×Every…, at least a second
+// apart ([MinEvery]). A zero Start anchors the times at the Unix epoch,
+// so that every replica computes the same ones: Every: time.Hour runs on
+// the hour, UTC. Daylight-saving changes do not concern it: it counts
+// elapsed time.
+//
+// At runs once; Next returns it while after is earlier.
+//
+// # Daylight saving
+//
+// A cron schedule names wall-clock times in its zone. valet computes the
+// instants itself (robfig/cron only parses), by one rule: a wall-clock
+// time fires at the first instant the zone's clock reads it or later.
+// So:
+//
+//   - A time that does not exist, because the clocks go forward over it,
+//     fires once at the first instant after the gap: "30 2 * * *" in
+//     Europe/Paris fires at 03:00 CEST on 29 March 2026. Several times in
+//     one gap ("*/15 2 * * *") make one run.
+//   - A time that occurs twice, because the clocks go back over it, fires
+//     once, at its first occurrence: "30 2 * * *" in Europe/Paris fires at
+//     02:30 CEST on 25 October 2026, not again at 02:30 CET. A schedule
+//     that fires every few minutes pauses through the repeated hour; use
+//     Every for a steady rhythm.
+//
+// # Missed runs
+//
+// When nothing was running — the process, or every replica, was down —
+// schedule times pass without a run. [Schedule.Due] tells a scheduler
+// what to do about them when it wakes, by the task's MissedPolicy:
+// [CatchUpOnce] (the default) runs once for all of them, [Skip] runs none.
+// A time handled less than a grace after it ([DefaultGrace], a minute)
+// is on time, not missed. Either way the schedule carries on from now,
+// so a daily task down for a week runs at most once when it comes back.
+//
+// # Clocks
+//
+// A scheduler reads the time and waits through a [Clock]: [SystemClock]
+// in production, trigger/triggertest.Clock in tests, which moves only
+// when the test advances it, so a test runs a month of schedules without
+// sleeping.
+package trigger

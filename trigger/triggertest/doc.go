@@ -1,0 +1,13 @@
+// Package triggertest helps test code built on package trigger.
+//
+// [Clock] is a fake trigger.Clock: time stands still until the test
+// moves it with Advance, and the timers it passes fire at once, so a
+// scheduler runs a week of schedules in a millisecond:
+//
+//	clk := triggertest.NewClock(time.Date(2026, 3, 28, 12, 0, 0, 0, time.UTC))
+//	// start the code under test with clk as its trigger.Clock, then:
+//	if err := clk.AwaitTimers(ctx, 1); err != nil { // it is waiting
+//		t.Fatal(err)
+//	}
+//	clk.Advance(24 * time.Hour) // its timer fires
+package triggertest
