@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -83,7 +82,9 @@ func (r *run) resolve(id string, d approval.Decision) error {
 		return err
 	}
 	r.msg.ConversationID = conversationOf(e.ConversationID)
-	r.msg.Source, r.msg.TaskID = cmp.Or(e.Source, SourceUser), e.TaskID
+	// The user decides: the run is the user's (a SpendGuard pausing
+	// non-critical runs lets it through), about the entry's task.
+	r.msg.Source, r.msg.TaskID = SourceUser, e.TaskID
 	r.res.Source, r.res.TaskID = r.msg.Source, r.msg.TaskID
 	if err := r.checkSpend(); err != nil {
 		return err

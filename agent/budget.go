@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"cmp"
+	"context"
 	"fmt"
 	"math"
 	"strings"
@@ -27,9 +29,10 @@ type Budget struct {
 	// Config.Prices. A run with a cost limit whose model has no price is
 	// refused (ErrNoPrice) before any call: never priced at $0.
 	MaxCostUSD float64
-	// MaxWall caps the run's wall clock, checked before each model call; a
-	// tool call's timeout is cut to what remains. The last call that asks
-	// for the answer may run past it, by at most LLMTimeout.
+	// MaxWall caps the run's wall clock: checked before each model call;
+	// tool calls and Agent-Tools end with it, whatever their own
+	// timeouts; a failed model call is not retried past it. The last call
+	// that asks for the answer may run past it, by at most LLMTimeout.
 	MaxWall time.Duration
 	// MaxToolCalls caps the tool calls run; each call of a parallel turn
 	// counts. Calls of a turn past the limit are not run: they get an
@@ -69,8 +72,9 @@ func (p Price) Cost(u llm.Usage) float64 {
 }
 
 // Prices maps model names to their prices. A model is found by its exact
-// name, or else by the longest name in the table it starts with followed
-// by "-" (so "gpt-4o" prices "gpt-4o-2024-08-06").
+// name, or else as a dated snapshot of a name in the table: the name, "-"
+// and only digits and dashes ("gpt-4o" prices "gpt-4o-2024-08-06" and
+// "gpt-4-0613", not "gpt-4o-mini" or "o3-pro", which are other models).
 type Prices map[string]Price
 
 // Lookup returns the price of model.
@@ -81,13 +85,29 @@ func (p Prices) Lookup(model string) (Price, bool) {
 	if pr, ok := p[model]; ok {
 		return pr, true
 	}
-	best, found := "", false
-	for name := range p {
-		if len(name) > len(best) && strings.HasPrefix(model, name+"-") {
-			best, found = name, true
+	for i := len(model) - 1; i > 0; i-- {
+		if model[i] != '-' {
+			continue
+		}
+		if pr, ok := p[model[:i]]; ok && dated(model[i+1:]) {
+			return pr, true
 		}
 	}
-	return p[best], found
+	return Price{}, false
+}
+
+// dated reports whether s is a snapshot date: digits and dashes, starting
+// with a digit.
+func dated(s string) bool {
+	if s == "" || s[0] < '0' || s[0] > '9' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if (s[i] < '0' || s[i] > '9') && s[i] != '-' {
+			return false
+		}
+	}
+	return true
 }
 
 // DefaultPrices returns a new table of OpenAI list prices (standard tier,
@@ -157,7 +177,8 @@ func (m *meter) afford(input int) (ok bool, maxOut int) {
 	if m.b.MaxCostUSD > 0 {
 		left := m.b.MaxCostUSD - m.used.CostUSD - m.price.Cost(llm.Usage{InputTokens: input})
 		if m.price.OutputPerMillion > 0 {
-			maxOut = min(maxOut, int(math.Floor(left/m.price.OutputPerMillion*1e6)))
+			// In float first: a huge budget must not overflow int.
+			maxOut = min(maxOut, int(min(math.Floor(left/m.price.OutputPerMillion*1e6), math.MaxInt32)))
 		} else if left < 0 {
 			maxOut = -1
 		}
@@ -165,8 +186,8 @@ func (m *meter) afford(input int) (ok bool, maxOut int) {
 	if maxOut < budgetReserveTokens {
 		return false, 0
 	}
-	if maxOut == math.MaxInt {
-		maxOut = 0
+	if maxOut >= math.MaxInt32 {
+		maxOut = 0 // no cap worth sending
 	}
 	return true, maxOut
 }
@@ -238,9 +259,13 @@ func (r *run) startBudget() error {
 	if err := b.Check(); err != nil {
 		return err
 	}
-	if b.IsZero() {
-		b = o.loop.Budget
-	}
+	// Each limit the message leaves at zero takes LoopConfig.Budget's: a
+	// message setting only MaxToolCalls keeps the default cost limit.
+	d := o.loop.Budget
+	b.MaxTokens = cmp.Or(b.MaxTokens, d.MaxTokens)
+	b.MaxCostUSD = cmp.Or(b.MaxCostUSD, d.MaxCostUSD)
+	b.MaxWall = cmp.Or(b.MaxWall, d.MaxWall)
+	b.MaxToolCalls = cmp.Or(b.MaxToolCalls, d.MaxToolCalls)
 	if b.IsZero() {
 		return nil
 	}
@@ -255,6 +280,11 @@ func (r *run) startBudget() error {
 		m.price = o.price
 	}
 	r.meter = m
+	if b.MaxWall > 0 {
+		// Tools and Agent-Tools, whatever their own timeouts, end with
+		// the wall clock.
+		r.toolCtx, r.wallCancel = context.WithDeadline(r.ctx, r.start.Add(b.MaxWall))
+	}
 	return nil
 }
 
@@ -272,14 +302,41 @@ func (r *run) budgetAllows(req *llm.Request) bool {
 		r.addNote(budgetWrapUpNote)
 		req.Messages = r.window
 	}
-	ok, maxOut := m.afford(r.windowTokens(req.Messages) + r.o.specTokens)
+	ok, _ := m.afford(r.windowTokens(req.Messages) + r.o.specTokens)
+	return ok
+}
+
+// capCall fits a model call to the run's budget (callLLM calls it for
+// every call, the loop's and those aside: phrasing, approvals, fields,
+// compaction): its MaxTokens is capped at what the budget leaves, and a
+// call the budget cannot afford is not made (ErrBudgetExceeded).
+func (r *run) capCall(req *llm.Request) error {
+	m := r.meter
+	input := r.windowTokens(req.Messages)
+	if len(req.Tools) > 0 {
+		input += toolTokens(r.o, req.Tools)
+	}
+	ok, maxOut := m.afford(input)
 	if !ok {
-		return false
+		return fmt.Errorf("%w: %s", ErrBudgetExceeded, m.describe())
 	}
 	if maxOut > 0 && (req.MaxTokens == 0 || maxOut < req.MaxTokens) {
 		req.MaxTokens = maxOut
 	}
-	return true
+	return nil
+}
+
+// toolTokens estimates the tokens of tools: the orchestrator's own specs
+// are counted once, at construction.
+func toolTokens(o *Orchestrator, tools []llm.ToolSpec) int {
+	if len(tools) == len(o.specs) && len(tools) > 0 && &tools[0] == &o.specs[0] {
+		return o.specTokens
+	}
+	n := 0
+	for _, sp := range tools {
+		n += o.ctxm.MessageTokens(llm.Message{Content: sp.Name + sp.Description + string(sp.Parameters)})
+	}
+	return n
 }
 
 // windowTokens returns the tokens of msgs, the window: the running total
@@ -308,21 +365,35 @@ func (r *run) addNote(text string) {
 // names, else the request's, else the client's.
 func (r *run) account(req *llm.Request, resp *llm.Response) {
 	o := r.o
+	// What the model does not report (input, output or both) is
+	// estimated, so a budget is never spent unseen.
 	u := resp.Usage
-	if u == (llm.Usage{}) {
-		u.InputTokens = o.ctxm.Tokens(req.Messages)
-		if len(req.Tools) > 0 {
-			u.InputTokens += o.specTokens
-		}
+	if u.InputTokens == 0 {
+		u.InputTokens = r.windowTokens(req.Messages) + toolTokens(o, req.Tools)
+	}
+	if u.OutputTokens == 0 {
 		u.OutputTokens = o.ctxm.MessageTokens(resp.Message)
 	}
 	c := &r.res.Consumed
 	c.Tokens += u.Total()
-	price := o.price
-	if p, ok := o.prices.Lookup(resp.Model); ok {
-		price = p
-	} else if p, ok := o.prices.Lookup(req.Model); ok {
-		price = p
-	}
+	price := o.priceOf(req.Model, resp.Model)
 	c.CostUSD += price.Cost(u)
+	if m := r.meter; m != nil && m.b.MaxCostUSD > 0 {
+		// The budget plans with the dearest price seen: a response from
+		// another model than the client's is not planned at its price.
+		m.price.InputPerMillion = max(m.price.InputPerMillion, price.InputPerMillion)
+		m.price.OutputPerMillion = max(m.price.OutputPerMillion, price.OutputPerMillion)
+	}
+}
+
+// priceOf returns the price of a call: of the model the response names,
+// else the request's, else the client's.
+func (o *Orchestrator) priceOf(reqModel, respModel string) Price {
+	if p, ok := o.prices.Lookup(respModel); ok {
+		return p
+	}
+	if p, ok := o.prices.Lookup(reqModel); ok {
+		return p
+	}
+	return o.price
 }

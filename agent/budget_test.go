@@ -318,3 +318,18 @@ func TestSourceAndTaskCarried(t *testing.T) {
 		t.Fatalf("default Source = %q", plain.Source)
 	}
 }
+
+// A message's Budget replaces only the limits it sets: the operator's
+// default token limit still holds for a message that sets only tool calls.
+func TestBudgetMessageKeepsDefaultLimits(t *testing.T) {
+	var runs atomic.Int32
+	r1 := weatherCalls("Paris")
+	r1.Usage = llm.Usage{InputTokens: 900, OutputTokens: 50}
+	s := llmtest.NewStrictScript(t, r1)
+	o := newOrch(t, paired{t, s}, agent.Config{Tools: []tool.Tool{countedWeather(&runs)}, Loop: agent.LoopConfig{Budget: agent.Budget{MaxTokens: 960}}})
+	m := msg("Paris?")
+	m.Budget = agent.Budget{MaxToolCalls: 10}
+	if _, err := o.HandleMessage(context.Background(), m); !errors.Is(err, agent.ErrBudgetExceeded) {
+		t.Fatalf("err = %v: the default token limit was dropped", err)
+	}
+}

@@ -56,6 +56,7 @@ type extraction struct {
 	user, answer string
 	known        []memory.Item // recalled for the turn: what the model may supersede
 	at           time.Time     // when the turn ended: the facts' CreatedAt
+	info         RunInfo       // the run's, for the SpendGuard
 }
 
 // scheduleExtraction starts the extraction of the run's turn in the
@@ -66,7 +67,7 @@ func (r *run) scheduleExtraction() {
 	if !o.memOpts.Extract || r.msg.Text == "" || r.res.Response == "" {
 		return
 	}
-	x := extraction{tenant: r.msg.TenantID, conv: r.msg.ConversationID, user: r.msg.Text, answer: r.res.Response, known: r.recalled, at: o.now()}
+	x := extraction{tenant: r.msg.TenantID, conv: r.msg.ConversationID, user: r.msg.Text, answer: r.res.Response, known: r.recalled, at: o.now(), info: r.info()}
 	key := convKey{x.tenant, x.conv}
 	o.bg.mu.Lock()
 	defer o.bg.mu.Unlock()
@@ -127,14 +128,34 @@ func (o *Orchestrator) extractFacts(x extraction) {
 		fmt.Fprintf(&b, "\n- [%s] %s", it.ID, backgroundText.Replace(it.Text))
 	}
 	turn := "The user wrote:\n" + x.user + "\n\nThe assistant answered:\n" + x.answer
-	resp, err := o.llm.Complete(ctx, llm.Request{
+	// The call is spent like a run's: the SpendGuard may refuse it, and
+	// records it.
+	gctx := context.WithValue(ctx, runInfoKey{}, x.info)
+	if o.guard != nil {
+		if err := o.guard.Check(gctx, x.tenant); err != nil {
+			o.log.InfoContext(ctx, "agent: fact extraction skipped: the spend guard refused it", "tenant", x.tenant, "err", err)
+			return
+		}
+	}
+	req := llm.Request{
 		Messages:   []llm.Message{llm.SystemMessage(b.String()), llm.UserMessage(turn)},
 		Tools:      []llm.ToolSpec{rememberSpec},
 		ToolChoice: RememberToolName,
-	})
+	}
+	resp, err := o.llm.Complete(ctx, req)
 	if err != nil {
 		o.log.WarnContext(ctx, "agent: fact extraction failed", "tenant", x.tenant, "conversation", x.conv, "err", err)
 		return
+	}
+	if o.guard != nil {
+		u := resp.Usage
+		if u == (llm.Usage{}) {
+			u = llm.Usage{InputTokens: o.ctxm.Tokens(req.Messages) + toolTokens(o, req.Tools), OutputTokens: o.ctxm.MessageTokens(resp.Message)}
+		}
+		c := Consumed{Tokens: u.Total(), CostUSD: o.priceOf(req.Model, resp.Model).Cost(u)}
+		if err := o.guard.Record(gctx, x.tenant, c); err != nil {
+			o.log.ErrorContext(ctx, "agent: recording the fact extraction's spend failed", "tenant", x.tenant, "err", err)
+		}
 	}
 	var facts []fact
 	for _, c := range resp.Message.ToolCalls {

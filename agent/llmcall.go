@@ -49,6 +49,11 @@ func (r *run) callLLM(req llm.Request) (*llm.Response, error) {
 		if err := r.ctx.Err(); err != nil {
 			return nil, err
 		}
+		if r.meter != nil {
+			if err := r.capCall(&req); err != nil {
+				return nil, err
+			}
+		}
 		resp, err := r.send(req)
 		if err == nil {
 			r.res.Usage = r.res.Usage.Add(resp.Usage)
@@ -61,6 +66,9 @@ func (r *run) callLLM(req llm.Request) (*llm.Response, error) {
 		h := errorHandlers(llm.KindOf(err))
 		if h == nil {
 			return nil, err
+		}
+		if m := r.meter; m != nil && m.b.MaxWall > 0 && m.spent(time.Now()) {
+			return nil, fmt.Errorf("%w: no retry: %s: %w", ErrBudgetExceeded, m.describe(), err)
 		}
 		if st == nil {
 			st = new(callState)
@@ -214,6 +222,11 @@ func (r *run) backoff(st *callState, _ []llm.Message, err error) (bool, []llm.Me
 		d = ra
 	}
 	d = min(d, cfg.LLMMaxRetryDelay)
+	if m := r.meter; m != nil && m.b.MaxWall > 0 {
+		if left := m.wallLeft(time.Now()); d >= left {
+			return false, nil, fmt.Errorf("%w: no time left for a retry: %s: %w", ErrBudgetExceeded, m.describe(), err)
+		}
+	}
 	st.retries++
 	t := time.NewTimer(d)
 	defer t.Stop()

@@ -243,7 +243,7 @@ func (r *run) runAgent(a *agentTool, callID string, fields json.RawMessage) (con
 	if timeout <= 0 {
 		timeout = o.loop.AgentToolTimeout
 	}
-	ctx, cancel := context.WithTimeout(r.ctx, timeout)
+	ctx, cancel := context.WithTimeout(r.toolCtx, timeout)
 	defer cancel()
 	ctx = tool.WithExecContext(ctx, tool.ExecContext{
 		TenantID:       r.msg.TenantID,
@@ -670,6 +670,7 @@ func (r *run) addResumed(a *agentTool, e *pool.Entry, fields json.RawMessage, co
 	}
 	content, rec.Truncated = r.o.ctxm.TruncateToolResult(content)
 	r.res.ToolCalls = append(r.res.ToolCalls, rec)
+	r.res.Consumed.ToolCalls++ // the user decided it: it runs whatever the budget says, and counts
 	if r.emit != nil {
 		cp := rec
 		r.emit(Event{Type: EventToolResult, ToolCall: &cp})

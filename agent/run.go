@@ -32,7 +32,11 @@ type run struct {
 	saveErr   error         // saving the turn failed (the run itself did not)
 	recalled  []memory.Item // the long-term items shown to the model
 	meter     *meter        // the run's Budget; nil when it has none
-	guarded   bool          // the SpendGuard allowed the run: Record it
+	// toolCtx is the parent of tool and Agent-Tool calls: ctx, or with a
+	// wall-clock budget ctx ending with it (wallCancel releases it).
+	toolCtx    context.Context
+	wallCancel context.CancelFunc
+	guarded    bool // the SpendGuard allowed the run: Record it
 
 	clock   callClock         // bounds each model call by LLMTimeout
 	aside   bool              // a model call outside the conversation is under way
@@ -50,13 +54,16 @@ func (o *Orchestrator) newRun(ctx context.Context, msg Message, emit func(Event)
 	if msg.Source == "" {
 		msg.Source = SourceUser
 	}
-	r := &run{o: o, ctx: ctx, msg: msg, emit: emit, start: time.Now(), clock: callClock{parent: ctx, d: o.loop.LLMTimeout}}
+	r := &run{o: o, ctx: ctx, toolCtx: ctx, msg: msg, emit: emit, start: time.Now(), clock: callClock{parent: ctx, d: o.loop.LLMTimeout}}
 	r.res.Source, r.res.TaskID = msg.Source, msg.TaskID
 	return r
 }
 
 func (r *run) execute(body func(*run) error) (*Result, error) {
 	err := body(r)
+	if r.wallCancel != nil {
+		r.wallCancel()
+	}
 	res := &r.res
 	res.Duration = time.Since(r.start)
 	res.Consumed.Wall = res.Duration
@@ -177,7 +184,7 @@ func (r *run) end(err error) error {
 	}
 	if h := o.hooks.PostProcess; h != nil && r.msg.Text != "" {
 		if err := h(r.ctx, r.msg, res); err != nil {
-			o.log.WarnContext(r.ctx, "agent: post-process hook failed", "tenant", r.msg.TenantID, "conversation", r.msg.ConversationID, "err", err)
+			o.log.WarnContext(r.ctx, "agent: post-process hook failed", "tenant", r.msg.TenantID, "conversation", r.msg.ConversationID, "source", r.msg.Source, "task_id", r.msg.TaskID, "err", err)
 		}
 	}
 	return serr
@@ -199,7 +206,7 @@ func (r *run) save() error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), saveTimeout)
 	defer cancel()
 	if err := r.o.mem.Append(ctx, r.msg.TenantID, r.msg.ConversationID, turn...); err != nil {
-		r.o.log.ErrorContext(r.ctx, "agent: saving the turn failed", "tenant", r.msg.TenantID, "conversation", r.msg.ConversationID, "messages", len(turn), "err", err)
+		r.o.log.ErrorContext(r.ctx, "agent: saving the turn failed", "tenant", r.msg.TenantID, "conversation", r.msg.ConversationID, "source", r.msg.Source, "task_id", r.msg.TaskID, "messages", len(turn), "err", err)
 		return fmt.Errorf("%w: %w", ErrHistoryNotSaved, err)
 	}
 	return nil
@@ -254,15 +261,7 @@ func (r *run) loop() error {
 // or the run ends with ErrBudgetExceeded.
 func (r *run) lastCall(note string, budget bool) error {
 	final := append(r.window[:len(r.window):len(r.window)], r.note(note))
-	req := llm.Request{Messages: final}
-	if m := r.meter; m != nil {
-		ok, maxOut := m.afford(r.o.ctxm.Tokens(final))
-		if !ok {
-			return fmt.Errorf("%w: %s", ErrBudgetExceeded, m.describe())
-		}
-		req.MaxTokens = maxOut
-	}
-	resp, err := r.callLLM(req)
+	resp, err := r.callLLM(llm.Request{Messages: final}) // with a budget: capped, or ErrBudgetExceeded
 	if err != nil {
 		return err
 	}

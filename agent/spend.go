@@ -68,7 +68,7 @@ func (r *run) recordSpend() {
 	ctx, cancel := context.WithTimeout(ctx, spendRecordTimeout)
 	defer cancel()
 	if err := r.o.guard.Record(ctx, r.msg.TenantID, c); err != nil {
-		r.o.log.ErrorContext(r.ctx, "agent: recording the run's spend failed", "tenant", r.msg.TenantID, "cost_usd", c.CostUSD, "err", err)
+		r.o.log.ErrorContext(r.ctx, "agent: recording the run's spend failed", "tenant", r.msg.TenantID, "source", r.msg.Source, "task_id", r.msg.TaskID, "cost_usd", c.CostUSD, "err", err)
 	}
 }
 
@@ -132,13 +132,22 @@ type SpendLimitsConfig struct {
 // not stopped, so a limit can be overshot by what the runs in flight at
 // that moment spend: at most the number of concurrent runs times their
 // Budget.MaxCostUSD — set one (LoopConfig.Budget) to bound it; without a
-// per-run cost budget the overshoot is unbounded by the guard.
+// per-run cost budget the overshoot is unbounded by the guard. Fact
+// extractions (MemoryOptions.Extract) are checked and recorded too, one
+// model call each, outside any run's budget: add one call per extraction
+// in flight (at most 4 run at once).
 type SpendLimits struct {
 	cfg     SpendLimitsConfig
 	mu      sync.Mutex
 	tenants map[string]*spendState
 	global  spendState
 	pruned  int // tenants left by the last prune
+
+	// Alerts wait in queue, in the order Record found them, and one
+	// Record at a time delivers them (outside mu): the observer hears
+	// them in order, and a slow observer never holds up Check.
+	queue      []SpendAlert
+	delivering bool
 }
 
 // spendState is one spender's totals in the current day and month.
@@ -200,7 +209,11 @@ func (st *spendState) roll(day, month string) {
 	}
 }
 
-func reached(spent, limit float64) bool { return limit > 0 && spent >= limit }
+// reached reports whether spent has reached limit, to the micro-dollar:
+// ten runs of $0.10 reach $1 although their float sum is 0.9999999999.
+func reached(spent, limit float64) bool {
+	return limit > 0 && math.Round(spent*1e6) >= math.Round(limit*1e6)
+}
 
 // Check refuses the run (ErrSpendLimit) when the tenant's or the global
 // daily or monthly limit is reached, as OnLimit says.
@@ -267,12 +280,27 @@ func (s *SpendLimits) Record(ctx context.Context, tenantID string, c Consumed) e
 		alerts = s.passed(alerts, x.id, "month", month, x.st.monthUSD, x.lim.MonthlyUSD, &x.st.monthAlerts)
 	}
 	s.prune(month)
-	s.mu.Unlock()
-	if s.cfg.Observer != nil {
-		for _, a := range alerts {
+	if s.cfg.Observer == nil || len(alerts) == 0 && len(s.queue) == 0 {
+		s.mu.Unlock()
+		return nil
+	}
+	s.queue = append(s.queue, alerts...)
+	if s.delivering {
+		s.mu.Unlock() // the Record delivering will deliver these too
+		return nil
+	}
+	s.delivering = true
+	for len(s.queue) > 0 {
+		batch := s.queue
+		s.queue = nil
+		s.mu.Unlock()
+		for _, a := range batch {
 			s.cfg.Observer(a)
 		}
+		s.mu.Lock()
 	}
+	s.delivering = false
+	s.mu.Unlock()
 	return nil
 }
 
@@ -281,7 +309,7 @@ func (s *SpendLimits) passed(out []SpendAlert, tenant, period, key string, spent
 	if limit <= 0 {
 		return out
 	}
-	for *done < len(s.cfg.Alerts) && spent >= s.cfg.Alerts[*done]*limit {
+	for *done < len(s.cfg.Alerts) && reached(spent, s.cfg.Alerts[*done]*limit) {
 		out = append(out, SpendAlert{TenantID: tenant, Period: period, Key: key, SpentUSD: spent, LimitUSD: limit, Threshold: s.cfg.Alerts[*done]})
 		*done++
 	}

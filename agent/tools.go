@@ -51,7 +51,7 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage) {
 		}
 	}
 	r.res.Consumed.ToolCalls += allowed
-	turnCtx, cancel := context.WithTimeout(r.ctx, timeout)
+	turnCtx, cancel := context.WithTimeout(r.toolCtx, timeout)
 	defer cancel()
 	t := &turn{r: r, calls: calls, outs: make([]callOutcome, len(calls)), ctx: turnCtx, creds: r.credentials(), allowed: allowed}
 	if len(o.callable) > 0 {
@@ -158,7 +158,7 @@ func (t *turn) exec(i int) {
 	}
 	parent := t.ctx
 	if tl, ok := o.tools.Get(c.Name); ok && tool.SettingsOf(tl).Timeout > 0 {
-		parent = r.ctx // Execute applies the tool's own timeout
+		parent = r.toolCtx // Execute applies the tool's own timeout
 	}
 	ctx := tool.WithExecContext(parent, tool.ExecContext{
 		TenantID:       r.msg.TenantID,
@@ -169,8 +169,13 @@ func (t *turn) exec(i int) {
 	})
 	t0 := time.Now()
 	res := o.tools.Execute(ctx, c, 0)
-	if res.IsError && t.ctx.Err() == context.DeadlineExceeded && r.ctx.Err() == nil && errors.Is(res.Err, context.DeadlineExceeded) {
-		res.Content = fmt.Sprintf("tool %q timed out after %s", c.Name, o.loop.ToolTimeout)
+	if res.IsError && r.ctx.Err() == nil && errors.Is(res.Err, context.DeadlineExceeded) {
+		switch {
+		case r.toolCtx.Err() != nil:
+			res.Content = fmt.Sprintf("tool %q was stopped: the time budget of this request ran out", c.Name)
+		case t.ctx.Err() == context.DeadlineExceeded:
+			res.Content = fmt.Sprintf("tool %q timed out after %s", c.Name, o.loop.ToolTimeout)
+		}
 	}
 	*out = callOutcome{result: res, dur: time.Since(t0)}
 	r.markInterrupted(c, out)

@@ -21,7 +21,7 @@ type Message struct {
 	Source string
 	// TaskID is the trigger task of a triggered run, carried like Source.
 	TaskID string
-	// Budget bounds this run; the zero Budget takes LoopConfig.Budget.
+	// Budget bounds this run; each zero limit takes LoopConfig.Budget's.
 	Budget Budget
 }
 
