@@ -135,17 +135,22 @@ func (e *Embedder) vector(text string) []float32 {
 		h.Write([]byte(key))
 		v[h.Sum32()%uint32(e.dims)]++
 	}
+	normalize(v)
+	return v
+}
+
+// normalize scales v to length 1 (a zero vector stays zero).
+func normalize(v []float32) {
 	var sum float64
 	for _, x := range v {
 		sum += float64(x) * float64(x)
 	}
 	if sum > 0 {
-		norm := float32(1 / math.Sqrt(sum))
+		k := float32(1 / math.Sqrt(sum))
 		for i := range v {
-			v[i] *= norm
+			v[i] *= k
 		}
 	}
-	return v
 }
 
 // commonWords are ignored by the Embedder unless a concept names them:

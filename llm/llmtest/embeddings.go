@@ -154,16 +154,7 @@ func (h *Handler) serveEmbeddings(ctx context.Context, w http.ResponseWriter, id
 func shorten(v []float32, n int) []float32 {
 	out := make([]float32, n)
 	copy(out, v)
-	var sum float64
-	for _, x := range out {
-		sum += float64(x) * float64(x)
-	}
-	if sum > 0 {
-		k := float32(1 / math.Sqrt(sum))
-		for i := range out {
-			out[i] *= k
-		}
-	}
+	normalize(out)
 	return out
 }
 
