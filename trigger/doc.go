@@ -1,6 +1,41 @@
-// Package trigger runs an assistant's tasks on its own initiative. This
-// part of it says when: a [Schedule], the [MissedPolicy] for times that
-// passed while nothing ran, and the [Clock] a scheduler reads.
+// Package trigger is for the tasks an assistant runs on its own
+// initiative. So far it holds what a task is and where it is kept, and
+// says when a schedule fires: a [Task] and its [Trigger], a [Run] of its
+// history, the [Store] that keeps both with its in-memory
+// implementation [MemoryStore], a [Schedule], the [MissedPolicy] for
+// times that passed while nothing ran, and the [Clock] a scheduler
+// reads. Nothing runs tasks yet: the engine, the executors, the event
+// bus and the PostgreSQL backend on River are still to come.
+//
+// # Tasks
+//
+// A Task belongs to a tenant. Its Trigger is one of three kinds: a
+// schedule (a Schedule and a MissedPolicy), events (a Source, a Type and
+// a Filter of dotted paths into the event's data, each to equal a value)
+// or a condition (the name of a check and how often to poll it). Its
+// Executor (default [DefaultExecutor], "orchestrator") carries out its
+// Action; its Output names where results go. Its Status is one of
+// ACTIVE, PAUSED, DISABLED, COMPLETED, PENDING_APPROVAL, EXPIRED and
+// DEAD; only ACTIVE tasks are due. Priority (0–9, higher first) orders
+// tasks due at the same time; Retry and Budget bound a run's attempts
+// and spending. [Task.Check] validates a task; its errors wrap
+// [ErrInvalid].
+//
+// # Stores
+//
+// A [Store] keeps tasks and their run histories. Every method that reads
+// or writes one task takes its tenant id, and a task of another tenant
+// is [ErrNotFound]. Updates are optimistic: [Store.Update] succeeds only
+// at the stored Revision and otherwise fails with [ErrConflict]; read the
+// task again and retry. [Store.Due] returns the ACTIVE tasks of every
+// tenant whose NextRun has come, earliest first, then by Priority.
+// A run is identified by [RunID] (task id and due time), the same on
+// every replica and every attempt.
+//
+// [MemoryStore] keeps everything in process memory, copies what it is
+// given and what it returns, and keeps the newest [DefaultMaxRuns] runs
+// per task unless told otherwise. trigger/triggertest.RunStore is the
+// conformance suite of a Store.
 //
 // # Schedules
 //

@@ -1,6 +1,8 @@
 package trigger_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -38,4 +40,42 @@ func ExampleSchedule_Due() {
 	// Output:
 	// catch up: true 2026-06-02 09:00:00 then 2026-06-04 09:00:00
 	// skip:     false then 2026-06-04 09:00:00
+}
+
+func ExampleMemoryStore() {
+	ctx := context.Background()
+	store := trigger.NewMemoryStore()
+	task := &trigger.Task{
+		ID:       "digest",
+		TenantID: "u1",
+		Name:     "Morning digest",
+		Trigger: trigger.Trigger{
+			Kind:     trigger.KindSchedule,
+			Schedule: trigger.Schedule{Cron: "0 8 * * *", Zone: "Europe/Paris"},
+		},
+		Action:  trigger.Action{Instruction: "Summarise my unread mail."},
+		Status:  trigger.StatusActive,
+		NextRun: time.Date(2026, 6, 1, 6, 0, 0, 0, time.UTC),
+	}
+	if err := store.Create(ctx, task); err != nil {
+		fmt.Println(err)
+		return
+	}
+	due, _ := store.Due(ctx, time.Date(2026, 6, 1, 6, 0, 30, 0, time.UTC), 10)
+	for _, t := range due {
+		fmt.Println(t.TenantID, t.ID, t.ExecutorName(), "revision", t.Revision)
+	}
+
+	stale := *task
+	task.Status = trigger.StatusPaused
+	fmt.Println(store.Update(ctx, task), task.Revision)
+	err := store.Update(ctx, &stale) // revision 1, no longer the stored one
+	fmt.Println(errors.Is(err, trigger.ErrConflict))
+	_, err = store.Get(ctx, "u2", "digest") // another tenant
+	fmt.Println(errors.Is(err, trigger.ErrNotFound))
+	// Output:
+	// u1 digest orchestrator revision 1
+	// <nil> 2
+	// true
+	// true
 }

@@ -12,8 +12,15 @@ var (
 	// ErrInvalid: a Schedule that sets none or more than one of Cron,
 	// Every and At, a malformed cron expression, a cron expression that
 	// never matches a date, an unknown zone, an interval under MinEvery,
-	// or a MissedPolicy that is not one of the constants.
+	// a MissedPolicy that is not one of the constants; a Task, Trigger or
+	// Run that fails its Check; a bad argument to a Store method.
 	ErrInvalid = errors.New("trigger: invalid")
+	// ErrNotFound: no such task (or run) for that tenant. A task of
+	// another tenant is not found.
+	ErrNotFound = errors.New("trigger: not found")
+	// ErrConflict: a task (or run) with that id exists already, or an
+	// Update carried a Revision that is no longer the stored one.
+	ErrConflict = errors.New("trigger: conflict")
 )
 
 // MinEvery is the shortest interval of an Every schedule.

@@ -10,4 +10,14 @@
 //		t.Fatal(err)
 //	}
 //	clk.Advance(24 * time.Hour) // its timer fires
+//
+// [RunStore] is the conformance suite of a trigger.Store: a backend's
+// tests call it with a function that makes an empty store, and it checks
+// tenant isolation, copies, revisions under concurrent updates, the
+// order of Due, status filters and the bounds and order of run history.
+// [NewTask] and [NewRun] return valid values to start tests from.
+//
+//	func TestMyStore(t *testing.T) {
+//		triggertest.RunStore(t, func(t *testing.T) trigger.Store { return newMyStore(t) })
+//	}
 package triggertest

@@ -1,0 +1,122 @@
+package trigger
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// RunStatus is the state of one run of a task.
+type RunStatus string
+
+// The run statuses.
+const (
+	// RunRunning: an attempt is under way.
+	RunRunning RunStatus = "running"
+	// RunSucceeded: an attempt finished without error.
+	RunSucceeded RunStatus = "succeeded"
+	// RunFailed: an attempt failed; another may follow.
+	RunFailed RunStatus = "failed"
+	// RunDead: the last attempt failed; none follows.
+	RunDead RunStatus = "dead"
+)
+
+// Check reports a RunStatus other than the constants (ErrInvalid).
+func (s RunStatus) Check() error {
+	switch s {
+	case RunRunning, RunSucceeded, RunFailed, RunDead:
+		return nil
+	}
+	return fmt.Errorf("%w: run status %q", ErrInvalid, string(s))
+}
+
+// Usage is what a run consumed.
+type Usage struct {
+	Tokens    int           `json:"tokens,omitempty"`
+	CostUSD   float64       `json:"cost_usd,omitempty"`
+	Wall      time.Duration `json:"wall,omitempty"`
+	ToolCalls int           `json:"tool_calls,omitempty"`
+}
+
+// Check reports a negative amount, or a cost that is not a finite number.
+func (u Usage) Check() error {
+	if u.Tokens < 0 || u.Wall < 0 || u.ToolCalls < 0 {
+		return fmt.Errorf("%w: usage: negative amount %+v", ErrInvalid, u)
+	}
+	if u.CostUSD < 0 || math.IsNaN(u.CostUSD) || math.IsInf(u.CostUSD, 0) {
+		return fmt.Errorf("%w: usage: CostUSD %v", ErrInvalid, u.CostUSD)
+	}
+	return nil
+}
+
+// Run is one entry of a task's run history: one due time of the task,
+// through its attempts.
+type Run struct {
+	// ID identifies the run, the same across its attempts and across
+	// replicas: an executor may use it to make side effects idempotent.
+	// For a schedule, RunID(taskID, dueAt). Required.
+	ID string `json:"id"`
+	// TaskID and TenantID are the task's. Required.
+	TaskID   string `json:"task_id"`
+	TenantID string `json:"tenant_id"`
+	// DueAt is when the run was due. Required.
+	DueAt time.Time `json:"due_at"`
+	// StartedAt is when the current attempt started; FinishedAt when it
+	// ended, zero while it runs.
+	StartedAt  time.Time `json:"started_at,omitzero"`
+	FinishedAt time.Time `json:"finished_at,omitzero"`
+	// Status is one of the RunStatus constants. Required.
+	Status RunStatus `json:"status"`
+	// Attempt counts the attempts, from 1.
+	Attempt int `json:"attempt"`
+	// Error is the failure of a failed or dead run.
+	Error string `json:"error,omitempty"`
+	// Result is the output of a succeeded run.
+	Result   string `json:"result,omitempty"`
+	Consumed Usage  `json:"consumed,omitzero"`
+}
+
+// RunID returns the stable id of the run of task taskID due at dueAt:
+// the same for every replica and every attempt.
+func RunID(taskID string, dueAt time.Time) string {
+	return taskID + "@" + dueAt.UTC().Format(time.RFC3339Nano)
+}
+
+// Check reports whether r is a valid run, wrapping ErrInvalid with what
+// is wrong when it is not.
+func (r Run) Check() error {
+	if err := checkID("run ID", r.ID); err != nil {
+		return err
+	}
+	if err := checkID("run TaskID", r.TaskID); err != nil {
+		return err
+	}
+	if err := checkID("run TenantID", r.TenantID); err != nil {
+		return err
+	}
+	if r.DueAt.IsZero() {
+		return fmt.Errorf("%w: run %q: zero DueAt", ErrInvalid, r.ID)
+	}
+	if err := r.Status.Check(); err != nil {
+		return fmt.Errorf("run %q: %w", r.ID, err)
+	}
+	if r.Attempt < 1 {
+		return fmt.Errorf("%w: run %q: Attempt %d, counted from 1", ErrInvalid, r.ID, r.Attempt)
+	}
+	if r.Status == RunRunning && !r.FinishedAt.IsZero() {
+		return fmt.Errorf("%w: run %q: running with a FinishedAt", ErrInvalid, r.ID)
+	}
+	if !r.FinishedAt.IsZero() && !r.StartedAt.IsZero() && r.FinishedAt.Before(r.StartedAt) {
+		return fmt.Errorf("%w: run %q: FinishedAt before StartedAt", ErrInvalid, r.ID)
+	}
+	if err := checkText("run Error", r.Error, MaxTextLen); err != nil {
+		return err
+	}
+	if err := checkText("run Result", r.Result, MaxTextLen); err != nil {
+		return err
+	}
+	if err := r.Consumed.Check(); err != nil {
+		return fmt.Errorf("run %q: %w", r.ID, err)
+	}
+	return nil
+}
