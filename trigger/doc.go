@@ -3,9 +3,11 @@
 // says when a schedule fires: a [Task] and its [Trigger], a [Run] of its
 // history, the [Store] that keeps both with its in-memory
 // implementation [MemoryStore], a [Schedule], the [MissedPolicy] for
-// times that passed while nothing ran, and the [Clock] a scheduler
-// reads. Nothing runs tasks yet: the engine, the executors, the event
-// bus and the PostgreSQL backend on River are still to come.
+// times that passed while nothing ran, the [Clock] a scheduler reads, and
+// the in-process [Engine] that runs schedule triggers with the
+// [Executor]s registered by name. Event and condition triggers
+// ([ErrUnsupported] for now), the orchestrator executor, notifiers,
+// spend limits and the PostgreSQL backend on River are still to come.
 //
 // # Tasks
 //
@@ -97,6 +99,38 @@
 // A time handled less than a grace after it ([DefaultGrace], a minute)
 // is on time, not missed. Either way the schedule carries on from now,
 // so a daily task down for a week runs at most once when it comes back.
+//
+// # Engine
+//
+// [New] makes an [Engine] from a [Config]: a Store (default a new
+// MemoryStore), a Clock (default SystemClock), the executors by name,
+// how many runs execute at once (MaxConcurrent, default
+// [DefaultMaxConcurrent]), the Grace of [Schedule.Due] and the timeout of
+// a run without Budget.MaxWall ([DefaultRunTimeout]). Every method takes
+// the tenant id; a task of another tenant is [ErrNotFound].
+// [Engine.CreateTask] refuses an executor that is not registered
+// (ErrInvalid) and sets NextRun to the schedule's first time from now.
+// [Engine.Pause] and [Engine.Resume] stop and restart a task; Resume
+// applies the task's MissedPolicy to the times that passed meanwhile.
+// [Engine.RunNow] runs a task once, outside its schedule, in the caller's
+// goroutine; [Engine.Retry] revives a DEAD task.
+//
+// [Engine.Run] is the scheduler. It sleeps until the earliest NextRun
+// (or until a task is created, resumed or retried, or a run finishes),
+// takes the due tasks from [Store.Due] and executes each in a goroutine
+// of its own, at most MaxConcurrent at a time, one run per task at a
+// time. A run is recorded in the history as running, then succeeded or
+// failed; its id is [RunID] of the task and the due time, the same on
+// every attempt. After a success LastRun is set and NextRun is the
+// schedule's next time by the MissedPolicy; a one-time task becomes
+// COMPLETED (EXPIRED when Skip passed over its time). After a failure the
+// run is tried again after its Retry.Backoff, doubling with each attempt
+// (at most [MaxBackoff]), until Retry.MaxAttempts; the last failure makes
+// the run dead, with its error, and the task DEAD. A panicking executor
+// is a failed attempt. Task updates are optimistic and read the task
+// again on ErrConflict. When ctx ends, Run cancels the runs under way,
+// waits for them, and records them as failed ("interrupted") without
+// moving the task on, so that the next Run retries them.
 //
 // # Clocks
 //

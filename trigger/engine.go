@@ -1,0 +1,703 @@
+package trigger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+)
+
+// ErrUnsupported is returned for what the engine does not do yet: so far
+// it runs schedule triggers only.
+var ErrUnsupported = errors.New("trigger: unsupported")
+
+// Engine defaults.
+const (
+	// DefaultMaxConcurrent is how many runs execute at once when
+	// Config.MaxConcurrent is zero.
+	DefaultMaxConcurrent = 4
+	// DefaultRunTimeout bounds a run of a task without Budget.MaxWall
+	// when Config.RunTimeout is zero.
+	DefaultRunTimeout = 10 * time.Minute
+	// MaxBackoff caps the wait between two attempts of a run.
+	MaxBackoff = 24 * time.Hour
+)
+
+const (
+	conflictRetries = 5                // re-reads of a task on ErrConflict
+	storeErrorDelay = 5 * time.Second  // wait after a store failure
+	recordTimeout   = 30 * time.Second // for writing an outcome after ctx ended
+)
+
+// Executor carries out a run of a task. Execute is called once per
+// attempt; it should honour ctx, which ends at the run's timeout and when
+// the engine stops. A panic is recovered into a failed attempt.
+type Executor interface {
+	Execute(ctx context.Context, run ExecRun) (ExecResult, error)
+}
+
+// ExecutorFunc adapts a function to an Executor.
+type ExecutorFunc func(ctx context.Context, run ExecRun) (ExecResult, error)
+
+// Execute calls f.
+func (f ExecutorFunc) Execute(ctx context.Context, run ExecRun) (ExecResult, error) {
+	return f(ctx, run)
+}
+
+// ExecRun is what an executor is given for one attempt.
+type ExecRun struct {
+	// Task is a copy of the task; the executor may keep it.
+	Task *Task
+	// RunID is the run's stable id, the same across attempts of one due
+	// time: use it to make side effects idempotent.
+	RunID string
+	// DueAt is when the run was due.
+	DueAt time.Time
+	// Attempt counts the attempts of this run, from 1.
+	Attempt int
+}
+
+// ExecResult is what an attempt produced.
+type ExecResult struct {
+	// Result is the output text, kept in the run history (clipped to
+	// MaxTextLen, made valid UTF-8).
+	Result string
+	// Usage is what the attempt consumed; an invalid Usage is dropped.
+	Usage Usage
+}
+
+// Config configures an Engine.
+type Config struct {
+	// Store keeps the tasks. Nil: a new MemoryStore using Clock.
+	Store Store
+	// Clock gives the time and the timers. Nil: SystemClock.
+	Clock Clock
+	// Executors maps executor names to executors; a task naming an
+	// executor that is not here is refused. DefaultExecutor
+	// ("orchestrator") is the name of a task whose Executor is empty.
+	Executors map[string]Executor
+	// Logger logs what the scheduler cannot return. Nil: discard.
+	Logger *slog.Logger
+	// MaxConcurrent is how many runs execute at once. Zero:
+	// DefaultMaxConcurrent.
+	MaxConcurrent int
+	// Grace is how late a run may start and still be on time (see
+	// MissedPolicy). Zero: DefaultGrace.
+	Grace time.Duration
+	// RunTimeout bounds an attempt of a task without Budget.MaxWall.
+	// Zero: DefaultRunTimeout.
+	RunTimeout time.Duration
+}
+
+// Engine runs the tasks of a Store: Run is the scheduler, the other
+// methods manage tasks of one tenant. It is safe for concurrent use.
+type Engine struct {
+	store      Store
+	clock      Clock
+	executors  map[string]Executor
+	log        *slog.Logger
+	grace      time.Duration
+	runTimeout time.Duration
+
+	sem     chan struct{} // a slot per executing run
+	wake    chan struct{} // buffered: something changed, look again
+	started atomic.Bool
+
+	mu      sync.Mutex
+	running map[taskKey]bool // tasks with a run under way
+}
+
+type taskKey struct{ tenant, id string }
+
+// New returns an Engine for cfg, or ErrInvalid when cfg is wrong.
+func New(cfg Config) (*Engine, error) {
+	if cfg.MaxConcurrent < 0 {
+		return nil, fmt.Errorf("%w: engine: negative MaxConcurrent %d", ErrInvalid, cfg.MaxConcurrent)
+	}
+	if cfg.Grace < 0 || cfg.RunTimeout < 0 {
+		return nil, fmt.Errorf("%w: engine: negative Grace or RunTimeout", ErrInvalid)
+	}
+	e := &Engine{
+		store:      cfg.Store,
+		clock:      cfg.Clock,
+		executors:  make(map[string]Executor, len(cfg.Executors)),
+		log:        cfg.Logger,
+		grace:      cfg.Grace,
+		runTimeout: cfg.RunTimeout,
+		wake:       make(chan struct{}, 1),
+		running:    make(map[taskKey]bool),
+	}
+	for name, ex := range cfg.Executors {
+		if err := checkID("executor name", name); err != nil {
+			return nil, fmt.Errorf("engine: %w", err)
+		}
+		if ex == nil {
+			return nil, fmt.Errorf("%w: engine: executor %q is nil", ErrInvalid, name)
+		}
+		e.executors[name] = ex
+	}
+	if e.clock == nil {
+		e.clock = SystemClock{}
+	}
+	if e.store == nil {
+		e.store = &MemoryStore{Clock: e.clock}
+	}
+	if e.log == nil {
+		e.log = slog.New(slog.DiscardHandler)
+	}
+	if e.grace == 0 {
+		e.grace = DefaultGrace
+	}
+	if e.runTimeout == 0 {
+		e.runTimeout = DefaultRunTimeout
+	}
+	n := cfg.MaxConcurrent
+	if n == 0 {
+		n = DefaultMaxConcurrent
+	}
+	e.sem = make(chan struct{}, n)
+	return e, nil
+}
+
+// Store returns the engine's store.
+func (e *Engine) Store() Store { return e.store }
+
+func (e *Engine) notify() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (e *Engine) claim(k taskKey) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.running[k] {
+		return false
+	}
+	e.running[k] = true
+	return true
+}
+
+func (e *Engine) release(k taskKey) {
+	e.mu.Lock()
+	delete(e.running, k)
+	e.mu.Unlock()
+}
+
+func (e *Engine) isRunning(k taskKey) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.running[k]
+}
+
+func (e *Engine) tryAcquire() bool {
+	select {
+	case e.sem <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (e *Engine) busy() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.running)
+}
+
+// CreateTask validates t and stores it for its tenant (t.TenantID). Only
+// schedule triggers are accepted so far (ErrUnsupported for the others);
+// an executor that is not registered is ErrInvalid. An empty Status is
+// ACTIVE; COMPLETED, EXPIRED and DEAD are refused. CreateTask sets
+// t.NextRun to the schedule's first time from now (ErrInvalid when there
+// is none), clears t.LastRun, and sets what Store.Create sets.
+func (e *Engine) CreateTask(ctx context.Context, t *Task) error {
+	if t == nil {
+		return fmt.Errorf("%w: nil task", ErrInvalid)
+	}
+	if k := t.Trigger.Kind; k == KindEvent || k == KindCondition {
+		return fmt.Errorf("%w: task %q: %s triggers", ErrUnsupported, t.ID, k)
+	}
+	if _, ok := e.executors[t.ExecutorName()]; !ok {
+		return fmt.Errorf("%w: task %q: no executor %q", ErrInvalid, t.ID, t.ExecutorName())
+	}
+	switch t.Status {
+	case "":
+		t.Status = StatusActive
+	case StatusCompleted, StatusExpired, StatusDead:
+		return fmt.Errorf("%w: task %q: created %s", ErrInvalid, t.ID, t.Status)
+	}
+	if err := t.Check(); err != nil {
+		return err
+	}
+	now := e.clock.Now()
+	next, ok := t.Trigger.Schedule.Next(now.Add(-time.Nanosecond))
+	if !ok {
+		return fmt.Errorf("%w: task %q: %v has no time from now on", ErrInvalid, t.ID, t.Trigger.Schedule)
+	}
+	t.NextRun, t.LastRun = next, time.Time{}
+	if err := e.store.Create(ctx, t); err != nil {
+		return err
+	}
+	e.notify()
+	return nil
+}
+
+// Get returns the tenant's task, or ErrNotFound.
+func (e *Engine) Get(ctx context.Context, tenantID, id string) (*Task, error) {
+	return e.store.Get(ctx, tenantID, id)
+}
+
+// List returns the tenant's tasks with one of statuses, all when none is
+// given.
+func (e *Engine) List(ctx context.Context, tenantID string, statuses ...Status) ([]*Task, error) {
+	return e.store.List(ctx, tenantID, statuses...)
+}
+
+// Delete removes the tenant's task and its history. A run under way
+// finishes, but its outcome is not recorded.
+func (e *Engine) Delete(ctx context.Context, tenantID, id string) error {
+	return e.store.Delete(ctx, tenantID, id)
+}
+
+// Runs returns the task's newest runs, newest first, at most limit (all
+// kept when 0).
+func (e *Engine) Runs(ctx context.Context, tenantID, id string, limit int) ([]Run, error) {
+	return e.store.Runs(ctx, tenantID, id, limit)
+}
+
+// Pause stops an ACTIVE task from running; pausing a PAUSED task does
+// nothing. Other statuses are ErrInvalid. A run under way finishes.
+func (e *Engine) Pause(ctx context.Context, tenantID, id string) (*Task, error) {
+	return e.mutate(ctx, tenantID, id, func(t *Task) error {
+		switch t.Status {
+		case StatusActive, StatusPaused:
+			t.Status = StatusPaused
+			return nil
+		}
+		return fmt.Errorf("%w: task %q is %s, not ACTIVE", ErrInvalid, id, t.Status)
+	})
+}
+
+// Resume makes a PAUSED task ACTIVE again; resuming an ACTIVE task does
+// nothing. Other statuses are ErrInvalid. NextRun is recomputed from the
+// first time not yet handled, by the task's MissedPolicy: CatchUpOnce
+// runs once, at once, when times passed while it was paused; Skip runs
+// none of them. A one-time task whose time was skipped becomes EXPIRED.
+// A run waiting for its next attempt when the task was paused gets it at
+// the task's next firing, with the same run id.
+func (e *Engine) Resume(ctx context.Context, tenantID, id string) (*Task, error) {
+	t, err := e.mutate(ctx, tenantID, id, func(t *Task) error {
+		switch t.Status {
+		case StatusActive:
+			return nil
+		case StatusPaused:
+		default:
+			return fmt.Errorf("%w: task %q is %s, not PAUSED", ErrInvalid, id, t.Status)
+		}
+		last := t.LastRun
+		if !t.NextRun.IsZero() {
+			last = t.NextRun.Add(-time.Nanosecond)
+		} else if last.IsZero() {
+			last = t.CreatedAt
+		}
+		t.Status = StatusActive
+		t.NextRun = e.nextRun(t, last, e.clock.Now())
+		if t.NextRun.IsZero() {
+			t.Status = StatusExpired
+		}
+		return nil
+	})
+	if err == nil {
+		e.notify()
+	}
+	return t, err
+}
+
+// Retry makes a DEAD task ACTIVE again, with NextRun recomputed from its
+// last run by its MissedPolicy; a task with no schedule time left (a
+// one-time task) runs at once. Other statuses are ErrInvalid.
+func (e *Engine) Retry(ctx context.Context, tenantID, id string) (*Task, error) {
+	t, err := e.mutate(ctx, tenantID, id, func(t *Task) error {
+		if t.Status != StatusDead {
+			return fmt.Errorf("%w: task %q is %s, not DEAD", ErrInvalid, id, t.Status)
+		}
+		now := e.clock.Now()
+		last := t.LastRun
+		if r, ok := e.lastScheduled(ctx, t); ok && r.StartedAt.After(last) {
+			last = r.StartedAt
+		}
+		if last.IsZero() {
+			last = t.CreatedAt
+		}
+		t.Status = StatusActive
+		t.NextRun = e.nextRun(t, last, now)
+		if t.NextRun.IsZero() {
+			t.NextRun = now
+		}
+		return nil
+	})
+	if err == nil {
+		e.notify()
+	}
+	return t, err
+}
+
+// RunNow runs the tenant's task once, now, outside its schedule and
+// whatever its status, in the caller's goroutine: one attempt, no retry,
+// within the MaxConcurrent bound. It records the run in the history (a
+// failure as RunDead, as no attempt follows), sets LastRun, and leaves
+// NextRun and Status alone. It returns the finished run; an execution
+// failure is in the run, not the error. A task with a run under way is
+// ErrConflict.
+func (e *Engine) RunNow(ctx context.Context, tenantID, id string) (Run, error) {
+	t, err := e.store.Get(ctx, tenantID, id)
+	if err != nil {
+		return Run{}, err
+	}
+	ex, ok := e.executors[t.ExecutorName()]
+	if !ok {
+		return Run{}, fmt.Errorf("%w: task %q: no executor %q", ErrInvalid, id, t.ExecutorName())
+	}
+	k := taskKey{tenantID, id}
+	if !e.claim(k) {
+		return Run{}, fmt.Errorf("%w: task %q has a run under way", ErrConflict, id)
+	}
+	defer e.notify()
+	defer e.release(k)
+	select {
+	case e.sem <- struct{}{}:
+	case <-ctx.Done():
+		return Run{}, ctx.Err()
+	}
+	defer func() { <-e.sem }()
+
+	now := e.clock.Now()
+	r := Run{
+		ID: RunID(id, now) + "#now", TaskID: id, TenantID: tenantID,
+		DueAt: now, StartedAt: now, Status: RunRunning, Attempt: 1,
+	}
+	if err := e.store.AddRun(ctx, r); err != nil {
+		return Run{}, err
+	}
+	res, xerr := e.execute(ctx, ex, t, r)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	r = e.finish(r, res, xerr)
+	if xerr != nil {
+		r.Status = RunDead
+	}
+	if err := e.store.UpdateRun(wctx, r); err != nil {
+		return r, err
+	}
+	_, err = e.mutate(wctx, tenantID, id, func(t *Task) error {
+		t.LastRun = r.StartedAt
+		return nil
+	})
+	return r, err
+}
+
+// mutate reads the task, applies f and writes it back, reading again on
+// ErrConflict a few times.
+func (e *Engine) mutate(ctx context.Context, tenantID, id string, f func(*Task) error) (*Task, error) {
+	for i := 0; ; i++ {
+		t, err := e.store.Get(ctx, tenantID, id)
+		if err != nil {
+			return nil, err
+		}
+		if err := f(t); err != nil {
+			return nil, err
+		}
+		err = e.store.Update(ctx, t)
+		if err == nil {
+			return t, nil
+		}
+		if !errors.Is(err, ErrConflict) || i >= conflictRetries {
+			return nil, err
+		}
+	}
+}
+
+// nextRun is the time a task that handled its schedule up to last should
+// next run, at now, by its MissedPolicy: zero when there is none.
+func (e *Engine) nextRun(t *Task, last, now time.Time) time.Time {
+	runAt, ok, next := t.Trigger.Schedule.Due(last, now, t.Trigger.Missed, e.grace)
+	if ok {
+		return runAt
+	}
+	return next
+}
+
+// lastScheduled returns the newest run of t's schedule (not of RunNow)
+// among its recent history.
+func (e *Engine) lastScheduled(ctx context.Context, t *Task) (Run, bool) {
+	runs, err := e.store.Runs(ctx, t.TenantID, t.ID, 20)
+	if err != nil {
+		return Run{}, false
+	}
+	for _, r := range runs {
+		if r.ID == RunID(t.ID, r.DueAt) {
+			return r, true
+		}
+	}
+	return Run{}, false
+}
+
+// Run is the scheduler: it runs the due tasks of every tenant, waking at
+// the earliest NextRun and whenever a task is created, resumed or retried
+// or a run finishes. It returns nil when ctx ends, after the runs under
+// way, whose contexts are cancelled, have returned. One Run at a time:
+// a second concurrent call returns an error.
+func (e *Engine) Run(ctx context.Context) error {
+	if !e.started.CompareAndSwap(false, true) {
+		return errors.New("trigger: Engine.Run is already running")
+	}
+	defer e.started.Store(false)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		if ctx.Err() != nil {
+			return nil
+		}
+		wait, err := e.dispatch(ctx, &wg)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			e.log.Error("trigger: scheduler", "err", err)
+			wait = storeErrorDelay
+		}
+		var timer Timer
+		var fired <-chan time.Time
+		if wait >= 0 {
+			timer = e.clock.NewTimer(wait)
+			fired = timer.C()
+		}
+		select {
+		case <-ctx.Done():
+		case <-e.wake:
+		case <-fired:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+	}
+}
+
+// dispatch starts the due tasks it has slots for and returns how long to
+// wait for the next NextRun, or -1 to wait for a signal only.
+func (e *Engine) dispatch(ctx context.Context, wg *sync.WaitGroup) (time.Duration, error) {
+	now := e.clock.Now()
+	if free := cap(e.sem) - len(e.sem); free > 0 {
+		due, err := e.store.Due(ctx, now, e.busy()+free)
+		if err != nil {
+			return 0, err
+		}
+		for _, t := range due {
+			k := taskKey{t.TenantID, t.ID}
+			if !e.claim(k) {
+				continue
+			}
+			if !e.tryAcquire() {
+				e.release(k)
+				break
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer e.notify()
+				defer e.release(k)
+				defer func() { <-e.sem }()
+				e.fire(ctx, t)
+			}()
+		}
+	}
+	far := time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+	upcoming, err := e.store.Due(ctx, far, e.busy()+1)
+	if err != nil {
+		return 0, err
+	}
+	for _, t := range upcoming {
+		if e.isRunning(taskKey{t.TenantID, t.ID}) {
+			continue
+		}
+		if d := t.NextRun.Sub(e.clock.Now()); d > 0 {
+			return d, nil
+		}
+		return -1, nil // due but no slot: a finishing run signals
+	}
+	return -1, nil
+}
+
+// fire handles one due task: a pending retry, a run of its schedule, or a
+// skipped time.
+func (e *Engine) fire(ctx context.Context, due *Task) {
+	log := e.log.With("tenant", due.TenantID, "task", due.ID)
+	if err := e.fireOnce(ctx, due); err != nil && ctx.Err() == nil {
+		log.Error("trigger: run", "err", err)
+		if !errors.Is(err, ErrNotFound) { // throttle a failing store
+			tm := e.clock.NewTimer(storeErrorDelay)
+			select {
+			case <-tm.C():
+			case <-ctx.Done():
+			}
+			tm.Stop()
+		}
+	}
+}
+
+func (e *Engine) fireOnce(ctx context.Context, due *Task) error {
+	t, err := e.store.Get(ctx, due.TenantID, due.ID)
+	if err != nil {
+		return err
+	}
+	now := e.clock.Now()
+	if t.Status != StatusActive || t.NextRun.IsZero() || t.NextRun.After(now) {
+		return nil // changed since Due
+	}
+	var r Run
+	retry := false
+	if prev, ok := e.lastScheduled(ctx, t); ok && (prev.Status == RunFailed || prev.Status == RunRunning) {
+		r, retry = prev, true
+		r.Attempt++
+	} else {
+		dueAt := t.NextRun
+		if now.Sub(dueAt) >= e.grace && t.Trigger.Missed == Skip {
+			runAt, ok, next := t.Trigger.Schedule.Due(dueAt.Add(-time.Nanosecond), now, Skip, e.grace)
+			if !ok {
+				_, err := e.mutate(ctx, t.TenantID, t.ID, func(t *Task) error {
+					t.NextRun = next
+					if next.IsZero() && t.Status == StatusActive {
+						t.Status = StatusExpired
+					}
+					return nil
+				})
+				return err
+			}
+			dueAt = runAt
+		}
+		r = Run{ID: RunID(t.ID, dueAt), TaskID: t.ID, TenantID: t.TenantID, DueAt: dueAt, Attempt: 1}
+	}
+	r.Status, r.StartedAt, r.FinishedAt = RunRunning, now, time.Time{}
+	r.Error, r.Result, r.Consumed = "", "", Usage{}
+	if retry {
+		err = e.store.UpdateRun(ctx, r)
+	} else if err = e.store.AddRun(ctx, r); errors.Is(err, ErrConflict) {
+		err = e.store.UpdateRun(ctx, r) // the same due time again, after Retry
+	}
+	if err != nil {
+		return err
+	}
+
+	var res ExecResult
+	var xerr error
+	if ex, ok := e.executors[t.ExecutorName()]; ok {
+		res, xerr = e.execute(ctx, ex, t, r)
+	} else {
+		xerr = fmt.Errorf("%w: no executor %q", ErrInvalid, t.ExecutorName())
+	}
+
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	r = e.finish(r, res, xerr)
+	if xerr != nil && ctx.Err() != nil {
+		// The engine is stopping: keep the task due, so that the next
+		// start retries this run.
+		r.Error = clip("interrupted: " + r.Error)
+		return e.store.UpdateRun(wctx, r)
+	}
+	maxAttempts := t.Retry.MaxAttempts
+	if maxAttempts == 0 {
+		maxAttempts = DefaultMaxAttempts
+	}
+	if xerr != nil && r.Attempt >= maxAttempts {
+		r.Status = RunDead
+	}
+	if err := e.store.UpdateRun(wctx, r); err != nil {
+		return err
+	}
+	_, err = e.mutate(wctx, t.TenantID, t.ID, func(t *Task) error {
+		switch {
+		case xerr == nil:
+			t.LastRun = r.StartedAt
+			t.NextRun = e.nextRun(t, r.StartedAt, r.FinishedAt)
+			if t.NextRun.IsZero() && t.Status == StatusActive {
+				t.Status = StatusCompleted
+			}
+		case r.Status == RunDead:
+			t.Status, t.NextRun = StatusDead, time.Time{}
+		default:
+			t.NextRun = r.FinishedAt.Add(backoff(t.Retry.Backoff, r.Attempt))
+		}
+		return nil
+	})
+	return err
+}
+
+// backoff is the wait after a failed attempt: base, doubling with each
+// attempt, at most MaxBackoff.
+func backoff(base time.Duration, attempt int) time.Duration {
+	if base == 0 {
+		base = DefaultBackoff
+	}
+	d := min(base, MaxBackoff)
+	for i := 1; i < attempt && d < MaxBackoff; i++ {
+		d = min(2*d, MaxBackoff)
+	}
+	return d
+}
+
+// execute runs one attempt with the task's timeout, recovering a panic.
+func (e *Engine) execute(ctx context.Context, ex Executor, t *Task, r Run) (res ExecResult, err error) {
+	timeout := e.runTimeout
+	if t.Budget.MaxWall > 0 {
+		timeout = t.Budget.MaxWall
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	defer func() {
+		if p := recover(); p != nil {
+			res, err = ExecResult{}, fmt.Errorf("trigger: executor %q panicked: %v", t.ExecutorName(), p)
+		}
+	}()
+	return ex.Execute(ctx, ExecRun{Task: t.Clone(), RunID: r.ID, DueAt: r.DueAt, Attempt: r.Attempt})
+}
+
+// finish fills in the outcome of an attempt: succeeded or failed.
+func (e *Engine) finish(r Run, res ExecResult, err error) Run {
+	r.FinishedAt = e.clock.Now()
+	if r.FinishedAt.Before(r.StartedAt) {
+		r.FinishedAt = r.StartedAt
+	}
+	if res.Usage.Check() == nil {
+		r.Consumed = res.Usage
+	}
+	if err != nil {
+		r.Status, r.Error = RunFailed, clip(err.Error())
+		if r.Error == "" {
+			r.Error = "failed"
+		}
+		return r
+	}
+	r.Status, r.Result = RunSucceeded, clip(res.Result)
+	return r
+}
+
+// clip makes s valid UTF-8 text without NUL of at most MaxTextLen bytes.
+func clip(s string) string {
+	s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
+	if len(s) <= MaxTextLen {
+		return s
+	}
+	s = s[:MaxTextLen]
+	for !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
+}
