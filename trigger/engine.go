@@ -465,19 +465,23 @@ func (e *Engine) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		wait, err := e.dispatch(ctx, &wg)
+		wait, until, err := e.dispatch(ctx, &wg)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			e.log.Error("trigger: scheduler", "err", err)
-			wait = storeErrorDelay
+			wait, until = storeErrorDelay, e.clock.Now().Add(storeErrorDelay)
 		}
 		var timer Timer
 		var fired <-chan time.Time
 		if wait >= 0 {
 			timer = e.clock.NewTimer(wait)
 			fired = timer.C()
+			if !e.clock.Now().Before(until) {
+				timer.Stop()
+				continue
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -492,12 +496,12 @@ func (e *Engine) Run(ctx context.Context) error {
 
 // dispatch starts the due tasks it has slots for and returns how long to
 // wait for the next NextRun, or -1 to wait for a signal only.
-func (e *Engine) dispatch(ctx context.Context, wg *sync.WaitGroup) (time.Duration, error) {
+func (e *Engine) dispatch(ctx context.Context, wg *sync.WaitGroup) (time.Duration, time.Time, error) {
 	now := e.clock.Now()
 	if free := cap(e.sem) - len(e.sem); free > 0 {
 		due, err := e.store.Due(ctx, now, e.busy()+free)
 		if err != nil {
-			return 0, err
+			return 0, time.Time{}, err
 		}
 		for _, t := range due {
 			k := taskKey{t.TenantID, t.ID}
@@ -521,18 +525,23 @@ func (e *Engine) dispatch(ctx context.Context, wg *sync.WaitGroup) (time.Duratio
 	far := time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 	upcoming, err := e.store.Due(ctx, far, e.busy()+1)
 	if err != nil {
-		return 0, err
+		return 0, time.Time{}, err
 	}
 	for _, t := range upcoming {
 		if e.isRunning(taskKey{t.TenantID, t.ID}) {
 			continue
 		}
 		if d := t.NextRun.Sub(e.clock.Now()); d > 0 {
-			return d, nil
+			return d, t.NextRun, nil
 		}
-		return -1, nil // due but no slot: a finishing run signals
+		if cap(e.sem) > len(e.sem) {
+			// Due already: the clock moved on since this dispatch read
+			// it. Look again at once.
+			return 0, t.NextRun, nil
+		}
+		return -1, time.Time{}, nil // due but no slot: a finishing run signals
 	}
-	return -1, nil
+	return -1, time.Time{}, nil
 }
 
 // fire handles one due task: a pending retry, a run of its schedule, or a
