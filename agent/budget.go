@@ -45,7 +45,7 @@ func (b Budget) IsZero() bool { return b == Budget{} }
 
 // Check reports a negative or non-finite limit (wrapping ErrInvalidBudget).
 func (b Budget) Check() error {
-	if b.MaxTokens < 0 || b.MaxCostUSD < 0 || math.IsNaN(b.MaxCostUSD) || math.IsInf(b.MaxCostUSD, 0) || b.MaxWall < 0 || b.MaxToolCalls < 0 {
+	if b.MaxTokens < 0 || notAmount(b.MaxCostUSD) || b.MaxWall < 0 || b.MaxToolCalls < 0 {
 		return fmt.Errorf("%w: %+v", ErrInvalidBudget, b)
 	}
 	return nil
@@ -128,11 +128,15 @@ func DefaultPrices() Prices {
 	}
 }
 
+// notAmount reports whether v is not an amount of money (or a share):
+// negative, NaN or infinite.
+func notAmount(v float64) bool { return v < 0 || math.IsNaN(v) || math.IsInf(v, 0) }
+
 // checkPrices reports a negative or non-finite price.
 func checkPrices(p Prices) error {
 	for name, pr := range p {
 		for _, v := range [...]float64{pr.InputPerMillion, pr.OutputPerMillion} {
-			if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			if notAmount(v) {
 				return fmt.Errorf("%w: the price of %q is %+v", ErrInvalidConfig, name, pr)
 			}
 		}

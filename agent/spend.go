@@ -165,7 +165,7 @@ func NewSpendLimits(cfg SpendLimitsConfig) (*SpendLimits, error) {
 		lims = append(lims, l)
 	}
 	for _, l := range lims {
-		if bad(l.DailyUSD) || bad(l.MonthlyUSD) {
+		if notAmount(l.DailyUSD) || notAmount(l.MonthlyUSD) {
 			return nil, fmt.Errorf("%w: spend limit %+v", ErrInvalidConfig, l)
 		}
 	}
@@ -189,8 +189,6 @@ func NewSpendLimits(cfg SpendLimitsConfig) (*SpendLimits, error) {
 	}
 	return &SpendLimits{cfg: cfg, tenants: make(map[string]*spendState)}, nil
 }
-
-func bad(v float64) bool { return v < 0 || math.IsNaN(v) || math.IsInf(v, 0) }
 
 func (s *SpendLimits) limitsOf(tenantID string) Limits {
 	if l, ok := s.cfg.PerTenant[tenantID]; ok {
@@ -256,7 +254,7 @@ func (s *SpendLimits) Check(ctx context.Context, tenantID string) error {
 // Record adds a run's cost to the tenant's and the global totals and
 // reports the thresholds it passed.
 func (s *SpendLimits) Record(ctx context.Context, tenantID string, c Consumed) error {
-	if bad(c.CostUSD) {
+	if notAmount(c.CostUSD) {
 		return fmt.Errorf("agent: spend of %v USD is not a cost", c.CostUSD)
 	}
 	now := s.cfg.Now().In(s.cfg.Location)

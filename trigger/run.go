@@ -2,7 +2,6 @@ package trigger
 
 import (
 	"fmt"
-	"math"
 	"time"
 )
 
@@ -43,7 +42,7 @@ func (u Usage) Check() error {
 	if u.Tokens < 0 || u.Wall < 0 || u.ToolCalls < 0 {
 		return fmt.Errorf("%w: usage: negative amount %+v", ErrInvalid, u)
 	}
-	if u.CostUSD < 0 || math.IsNaN(u.CostUSD) || math.IsInf(u.CostUSD, 0) {
+	if notAmount(u.CostUSD) {
 		return fmt.Errorf("%w: usage: CostUSD %v", ErrInvalid, u.CostUSD)
 	}
 	return nil

@@ -220,6 +220,10 @@ func (r Retry) Check() error {
 	return nil
 }
 
+// notAmount reports whether v is not an amount of money: negative, NaN
+// or infinite.
+func notAmount(v float64) bool { return v < 0 || math.IsNaN(v) || math.IsInf(v, 0) }
+
 // Budget caps what one run of a task may spend. A zero field is no cap.
 type Budget struct {
 	MaxTokens    int           `json:"max_tokens,omitempty"`
@@ -233,7 +237,7 @@ func (b Budget) Check() error {
 	if b.MaxTokens < 0 || b.MaxWall < 0 || b.MaxToolCalls < 0 {
 		return fmt.Errorf("%w: budget: negative cap %+v", ErrInvalid, b)
 	}
-	if b.MaxCostUSD < 0 || math.IsNaN(b.MaxCostUSD) || math.IsInf(b.MaxCostUSD, 0) {
+	if notAmount(b.MaxCostUSD) {
 		return fmt.Errorf("%w: budget: MaxCostUSD %v", ErrInvalid, b.MaxCostUSD)
 	}
 	return nil
