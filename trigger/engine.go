@@ -26,6 +26,11 @@ const (
 	DefaultRunTimeout = 10 * time.Minute
 	// MaxBackoff caps the wait between two attempts of a run.
 	MaxBackoff = 24 * time.Hour
+	// WallGrace is how long past its Budget.MaxWall a run may go on before
+	// the engine cancels it: the executor holds to MaxWall itself (the
+	// assistant ends its loop and answers from what it gathered), and
+	// the grace lets that last answer arrive.
+	WallGrace = time.Minute
 )
 
 const (
@@ -60,6 +65,9 @@ type ExecRun struct {
 	DueAt time.Time
 	// Attempt counts the attempts of this run, from 1.
 	Attempt int
+	// Event is the event that fired an event trigger; nil for the other
+	// kinds. Its Data is untrusted.
+	Event *Event
 }
 
 // ExecResult is what an attempt produced.
@@ -449,6 +457,221 @@ func (e *Engine) lastScheduled(ctx context.Context, t *Task) (Run, bool) {
 	return Run{}, false
 }
 
+// ErrStale is what [Engine.HandleDue] returns for a run that is no longer
+// wanted: its task was deleted, is not ACTIVE, or is due at another time.
+// A Dispatcher drops such a run without trying it again.
+var ErrStale = errors.New("trigger: stale run")
+
+// Dispatcher is a Store that delivers due runs itself, durably, in place
+// of the engine's polling of Due: trigger/rivertrigger is one. When
+// Config.Store is a Dispatcher, [Engine.Run] calls Dispatch with the
+// engine as the DueHandler. A Dispatcher's Create and Update queue the
+// run of a task that is ACTIVE with a NextRun, due at NextRun, once per
+// task and due time however often they are called, on however many
+// replicas.
+type Dispatcher interface {
+	Store
+	// Dispatch delivers due runs to h, each attempt once, until ctx ends;
+	// it returns nil after the attempts under way, whose contexts are
+	// cancelled, have returned. An attempt h fails (an error other than
+	// ErrStale) is tried again, by the Dispatcher's own schedule of
+	// retries, until Due.MaxAttempts; a run it loses without h having
+	// finished the last attempt (a worker that died on it) it reports to
+	// h.HandleLost.
+	Dispatch(ctx context.Context, h DueHandler) error
+	// Finish records r, the end of an attempt, and updates t (as
+	// Store.Update, ErrConflict when t.Revision is not the stored one)
+	// in one transaction: both or neither.
+	Finish(ctx context.Context, r Run, t *Task) error
+}
+
+// DueHandler handles the runs a Dispatcher delivers. The Engine is one.
+type DueHandler interface {
+	// HandleDue carries out one attempt of d. It returns nil when the
+	// run succeeded, ErrStale when the run is no longer wanted, and the
+	// attempt's error otherwise; after the last attempt
+	// (d.Attempt >= d.MaxAttempts) the task is DEAD by then.
+	HandleDue(ctx context.Context, d Due) error
+	// HandleLost records that the dispatcher gave d up without an attempt
+	// finishing it: the task becomes DEAD, the run dead with reason. It
+	// does nothing when the task has moved on, so it may be called more
+	// than once.
+	HandleLost(ctx context.Context, d Due, reason string) error
+}
+
+// Due is one attempt of a run a Dispatcher delivers.
+type Due struct {
+	TenantID, TaskID string
+	// DueAt is the run's due time: the task's NextRun when it was queued.
+	DueAt time.Time
+	// Attempt counts this run's attempts, from 1; MaxAttempts is the
+	// last one the dispatcher makes.
+	Attempt, MaxAttempts int
+}
+
+// HandleDue carries out one attempt of a run a Dispatcher delivers: it
+// runs the task, when it is still ACTIVE and due at d.DueAt, through its
+// executor, records the attempt in the run history under the run's stable
+// id, and moves the task on to its next time (in one Finish with the
+// run's record). The last failed attempt makes the run dead and the task
+// DEAD. An attempt cut short because ctx ended is recorded as failed
+// ("interrupted") and leaves the task as it was.
+func (e *Engine) HandleDue(ctx context.Context, d Due) error {
+	disp, ok := e.store.(Dispatcher)
+	if !ok {
+		return fmt.Errorf("%w: HandleDue needs a Dispatcher store", ErrUnsupported)
+	}
+	t, err := e.store.Get(ctx, d.TenantID, d.TaskID)
+	if errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("%w: task %q is gone", ErrStale, d.TaskID)
+	}
+	if err != nil {
+		return err
+	}
+	if t.Status != StatusActive || !t.NextRun.Equal(d.DueAt) {
+		return fmt.Errorf("%w: task %q is %s, next due %s, not %s", ErrStale, t.ID, t.Status,
+			t.NextRun.Format(time.RFC3339Nano), d.DueAt.Format(time.RFC3339Nano))
+	}
+	k := taskKey{t.TenantID, t.ID}
+	if !e.claim(k) {
+		return fmt.Errorf("%w: task %q has a run under way", ErrConflict, t.ID)
+	}
+	defer e.notify()
+	defer e.release(k)
+	select {
+	case e.sem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-e.sem }()
+
+	r := Run{
+		ID: RunID(t.ID, d.DueAt), TaskID: t.ID, TenantID: t.TenantID, DueAt: d.DueAt,
+		Status: RunRunning, StartedAt: e.clock.Now(), Attempt: max(d.Attempt, 1),
+	}
+	if err = e.store.AddRun(ctx, r); errors.Is(err, ErrConflict) {
+		err = e.store.UpdateRun(ctx, r) // a later attempt
+	}
+	if err != nil {
+		return err
+	}
+	var res ExecResult
+	var xerr error
+	if ex, ok := e.executors[t.ExecutorName()]; ok {
+		res, xerr = e.execute(ctx, ex, t, r)
+	} else {
+		xerr = fmt.Errorf("%w: no executor %q", ErrInvalid, t.ExecutorName())
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	r = e.finish(r, res, xerr)
+	switch {
+	case xerr != nil && ctx.Err() != nil:
+		r.Error = clip("interrupted: " + r.Error)
+		if err := e.store.UpdateRun(wctx, r); err != nil {
+			return errors.Join(xerr, err)
+		}
+		return xerr
+	case xerr != nil && r.Attempt < d.MaxAttempts:
+		if err := e.store.UpdateRun(wctx, r); err != nil {
+			return errors.Join(xerr, err)
+		}
+		return xerr
+	case xerr != nil:
+		r.Status = RunDead
+	}
+	err = e.finishTask(wctx, disp, t, r, func(t *Task) {
+		if r.Status == RunDead {
+			t.Status, t.NextRun = StatusDead, time.Time{}
+			return
+		}
+		t.LastRun = r.StartedAt
+		t.NextRun = e.nextRun(t, r.StartedAt, r.FinishedAt)
+		if t.NextRun.IsZero() {
+			t.Status = StatusCompleted
+		}
+	})
+	if err != nil {
+		return errors.Join(xerr, err)
+	}
+	return xerr
+}
+
+// HandleLost makes the task of a run the dispatcher gave up DEAD, with the
+// run dead and its error reason, if the task is still ACTIVE and due at
+// d.DueAt.
+func (e *Engine) HandleLost(ctx context.Context, d Due, reason string) error {
+	disp, ok := e.store.(Dispatcher)
+	if !ok {
+		return fmt.Errorf("%w: HandleLost needs a Dispatcher store", ErrUnsupported)
+	}
+	t, err := e.store.Get(ctx, d.TenantID, d.TaskID)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if t.Status != StatusActive || !t.NextRun.Equal(d.DueAt) || e.isRunning(taskKey{t.TenantID, t.ID}) {
+		return nil
+	}
+	now := e.clock.Now()
+	r := Run{
+		ID: RunID(t.ID, d.DueAt), TaskID: t.ID, TenantID: t.TenantID, DueAt: d.DueAt,
+		Status: RunRunning, StartedAt: now, Attempt: max(d.Attempt, 1),
+	}
+	if err = e.store.AddRun(ctx, r); errors.Is(err, ErrConflict) {
+		runs, rerr := e.store.Runs(ctx, t.TenantID, t.ID, 0)
+		if rerr != nil {
+			return rerr
+		}
+		for _, old := range runs {
+			if old.ID == r.ID {
+				r = old
+				break
+			}
+		}
+		err = nil
+	}
+	if err != nil {
+		return err
+	}
+	r.Status, r.Error = RunDead, clip(reason)
+	if r.Error == "" {
+		r.Error = "lost"
+	}
+	if r.StartedAt.IsZero() {
+		r.StartedAt = now
+	}
+	r.FinishedAt = now
+	if now.Before(r.StartedAt) {
+		r.FinishedAt = r.StartedAt
+	}
+	return e.finishTask(ctx, disp, t, r, func(t *Task) {
+		t.Status, t.NextRun = StatusDead, time.Time{}
+	})
+}
+
+// finishTask records r and applies f to t in one Finish, reading t again
+// on ErrConflict while it is still due at r.DueAt.
+func (e *Engine) finishTask(ctx context.Context, disp Dispatcher, t *Task, r Run, f func(*Task)) error {
+	for i := 0; ; i++ {
+		f(t)
+		err := disp.Finish(ctx, r, t)
+		if err == nil || !errors.Is(err, ErrConflict) || i >= conflictRetries {
+			return err
+		}
+		if t, err = e.store.Get(ctx, r.TenantID, r.TaskID); err != nil {
+			return err
+		}
+		if t.Status != StatusActive || !t.NextRun.Equal(r.DueAt) {
+			// Changed meanwhile (paused, deleted, rescheduled): keep the
+			// change, record the run alone.
+			return e.store.UpdateRun(ctx, r)
+		}
+	}
+}
+
 // Run is the scheduler: it runs the due tasks of every tenant, waking at
 // the earliest NextRun and whenever a task is created, resumed or retried
 // or a run finishes. It returns nil when ctx ends, after the runs under
@@ -459,6 +682,9 @@ func (e *Engine) Run(ctx context.Context) error {
 		return errors.New("trigger: Engine.Run is already running")
 	}
 	defer e.started.Store(false)
+	if d, ok := e.store.(Dispatcher); ok {
+		return d.Dispatch(ctx, e)
+	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
@@ -621,11 +847,7 @@ func (e *Engine) fireOnce(ctx context.Context, due *Task) error {
 		r.Error = clip("interrupted: " + r.Error)
 		return e.store.UpdateRun(wctx, r)
 	}
-	maxAttempts := t.Retry.MaxAttempts
-	if maxAttempts == 0 {
-		maxAttempts = DefaultMaxAttempts
-	}
-	if xerr != nil && r.Attempt >= maxAttempts {
+	if xerr != nil && r.Attempt >= t.Retry.Attempts() {
 		r.Status = RunDead
 	}
 	if err := e.store.UpdateRun(wctx, r); err != nil {
@@ -649,24 +871,16 @@ func (e *Engine) fireOnce(ctx context.Context, due *Task) error {
 	return err
 }
 
-// backoff is the wait after a failed attempt: base, doubling with each
-// attempt, at most MaxBackoff.
+// backoff is the wait after a failed attempt.
 func backoff(base time.Duration, attempt int) time.Duration {
-	if base == 0 {
-		base = DefaultBackoff
-	}
-	d := min(base, MaxBackoff)
-	for i := 1; i < attempt && d < MaxBackoff; i++ {
-		d = min(2*d, MaxBackoff)
-	}
-	return d
+	return Retry{Backoff: base}.Delay(attempt)
 }
 
 // execute runs one attempt with the task's timeout, recovering a panic.
 func (e *Engine) execute(ctx context.Context, ex Executor, t *Task, r Run) (res ExecResult, err error) {
 	timeout := e.runTimeout
 	if t.Budget.MaxWall > 0 {
-		timeout = t.Budget.MaxWall
+		timeout = t.Budget.MaxWall + WallGrace
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

@@ -434,20 +434,42 @@ func TestEnginePanic(t *testing.T) {
 }
 
 func TestEngineTimeout(t *testing.T) {
-	h := newHarness(t, trigger.Config{})
+	h := newHarness(t, trigger.Config{RunTimeout: 5 * time.Millisecond})
 	h.exec.setFn(func(ctx context.Context, run trigger.ExecRun) (trigger.ExecResult, error) {
 		<-ctx.Done()
 		return trigger.ExecResult{}, ctx.Err()
 	})
-	task := scheduleTask("t1", "slow", trigger.Schedule{Every: time.Hour})
-	task.Budget.MaxWall = 5 * time.Millisecond
-	h.create(t, task)
+	h.create(t, scheduleTask("t1", "slow", trigger.Schedule{Every: time.Hour}))
 	r, err := h.e.RunNow(h.ctx, "t1", "slow")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(r.Error, context.DeadlineExceeded.Error()) {
 		t.Fatalf("run %+v", r)
+	}
+}
+
+// A task's MaxWall, which its executor holds to, bounds the run with
+// WallGrace on top, whatever the engine's RunTimeout.
+func TestEngineTimeoutMaxWall(t *testing.T) {
+	h := newHarness(t, trigger.Config{RunTimeout: 5 * time.Millisecond})
+	var left time.Duration
+	h.exec.setFn(func(ctx context.Context, run trigger.ExecRun) (trigger.ExecResult, error) {
+		d, ok := ctx.Deadline()
+		if !ok {
+			return trigger.ExecResult{}, errors.New("no deadline")
+		}
+		left = time.Until(d)
+		return trigger.ExecResult{}, nil
+	})
+	task := scheduleTask("t1", "walled", trigger.Schedule{Every: time.Hour})
+	task.Budget.MaxWall = 2 * time.Second
+	h.create(t, task)
+	if r, err := h.e.RunNow(h.ctx, "t1", "walled"); err != nil || r.Status != trigger.RunSucceeded {
+		t.Fatal(r, err)
+	}
+	if want := 2*time.Second + trigger.WallGrace; left > want || left < want-time.Second {
+		t.Errorf("the run had %s, want about %s", left, want)
 	}
 }
 

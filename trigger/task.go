@@ -209,6 +209,29 @@ const (
 	DefaultBackoff     = 30 * time.Second
 )
 
+// Attempts returns MaxAttempts, or DefaultMaxAttempts when it is zero.
+func (r Retry) Attempts() int {
+	if r.MaxAttempts == 0 {
+		return DefaultMaxAttempts
+	}
+	return r.MaxAttempts
+}
+
+// Delay returns the wait after the attempt-th failed attempt (from 1):
+// Backoff (DefaultBackoff when zero), doubling with each attempt, at most
+// MaxBackoff.
+func (r Retry) Delay(attempt int) time.Duration {
+	base := r.Backoff
+	if base <= 0 {
+		base = DefaultBackoff
+	}
+	d := min(base, MaxBackoff)
+	for i := 1; i < attempt && d < MaxBackoff; i++ {
+		d = min(2*d, MaxBackoff)
+	}
+	return d
+}
+
 // Check reports negative values and MaxAttempts above the limit.
 func (r Retry) Check() error {
 	if r.MaxAttempts < 0 || r.MaxAttempts > MaxAttempts {

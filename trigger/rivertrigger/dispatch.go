@@ -1,0 +1,226 @@
+package rivertrigger
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/valetkit/valet/trigger"
+)
+
+// runArgs are a run's job arguments. The job is unique by tenant, task and
+// due time (River's unique jobs, in every state but cancelled and
+// discarded), so a run is queued once however many replicas queue it.
+type runArgs struct {
+	TenantID string    `json:"tenant_id" river:"unique"`
+	TaskID   string    `json:"task_id" river:"unique"`
+	DueAt    time.Time `json:"due_at" river:"unique"`
+	// Backoff is the task's Retry.Backoff when the run was queued.
+	Backoff time.Duration `json:"backoff,omitempty"`
+}
+
+func (runArgs) Kind() string { return JobKind }
+
+// Priority maps a task's Priority (0–9, higher first) onto River's four
+// levels (1 first): 8–9 → 1, 5–7 → 2, 2–4 → 3, 0–1 → 4. River orders the
+// runs available at once by level, then by due time; within a level
+// valet's finer order is not kept.
+func Priority(p int) int {
+	switch {
+	case p >= 8:
+		return 1
+	case p >= 5:
+		return 2
+	case p >= 2:
+		return 3
+	}
+	return 4
+}
+
+// enqueue queues the run of t at its NextRun in tx when t is ACTIVE.
+func (s *Store) enqueue(ctx context.Context, tx pgx.Tx, t *trigger.Task) error {
+	if t.Status != trigger.StatusActive || t.NextRun.IsZero() {
+		return nil
+	}
+	_, err := s.client.InsertTx(ctx, tx, runArgs{
+		TenantID: t.TenantID, TaskID: t.ID, DueAt: pgTime(t.NextRun), Backoff: t.Retry.Backoff,
+	}, &river.InsertOpts{
+		Queue:       s.cfg.Queue,
+		Priority:    Priority(t.Priority),
+		MaxAttempts: t.Retry.Attempts(),
+		ScheduledAt: t.NextRun,
+		UniqueOpts:  river.UniqueOpts{ByArgs: true},
+	})
+	if err != nil {
+		return fmt.Errorf("queueing the run: %w", err)
+	}
+	return nil
+}
+
+type jobKey struct{}
+
+// jobFrom returns the job a worker put in ctx, or nil.
+func jobFrom(ctx context.Context) *river.Job[runArgs] {
+	j, _ := ctx.Value(jobKey{}).(*river.Job[runArgs])
+	return j
+}
+
+// worker is River's worker of a run's job: it hands the run to the
+// engine's HandleDue.
+type worker struct {
+	river.WorkerDefaults[runArgs]
+	s *Store
+}
+
+// NextRetry is the task's backoff, doubling with each attempt.
+func (w *worker) NextRetry(job *river.Job[runArgs]) time.Time {
+	return time.Now().Add(trigger.Retry{Backoff: job.Args.Backoff}.Delay(job.Attempt))
+}
+
+// Work carries out one attempt. A stale run (task deleted, paused or moved
+// on) is cancelled, so that the same due time can be queued again later;
+// an attempt cut short by the process stopping is snoozed, so that it
+// does not count; a conflict with a run of the task under way here is
+// tried again shortly.
+func (w *worker) Work(ctx context.Context, job *river.Job[runArgs]) error {
+	hp := w.s.handler.Load()
+	if hp == nil {
+		return river.JobSnooze(time.Second) // not dispatching: should not happen
+	}
+	d := trigger.Due{
+		TenantID: job.Args.TenantID, TaskID: job.Args.TaskID, DueAt: job.Args.DueAt,
+		Attempt: job.Attempt, MaxAttempts: job.MaxAttempts,
+	}
+	err := (*hp).HandleDue(context.WithValue(ctx, jobKey{}, job), d)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, trigger.ErrStale):
+		return river.JobCancel(err)
+	case ctx.Err() != nil:
+		return river.JobSnooze(0)
+	case errors.Is(err, trigger.ErrConflict) && job.Attempt < job.MaxAttempts:
+		return river.JobSnooze(time.Second)
+	}
+	return err
+}
+
+// Dispatch implements [trigger.Dispatcher.Dispatch]: it starts the River
+// client, which works the queue's runs through h, and a reconciler that
+// hands h.HandleLost the runs River discarded without h recording their
+// end (a job rescued from a dead worker on its last attempt). When ctx
+// ends it stops the client, cancelling the runs under way, and waits for
+// them. One Dispatch at a time per Store.
+func (s *Store) Dispatch(ctx context.Context, h trigger.DueHandler) error {
+	if h == nil {
+		return fmt.Errorf("%w: rivertrigger: Dispatch needs a DueHandler", trigger.ErrInvalid)
+	}
+	if !s.dispatchMu.TryLock() {
+		return errors.New("rivertrigger: Dispatch is already running on this Store")
+	}
+	defer s.dispatchMu.Unlock()
+	s.handler.Store(&h)
+	defer s.handler.Store(nil)
+	if err := s.client.Start(context.WithoutCancel(ctx)); err != nil {
+		return s.fail(ctx, "starting River", err)
+	}
+	var wg sync.WaitGroup
+	rctx, stopReconciler := context.WithCancel(ctx)
+	wg.Go(func() { s.reconcile(rctx, h) })
+	<-ctx.Done()
+	stopReconciler()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
+	defer cancel()
+	if err := s.client.StopAndCancel(sctx); err != nil {
+		s.log.Error("rivertrigger: stopping River", "err", err)
+	}
+	wg.Wait()
+	return nil
+}
+
+// reconcile looks, every ReconcileInterval, at the queue's jobs River
+// discarded since it last looked, and hands each to h.HandleLost, which
+// does nothing when valet already recorded the run's end.
+func (s *Store) reconcile(ctx context.Context, h trigger.DueHandler) {
+	since := time.Now().Add(-7 * 24 * time.Hour) // River keeps discarded jobs a week by default
+	tick := time.NewTicker(s.cfg.ReconcileInterval)
+	defer tick.Stop()
+	for {
+		next, err := s.reconcileOnce(ctx, h, since)
+		if err != nil && ctx.Err() == nil {
+			s.log.Error("rivertrigger: reconciling discarded runs", "err", err)
+		}
+		since = next
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+const reconcilePage = 500
+
+// reconcileOnce handles the discarded jobs finalized at or after since
+// and returns where the next pass starts.
+func (s *Store) reconcileOnce(ctx context.Context, h trigger.DueHandler, since time.Time) (time.Time, error) {
+	for {
+		from := since
+		rows, err := s.pool.Query(ctx, `SELECT args, attempt, max_attempts, finalized_at,
+				coalesce(errors[array_upper(errors, 1)]->>'error', '')
+			FROM river_job
+			WHERE kind = $1 AND queue = $2 AND state = 'discarded' AND finalized_at >= $3
+			ORDER BY finalized_at, id LIMIT $4`, JobKind, s.cfg.Queue, since, reconcilePage)
+		if err != nil {
+			return since, err
+		}
+		type lost struct {
+			args      []byte
+			attempt   int
+			max       int
+			finalized time.Time
+			reason    string
+		}
+		var page []lost
+		for rows.Next() {
+			var l lost
+			if err := rows.Scan(&l.args, &l.attempt, &l.max, &l.finalized, &l.reason); err != nil {
+				rows.Close()
+				return since, err
+			}
+			page = append(page, l)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return since, err
+		}
+		for _, l := range page {
+			var a runArgs
+			if err := json.Unmarshal(l.args, &a); err != nil {
+				s.log.Error("rivertrigger: a discarded job's args", "err", err)
+				continue
+			}
+			d := trigger.Due{TenantID: a.TenantID, TaskID: a.TaskID, DueAt: a.DueAt, Attempt: l.attempt, MaxAttempts: l.max}
+			reason := "discarded by River"
+			if l.reason != "" {
+				reason += ": " + l.reason
+			}
+			if err := h.HandleLost(ctx, d, reason); err != nil {
+				return since, err // from the same place next time
+			}
+			since = l.finalized
+		}
+		if len(page) < reconcilePage {
+			return since, nil
+		}
+		if since.Equal(from) { // a full page of one instant: step past it
+			since = since.Add(time.Microsecond)
+		}
+	}
+}

@@ -1,0 +1,71 @@
+// Package rivertrigger keeps trigger tasks on PostgreSQL and runs them
+// through River (github.com/riverqueue/river), so that any number of
+// engine replicas share them durably.
+//
+//	store, err := rivertrigger.New(pool, rivertrigger.Config{})
+//	if err := store.Migrate(ctx); err != nil { … }
+//	engine, err := trigger.New(trigger.Config{Store: store, Executors: executors})
+//	go engine.Run(ctx) // River works the runs until ctx ends
+//
+// # Tables
+//
+// Task definitions and run histories live in valet's tables,
+// valet_trigger_tasks and valet_trigger_runs, beside River's (river_job
+// and the others). [Store.Migrate] creates both, River's migrations
+// included, in one transaction under an advisory lock: run it at start
+// from every process. Times are kept to the microsecond, in UTC.
+//
+// # Runs as River jobs
+//
+// A [Store] is a [trigger.Dispatcher]. Each due run is one River job of
+// kind [JobKind], scheduled at the task's NextRun and unique by (tenant,
+// task, due time): Create and Update queue it in the transaction that
+// writes the task, so it is queued once however many replicas write, and
+// when a run succeeds its record, the task's next time and the next run's
+// job are written, and its job completed, in one transaction. A run is
+// thus recorded complete once.
+//
+// Execution is at least once. River has no heartbeats: a job whose worker
+// died (a killed process) stays running until RescueStuckJobsAfter has
+// passed, then River's rescuer (every 30 seconds) makes it available
+// again and another replica runs it, as its next attempt under the same
+// run id ([trigger.RunID]): executors use ExecRun.RunID to make side
+// effects idempotent. Config.JobTimeout bounds a run on River's side:
+// set it above the longest run (the engine's RunTimeout, every task's
+// Budget.MaxWall; a task whose MaxWall is not below it is refused), and
+// RescueStuckJobsAfter above JobTimeout (New refuses otherwise).
+//
+// Attempts are River's: a failed attempt returns its error to River,
+// which tries again after the task's Retry.Backoff doubling with each
+// attempt ([trigger.Retry.Delay]), up to Retry.MaxAttempts. On the last
+// attempt valet records the run dead and the task DEAD before River
+// discards the job, so discarded jobs are the dead letters, and
+// [trigger.Engine.Retry] revives the task. A reconciler catches jobs River
+// discards without valet's code running (a job rescued on its last
+// attempt) and makes their tasks DEAD too. A run found stale when its job
+// comes up (the task deleted, paused, or due at another time) is
+// cancelled; an attempt cut short because the engine is stopping is
+// snoozed, so it does not count as an attempt.
+//
+// # Priorities and concurrency
+//
+// River has four priority levels; [Priority] maps a task's 0–9 onto
+// them. Config.MaxWorkers is River's cap on the runs one process works at
+// once; the engine's MaxConcurrent applies within it. The engine's
+// one-run-per-task rule is per process; across replicas, a task has one
+// job at a time (the next is queued when a run ends).
+//
+// # Firing lag
+//
+// A job scheduled for later becomes available when River's leader moves
+// it (every 5 seconds), then a worker fetches it at once (PostgreSQL
+// notifications) or at the next FetchPollInterval. A run thus starts up
+// to about 5 seconds after its due time.
+//
+// # Watching runs
+//
+// River UI (riverqueue.com/riverui) pointed at the same database shows
+// the queue's jobs: scheduled, running, retryable, completed, and
+// discarded ones with their errors; [Store.Client] gives the River client
+// for the same in code.
+package rivertrigger

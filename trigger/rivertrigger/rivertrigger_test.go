@@ -1,0 +1,418 @@
+package rivertrigger_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/valetkit/valet/trigger"
+	"github.com/valetkit/valet/trigger/rivertrigger"
+	"github.com/valetkit/valet/trigger/triggertest"
+)
+
+// The tests need a PostgreSQL; without VALET_TEST_POSTGRES they skip:
+//
+//	VALET_TEST_POSTGRES='postgres://postgres@127.0.0.1:5432/test?sslmode=disable' \
+//	  go test ./trigger/rivertrigger/
+//
+// Each test works in a schema of its own (River's tables included), which
+// it drops at the end.
+
+func postgresURL(t testing.TB) string {
+	t.Helper()
+	url := os.Getenv("VALET_TEST_POSTGRES")
+	if url == "" {
+		t.Skip("set VALET_TEST_POSTGRES to a PostgreSQL URL to run the rivertrigger tests")
+	}
+	return url
+}
+
+// newSchema creates an empty schema and returns its name.
+func newSchema(t testing.TB) string {
+	t.Helper()
+	url := postgresURL(t)
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	schema := "rt_" + hex.EncodeToString(b)
+	ctx := context.Background()
+	admin, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		admin.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		defer admin.Close()
+		if _, err := admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			t.Errorf("dropping %s: %v", schema, err)
+		}
+	})
+	return schema
+}
+
+// poolIn returns a pool whose connections work in schema.
+func poolIn(t testing.TB, schema string) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(postgresURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	cfg.MaxConns = 12
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// newStore returns a migrated Store in a schema of its own.
+func newStore(t testing.TB, cfg rivertrigger.Config) (*rivertrigger.Store, *pgxpool.Pool) {
+	t.Helper()
+	pool := poolIn(t, newSchema(t))
+	s, err := rivertrigger.New(pool, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return s, pool
+}
+
+func TestStoreConformance(t *testing.T) {
+	postgresURL(t)
+	triggertest.RunStore(t, func(t *testing.T) trigger.Store {
+		s, _ := newStore(t, rivertrigger.Config{MaxRuns: 5})
+		return s
+	})
+}
+
+// engineOn starts an engine on s with exec as the default executor; the
+// returned function stops it and returns Run's result.
+func engineOn(t *testing.T, s *rivertrigger.Store, exec trigger.Executor) (*trigger.Engine, func() error) {
+	t.Helper()
+	e, err := trigger.New(trigger.Config{
+		Store:         s,
+		Executors:     map[string]trigger.Executor{trigger.DefaultExecutor: exec},
+		MaxConcurrent: 16,
+		RunTimeout:    20 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	var once sync.Once
+	var result error
+	stop := func() error {
+		once.Do(func() { cancel(); result = <-done })
+		return result
+	}
+	t.Cleanup(func() { _ = stop() })
+	return e, stop
+}
+
+func oneTime(tenant, id string, at time.Time) *trigger.Task {
+	return &trigger.Task{
+		ID: id, TenantID: tenant, Name: "task " + id, Status: trigger.StatusActive,
+		Trigger: trigger.Trigger{Kind: trigger.KindSchedule, Schedule: trigger.Schedule{At: at}},
+		Action:  trigger.Action{Instruction: "do " + id},
+	}
+}
+
+// waitFor polls cond every 50 ms until it holds or d passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		ok, err := cond()
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after %s", what, d)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func statusIs(e *trigger.Engine, tenant, id string, want trigger.Status) func() (bool, error) {
+	return func() (bool, error) {
+		task, err := e.Get(context.Background(), tenant, id)
+		if err != nil {
+			return false, err
+		}
+		return task.Status == want, nil
+	}
+}
+
+// jobStates counts the queue's jobs of a task by state.
+func jobStates(t *testing.T, pool *pgxpool.Pool, taskID string) map[string]int {
+	t.Helper()
+	rows, err := pool.Query(context.Background(),
+		`SELECT state::text, count(*) FROM river_job WHERE kind = $1 AND args->>'task_id' = $2 GROUP BY state`,
+		rivertrigger.JobKind, taskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var st string
+		var n int
+		if err := rows.Scan(&st, &n); err != nil {
+			t.Fatal(err)
+		}
+		out[st] = n
+	}
+	return out
+}
+
+func TestEngineRunsOnRiver(t *testing.T) {
+	s, pool := newStore(t, rivertrigger.Config{FetchPollInterval: 100 * time.Millisecond})
+	var calls atomic.Int32
+	var got sync.Map
+	e, stop := engineOn(t, s, trigger.ExecutorFunc(func(ctx context.Context, run trigger.ExecRun) (trigger.ExecResult, error) {
+		calls.Add(1)
+		got.Store(run.RunID, run)
+		return trigger.ExecResult{Result: "done " + run.Task.ID, Usage: trigger.Usage{Tokens: 7}}, nil
+	}))
+	ctx := context.Background()
+	due := time.Now().Add(300 * time.Millisecond)
+	task := oneTime("alice", "remind", due)
+	if err := e.CreateTask(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the one-time task completed", statusIs(e, "alice", "remind", trigger.StatusCompleted))
+	runs, err := e.Runs(ctx, "alice", "remind", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 1 || runs[0].Status != trigger.RunSucceeded || runs[0].Result != "done remind" ||
+		runs[0].Consumed.Tokens != 7 || runs[0].Attempt != 1 {
+		t.Fatalf("runs = %+v", runs)
+	}
+	if want := trigger.RunID("remind", task.NextRun); runs[0].ID != want {
+		t.Errorf("run id %q, want %q", runs[0].ID, want)
+	}
+	if v, ok := got.Load(runs[0].ID); !ok || v.(trigger.ExecRun).Attempt != 1 {
+		t.Errorf("executor saw %+v", v)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("%d executions, want 1", n)
+	}
+	if st := jobStates(t, pool, "remind"); st["completed"] != 1 || len(st) != 1 {
+		t.Errorf("jobs of the task: %v, want one completed", st)
+	}
+	if err := stop(); err != nil {
+		t.Errorf("Run returned %v", err)
+	}
+}
+
+func TestEngineRetriesThenDeadThenRetry(t *testing.T) {
+	s, pool := newStore(t, rivertrigger.Config{FetchPollInterval: 100 * time.Millisecond})
+	var fail atomic.Bool
+	fail.Store(true)
+	var attempts sync.Map
+	e, _ := engineOn(t, s, trigger.ExecutorFunc(func(ctx context.Context, run trigger.ExecRun) (trigger.ExecResult, error) {
+		attempts.Store(run.Attempt, run.RunID)
+		if fail.Load() {
+			return trigger.ExecResult{}, fmt.Errorf("mailbox unreachable (attempt %d)", run.Attempt)
+		}
+		return trigger.ExecResult{Result: "ok"}, nil
+	}))
+	ctx := context.Background()
+	task := oneTime("alice", "flaky", time.Now().Add(200*time.Millisecond))
+	task.Retry = trigger.Retry{MaxAttempts: 2, Backoff: time.Second}
+	if err := e.CreateTask(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the task DEAD", statusIs(e, "alice", "flaky", trigger.StatusDead))
+	runs, err := e.Runs(ctx, "alice", "flaky", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 1 || runs[0].Status != trigger.RunDead || runs[0].Attempt != 2 ||
+		!strings.Contains(runs[0].Error, "mailbox unreachable (attempt 2)") {
+		t.Fatalf("runs = %+v", runs)
+	}
+	a1, _ := attempts.Load(1)
+	a2, _ := attempts.Load(2)
+	if a1 == nil || a1 != a2 {
+		t.Errorf("attempts ran as %v and %v, want one run id", a1, a2)
+	}
+	waitFor(t, 10*time.Second, "the job discarded", func() (bool, error) {
+		return jobStates(t, pool, "flaky")["discarded"] == 1, nil
+	})
+
+	fail.Store(false)
+	if _, err := e.Retry(ctx, "alice", "flaky"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the revived task completed", statusIs(e, "alice", "flaky", trigger.StatusCompleted))
+	runs, _ = e.Runs(ctx, "alice", "flaky", 0)
+	if runs[0].Status != trigger.RunSucceeded {
+		t.Errorf("newest run after Retry: %+v", runs[0])
+	}
+}
+
+func TestPauseCancelsTheJobAndResumeQueuesAgain(t *testing.T) {
+	s, pool := newStore(t, rivertrigger.Config{FetchPollInterval: 100 * time.Millisecond})
+	var calls atomic.Int32
+	e, _ := engineOn(t, s, trigger.ExecutorFunc(func(ctx context.Context, run trigger.ExecRun) (trigger.ExecResult, error) {
+		calls.Add(1)
+		return trigger.ExecResult{}, nil
+	}))
+	ctx := context.Background()
+	task := oneTime("bob", "later", time.Now().Add(time.Second))
+	task.Trigger.Missed = trigger.CatchUpOnce
+	if err := e.CreateTask(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Pause(ctx, "bob", "later"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the paused task's job cancelled", func() (bool, error) {
+		return jobStates(t, pool, "later")["cancelled"] == 1, nil
+	})
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("a paused task ran %d times", n)
+	}
+	if _, err := e.Resume(ctx, "bob", "later"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the resumed task completed", statusIs(e, "bob", "later", trigger.StatusCompleted))
+	if n := calls.Load(); n != 1 {
+		t.Errorf("%d executions, want 1", n)
+	}
+}
+
+func TestReconcilerMakesADiscardedRunDead(t *testing.T) {
+	s, pool := newStore(t, rivertrigger.Config{ReconcileInterval: 200 * time.Millisecond})
+	ctx := context.Background()
+	// The task is due in an hour; its job is discarded behind valet's back,
+	// as River's rescuer does with a job whose worker died on its last
+	// attempt.
+	task := oneTime("carol", "lost", time.Now().Add(time.Hour))
+	var calls atomic.Int32
+	e, _ := engineOn(t, s, trigger.ExecutorFunc(func(ctx context.Context, run trigger.ExecRun) (trigger.ExecResult, error) {
+		calls.Add(1)
+		return trigger.ExecResult{}, nil
+	}))
+	if err := e.CreateTask(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE river_job SET state = 'discarded', finalized_at = now(),
+		errors = ARRAY['{"error": "worker died", "attempt": 3, "at": "2026-01-01T00:00:00Z"}'::jsonb]
+		WHERE kind = $1 AND args->>'task_id' = 'lost'`, rivertrigger.JobKind); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the task DEAD", statusIs(e, "carol", "lost", trigger.StatusDead))
+	runs, err := e.Runs(ctx, "carol", "lost", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 1 || runs[0].Status != trigger.RunDead || !strings.Contains(runs[0].Error, "worker died") {
+		t.Fatalf("runs = %+v", runs)
+	}
+	if calls.Load() != 0 {
+		t.Error("the executor ran")
+	}
+}
+
+func TestMigrateConcurrently(t *testing.T) {
+	schema := newSchema(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		pool := poolIn(t, schema)
+		s, err := rivertrigger.New(pool, rivertrigger.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() { errs <- s.Migrate(context.Background()) })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func TestNotMigrated(t *testing.T) {
+	pool := poolIn(t, newSchema(t))
+	s, err := rivertrigger.New(pool, rivertrigger.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Create(context.Background(), oneTime("a", "b", time.Now()))
+	if err == nil || !strings.Contains(err.Error(), "run Migrate first") {
+		t.Fatalf("Create before Migrate: %v", err)
+	}
+}
+
+func TestPostgresDown(t *testing.T) {
+	pool, err := pgxpool.New(context.Background(), "postgres://valet:s3cret-pw@127.0.0.1:1/test?connect_timeout=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	s, err := rivertrigger.New(pool, rivertrigger.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	e, err := trigger.New(trigger.Config{Store: s, Executors: map[string]trigger.Executor{
+		trigger.DefaultExecutor: trigger.ExecutorFunc(func(context.Context, trigger.ExecRun) (trigger.ExecResult, error) {
+			return trigger.ExecResult{}, nil
+		}),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, err := range map[string]error{
+		"Migrate":    s.Migrate(ctx),
+		"CreateTask": e.CreateTask(ctx, oneTime("a", "b", time.Now())),
+		"Get":        func() error { _, err := e.Get(ctx, "a", "b"); return err }(),
+	} {
+		if err == nil {
+			t.Errorf("%s with PostgreSQL down: no error", name)
+			continue
+		}
+		if strings.Contains(err.Error(), "s3cret-pw") {
+			t.Errorf("%s: the password is in %q", name, err)
+		}
+		if errors.Is(err, trigger.ErrNotFound) {
+			t.Errorf("%s: a down database is not ErrNotFound: %v", name, err)
+		}
+	}
+	rctx, rcancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer rcancel()
+	start := time.Now()
+	err = e.Run(rctx)
+	t.Logf("Run with PostgreSQL down: %v after %s", err, time.Since(start).Round(time.Millisecond))
+	if time.Since(start) > 40*time.Second {
+		t.Errorf("Run did not return")
+	}
+}

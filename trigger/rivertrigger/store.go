@@ -1,0 +1,619 @@
+package rivertrigger
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+
+	"github.com/valetkit/valet/trigger"
+)
+
+// Defaults of a zero Config.
+const (
+	// DefaultQueue is the River queue of valet's runs.
+	DefaultQueue = "valet_trigger"
+	// DefaultJobTimeout is how long River lets a run go on before it
+	// cancels its context.
+	DefaultJobTimeout = 15 * time.Minute
+	// DefaultRescueStuckJobsAfter is how long a run may go on before River
+	// takes it for one whose worker died and runs it again.
+	DefaultRescueStuckJobsAfter = time.Hour
+	// DefaultReconcileInterval is how often a dispatching Store looks for
+	// runs River discarded without valet's code recording it.
+	DefaultReconcileInterval = time.Minute
+)
+
+// JobKind is the River kind of a run's job.
+const JobKind = "valet_trigger_run"
+
+const (
+	stopTimeout     = 30 * time.Second
+	rollbackTimeout = 5 * time.Second
+	// migrateLock is the advisory lock Migrate holds.
+	migrateLock = int64(0x76616c6574747267) // "valettrg"
+)
+
+// Config configures a Store. Its zero value is ready to use.
+type Config struct {
+	// Queue is the River queue the runs go through. Default DefaultQueue.
+	// Engines that share a database and a queue share the runs.
+	Queue string
+	// MaxWorkers is how many runs this process executes at once: River's
+	// worker cap on the queue. Default trigger.DefaultMaxConcurrent.
+	// Keep the engine's MaxConcurrent at least as large: a run waits for
+	// one of its slots too.
+	MaxWorkers int
+	// JobTimeout is how long River lets a run go on before it cancels
+	// it. Set it above the longest run: the engine's RunTimeout and every
+	// task's Budget.MaxWall plus trigger.WallGrace (Create and Update
+	// refuse a task whose MaxWall reaches it). Default DefaultJobTimeout.
+	JobTimeout time.Duration
+	// RescueStuckJobsAfter is how long after its start River takes a run
+	// for one whose worker died, and runs it again (River has no
+	// heartbeats). It must exceed JobTimeout. Default
+	// DefaultRescueStuckJobsAfter, or JobTimeout plus an hour when that is
+	// later.
+	RescueStuckJobsAfter time.Duration
+	// FetchPollInterval and FetchCooldown are River's: how often a worker
+	// polls for runs when PostgreSQL's notifications do not wake it, and
+	// the least time between two fetches. Zero: River's defaults (1 s,
+	// 100 ms).
+	FetchPollInterval, FetchCooldown time.Duration
+	// ReconcileInterval is how often Dispatch looks for runs River
+	// discarded without valet recording their end. Default
+	// DefaultReconcileInterval.
+	ReconcileInterval time.Duration
+	// MaxRuns is how many runs the history keeps per task, the newest.
+	// Default trigger.DefaultMaxRuns.
+	MaxRuns int
+	// Clock gives CreatedAt and UpdatedAt. Nil: trigger.SystemClock.
+	// River keeps the database's time for its jobs.
+	Clock trigger.Clock
+	// Logger receives what the dispatcher cannot return, and River's own
+	// logs at warning level and above. Nil: discard.
+	Logger *slog.Logger
+}
+
+// Store is a trigger.Store and trigger.Dispatcher on PostgreSQL through
+// River. It is safe for concurrent use, also by several processes on the
+// same database.
+type Store struct {
+	pool   *pgxpool.Pool
+	client *river.Client[pgx.Tx]
+	cfg    Config
+	log    *slog.Logger
+
+	handler    atomic.Pointer[trigger.DueHandler]
+	dispatchMu sync.Mutex
+}
+
+var _ trigger.Dispatcher = (*Store)(nil)
+
+// New returns a Store on pool, which the caller configured and closes. It
+// sends nothing to PostgreSQL; call Migrate once (from any number of
+// processes) before the first use.
+func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
+	if pool == nil {
+		return nil, errors.New("rivertrigger: New needs a *pgxpool.Pool, got nil")
+	}
+	if cfg.MaxWorkers < 0 || cfg.JobTimeout < 0 || cfg.RescueStuckJobsAfter < 0 || cfg.FetchPollInterval < 0 ||
+		cfg.FetchCooldown < 0 || cfg.ReconcileInterval < 0 || cfg.MaxRuns < 0 {
+		return nil, fmt.Errorf("%w: rivertrigger: negative setting in %+v", trigger.ErrInvalid, cfg)
+	}
+	cfg.Queue = cmp.Or(cfg.Queue, DefaultQueue)
+	cfg.MaxWorkers = cmp.Or(cfg.MaxWorkers, trigger.DefaultMaxConcurrent)
+	cfg.JobTimeout = cmp.Or(cfg.JobTimeout, DefaultJobTimeout)
+	if cfg.RescueStuckJobsAfter == 0 {
+		cfg.RescueStuckJobsAfter = max(DefaultRescueStuckJobsAfter, cfg.JobTimeout+time.Hour)
+	}
+	if cfg.RescueStuckJobsAfter <= cfg.JobTimeout {
+		return nil, fmt.Errorf("%w: rivertrigger: RescueStuckJobsAfter %s is not above JobTimeout %s",
+			trigger.ErrInvalid, cfg.RescueStuckJobsAfter, cfg.JobTimeout)
+	}
+	cfg.ReconcileInterval = cmp.Or(cfg.ReconcileInterval, DefaultReconcileInterval)
+	cfg.MaxRuns = cmp.Or(cfg.MaxRuns, trigger.DefaultMaxRuns)
+	if cfg.Clock == nil {
+		cfg.Clock = trigger.SystemClock{}
+	}
+	s := &Store{pool: pool, cfg: cfg, log: cfg.Logger}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	workers := river.NewWorkers()
+	if err := river.AddWorkerSafely(workers, &worker{s: s}); err != nil {
+		return nil, fmt.Errorf("rivertrigger: %w", err)
+	}
+	riverLog := slog.New(slog.DiscardHandler)
+	if cfg.Logger != nil {
+		riverLog = slog.New(levelHandler{cfg.Logger.Handler(), slog.LevelWarn})
+	}
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+		Queues:               map[string]river.QueueConfig{cfg.Queue: {MaxWorkers: cfg.MaxWorkers}},
+		Workers:              workers,
+		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter,
+		JobTimeout:           cfg.JobTimeout,
+		FetchPollInterval:    cfg.FetchPollInterval,
+		FetchCooldown:        cfg.FetchCooldown,
+		Logger:               riverLog,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("rivertrigger: %w", err)
+	}
+	s.client = client
+	return s, nil
+}
+
+// Client returns the River client, for inspecting jobs (JobList) or
+// subscribing to River's events. Do not start or stop it: Dispatch does.
+func (s *Store) Client() *river.Client[pgx.Tx] { return s.client }
+
+// Migrate brings River's tables to the version this River release needs
+// and creates valet's tables (valet_trigger_tasks, valet_trigger_runs) if
+// they do not exist, holding a session advisory lock throughout, so that
+// several processes may run it at once. River applies its migrations one
+// transaction each (some cannot share one).
+func (s *Store) Migrate(ctx context.Context) error {
+	return s.fail(ctx, "migrate", s.migrate(ctx))
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, migrateLock); err != nil {
+		return err
+	}
+	defer func() {
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+		defer cancel()
+		if _, err := conn.Exec(uctx, `SELECT pg_advisory_unlock($1)`, migrateLock); err != nil {
+			conn.Conn().Close(uctx) // the session ends, and its lock with it
+		}
+	}()
+	m, err := rivermigrate.New(riverpgxv5.New(s.pool), nil)
+	if err != nil {
+		return err
+	}
+	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return fmt.Errorf("river migrations: %w", err)
+	}
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	for _, q := range schema {
+		if _, err := tx.Exec(ctx, q); err != nil {
+			return err
+		}
+	}
+	return tx.Commit(ctx)
+}
+
+var schema = []string{
+	`CREATE TABLE IF NOT EXISTS valet_trigger_tasks (
+		tenant_id  text        NOT NULL,
+		id         text        NOT NULL,
+		status     text        NOT NULL,
+		next_run   timestamptz,
+		priority   smallint    NOT NULL,
+		revision   bigint      NOT NULL,
+		created_at timestamptz NOT NULL,
+		task       json        NOT NULL,
+		PRIMARY KEY (tenant_id, id)
+	)`,
+	`CREATE INDEX IF NOT EXISTS valet_trigger_tasks_due
+		ON valet_trigger_tasks (next_run, priority DESC, tenant_id, id)
+		WHERE status = 'ACTIVE' AND next_run IS NOT NULL`,
+	`CREATE TABLE IF NOT EXISTS valet_trigger_runs (
+		tenant_id text   NOT NULL,
+		task_id   text   NOT NULL,
+		id        text   NOT NULL,
+		seq       bigserial,
+		run       json   NOT NULL,
+		PRIMARY KEY (tenant_id, task_id, id),
+		FOREIGN KEY (tenant_id, task_id) REFERENCES valet_trigger_tasks (tenant_id, id) ON DELETE CASCADE
+	)`,
+	`CREATE INDEX IF NOT EXISTS valet_trigger_runs_seq ON valet_trigger_runs (tenant_id, task_id, seq DESC)`,
+}
+
+// pgTime is t as PostgreSQL keeps it: UTC, to the microsecond.
+func pgTime(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return t.UTC().Truncate(time.Microsecond)
+}
+
+func normTask(t *trigger.Task) {
+	t.NextRun, t.LastRun = pgTime(t.NextRun), pgTime(t.LastRun)
+	t.CreatedAt, t.UpdatedAt = pgTime(t.CreatedAt), pgTime(t.UpdatedAt)
+	if t.Trigger.Schedule.At.IsZero() && t.Trigger.Schedule.Start.IsZero() {
+		return
+	}
+	t.Trigger.Schedule.At = pgTime(t.Trigger.Schedule.At)
+	t.Trigger.Schedule.Start = pgTime(t.Trigger.Schedule.Start)
+}
+
+func normRun(r *trigger.Run) {
+	r.DueAt, r.StartedAt, r.FinishedAt = pgTime(r.DueAt), pgTime(r.StartedAt), pgTime(r.FinishedAt)
+}
+
+func (s *Store) checkTask(t *trigger.Task) error {
+	if err := t.Check(); err != nil {
+		return err
+	}
+	if t.Budget.MaxWall > 0 && t.Budget.MaxWall+trigger.WallGrace >= s.cfg.JobTimeout {
+		return fmt.Errorf("%w: task %q: Budget.MaxWall %s and the engine's grace of %s reach the store's JobTimeout %s",
+			trigger.ErrInvalid, t.ID, t.Budget.MaxWall, trigger.WallGrace, s.cfg.JobTimeout)
+	}
+	return nil
+}
+
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// Create implements [trigger.Store.Create], queueing the task's run at
+// NextRun when it is ACTIVE, in the same transaction.
+func (s *Store) Create(ctx context.Context, t *trigger.Task) error {
+	if err := s.checkTask(t); err != nil {
+		return err
+	}
+	c := t.Clone()
+	now := pgTime(s.cfg.Clock.Now())
+	if c.CreatedAt.IsZero() {
+		c.CreatedAt = now
+	}
+	c.UpdatedAt, c.Revision = now, 1
+	normTask(c)
+	data, err := json.Marshal(c)
+	if err != nil {
+		return fmt.Errorf("rivertrigger: create: %w", err)
+	}
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `INSERT INTO valet_trigger_tasks
+			(tenant_id, id, status, next_run, priority, revision, created_at, task)
+			VALUES ($1, $2, $3, $4, $5, 1, $6, $7) ON CONFLICT DO NOTHING`,
+			c.TenantID, c.ID, string(c.Status), nullTime(c.NextRun), c.Priority, c.CreatedAt, string(data))
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return fmt.Errorf("%w: tenant %q, task %q exists", trigger.ErrConflict, c.TenantID, c.ID)
+		}
+		return s.enqueue(ctx, tx, c)
+	})
+	if err != nil {
+		return s.fail(ctx, "create", err)
+	}
+	*t = *c
+	return nil
+}
+
+// Get implements [trigger.Store.Get].
+func (s *Store) Get(ctx context.Context, tenantID, id string) (*trigger.Task, error) {
+	var data []byte
+	err := s.pool.QueryRow(ctx, `SELECT task FROM valet_trigger_tasks WHERE tenant_id = $1 AND id = $2`,
+		tenantID, id).Scan(&data)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: tenant %q, task %q", trigger.ErrNotFound, tenantID, id)
+	}
+	if err != nil {
+		return nil, s.fail(ctx, "get", err)
+	}
+	return decodeTask(data)
+}
+
+func decodeTask(data []byte) (*trigger.Task, error) {
+	t := new(trigger.Task)
+	if err := json.Unmarshal(data, t); err != nil {
+		return nil, fmt.Errorf("rivertrigger: stored task: %w", err)
+	}
+	return t, nil
+}
+
+// List implements [trigger.Store.List].
+func (s *Store) List(ctx context.Context, tenantID string, statuses ...trigger.Status) ([]*trigger.Task, error) {
+	var sts []string
+	for _, st := range statuses {
+		if err := st.Check(); err != nil {
+			return nil, err
+		}
+		sts = append(sts, string(st))
+	}
+	rows, err := s.pool.Query(ctx, `SELECT task FROM valet_trigger_tasks
+		WHERE tenant_id = $1 AND ($2::text[] IS NULL OR status = ANY($2))
+		ORDER BY created_at, id`, tenantID, sts)
+	if err != nil {
+		return nil, s.fail(ctx, "list", err)
+	}
+	return s.collectTasks(ctx, "list", rows)
+}
+
+func (s *Store) collectTasks(ctx context.Context, op string, rows pgx.Rows) ([]*trigger.Task, error) {
+	datas, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+	if err != nil {
+		return nil, s.fail(ctx, op, err)
+	}
+	out := make([]*trigger.Task, 0, len(datas))
+	for _, d := range datas {
+		t, err := decodeTask(d)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// Update implements [trigger.Store.Update], queueing the task's run at
+// NextRun when it is ACTIVE, in the same transaction (once per due time:
+// River's unique jobs).
+func (s *Store) Update(ctx context.Context, t *trigger.Task) error {
+	return s.update(ctx, "update", t, nil)
+}
+
+// Finish implements [trigger.Dispatcher.Finish]: the run's record, the
+// task, the task's next run and, when r succeeded and ctx is the one
+// River gave the run's job, the job's completion, in one transaction.
+func (s *Store) Finish(ctx context.Context, r trigger.Run, t *trigger.Task) error {
+	if err := r.Check(); err != nil {
+		return err
+	}
+	if r.TenantID != t.TenantID || r.TaskID != t.ID {
+		return fmt.Errorf("%w: run %q is not of task %q", trigger.ErrInvalid, r.ID, t.ID)
+	}
+	return s.update(ctx, "finish", t, func(tx pgx.Tx) error {
+		if err := s.updateRun(ctx, tx, r); err != nil {
+			return err
+		}
+		if job := jobFrom(ctx); job != nil && r.Status == trigger.RunSucceeded &&
+			job.Args.TenantID == r.TenantID && job.Args.TaskID == r.TaskID && job.Args.DueAt.Equal(pgTime(r.DueAt)) {
+			if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {
+				return fmt.Errorf("completing job %d: %w", job.ID, err)
+			}
+		}
+		return nil
+	})
+}
+
+func (s *Store) update(ctx context.Context, op string, t *trigger.Task, also func(pgx.Tx) error) error {
+	if err := s.checkTask(t); err != nil {
+		return err
+	}
+	c := t.Clone()
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var rev int64
+		var created time.Time
+		err := tx.QueryRow(ctx, `SELECT revision, created_at FROM valet_trigger_tasks
+			WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, c.TenantID, c.ID).Scan(&rev, &created)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("%w: tenant %q, task %q", trigger.ErrNotFound, c.TenantID, c.ID)
+		}
+		if err != nil {
+			return err
+		}
+		if rev != c.Revision {
+			return fmt.Errorf("%w: tenant %q, task %q: revision %d, stored %d",
+				trigger.ErrConflict, c.TenantID, c.ID, c.Revision, rev)
+		}
+		c.CreatedAt, c.UpdatedAt, c.Revision = created, s.cfg.Clock.Now(), rev+1
+		normTask(c)
+		data, err := json.Marshal(c)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE valet_trigger_tasks
+			SET status = $3, next_run = $4, priority = $5, revision = $6, task = $7
+			WHERE tenant_id = $1 AND id = $2`,
+			c.TenantID, c.ID, string(c.Status), nullTime(c.NextRun), c.Priority, c.Revision, string(data)); err != nil {
+			return err
+		}
+		if also != nil {
+			if err := also(tx); err != nil {
+				return err
+			}
+		}
+		return s.enqueue(ctx, tx, c)
+	})
+	if err != nil {
+		return s.fail(ctx, op, err)
+	}
+	*t = *c
+	return nil
+}
+
+// Delete implements [trigger.Store.Delete]. A queued run of the task is
+// dropped when it comes up.
+func (s *Store) Delete(ctx context.Context, tenantID, id string) error {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM valet_trigger_tasks WHERE tenant_id = $1 AND id = $2`, tenantID, id)
+	if err != nil {
+		return s.fail(ctx, "delete", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("%w: tenant %q, task %q", trigger.ErrNotFound, tenantID, id)
+	}
+	return nil
+}
+
+// AddRun implements [trigger.Store.AddRun], keeping the newest MaxRuns
+// runs of the task.
+func (s *Store) AddRun(ctx context.Context, r trigger.Run) error {
+	if err := r.Check(); err != nil {
+		return err
+	}
+	normRun(&r)
+	data, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("rivertrigger: add run: %w", err)
+	}
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `INSERT INTO valet_trigger_runs (tenant_id, task_id, id, run)
+			VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`, r.TenantID, r.TaskID, r.ID, string(data))
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "23503" { // foreign_key_violation
+			return fmt.Errorf("%w: tenant %q, task %q", trigger.ErrNotFound, r.TenantID, r.TaskID)
+		}
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return fmt.Errorf("%w: tenant %q, task %q: run %q exists", trigger.ErrConflict, r.TenantID, r.TaskID, r.ID)
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM valet_trigger_runs WHERE tenant_id = $1 AND task_id = $2 AND seq <= (
+			SELECT seq FROM valet_trigger_runs WHERE tenant_id = $1 AND task_id = $2
+			ORDER BY seq DESC OFFSET $3 LIMIT 1)`, r.TenantID, r.TaskID, s.cfg.MaxRuns)
+		return err
+	})
+	return s.fail(ctx, "add run", err)
+}
+
+// UpdateRun implements [trigger.Store.UpdateRun].
+func (s *Store) UpdateRun(ctx context.Context, r trigger.Run) error {
+	if err := r.Check(); err != nil {
+		return err
+	}
+	return s.fail(ctx, "update run", s.updateRun(ctx, s.pool, r))
+}
+
+type execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+func (s *Store) updateRun(ctx context.Context, db execer, r trigger.Run) error {
+	normRun(&r)
+	data, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	tag, err := db.Exec(ctx, `UPDATE valet_trigger_runs SET run = $4
+		WHERE tenant_id = $1 AND task_id = $2 AND id = $3`, r.TenantID, r.TaskID, r.ID, string(data))
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("%w: tenant %q, task %q: run %q", trigger.ErrNotFound, r.TenantID, r.TaskID, r.ID)
+	}
+	return nil
+}
+
+// Runs implements [trigger.Store.Runs].
+func (s *Store) Runs(ctx context.Context, tenantID, taskID string, limit int) ([]trigger.Run, error) {
+	if limit < 0 {
+		return nil, fmt.Errorf("%w: negative limit %d", trigger.ErrInvalid, limit)
+	}
+	var exists bool
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM valet_trigger_tasks WHERE tenant_id = $1 AND id = $2)`,
+		tenantID, taskID).Scan(&exists); err != nil {
+		return nil, s.fail(ctx, "runs", err)
+	}
+	if !exists {
+		return nil, fmt.Errorf("%w: tenant %q, task %q", trigger.ErrNotFound, tenantID, taskID)
+	}
+	var lim *int
+	if limit > 0 {
+		lim = &limit
+	}
+	rows, err := s.pool.Query(ctx, `SELECT run FROM valet_trigger_runs WHERE tenant_id = $1 AND task_id = $2
+		ORDER BY seq DESC LIMIT $3`, tenantID, taskID, lim)
+	if err != nil {
+		return nil, s.fail(ctx, "runs", err)
+	}
+	datas, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+	if err != nil {
+		return nil, s.fail(ctx, "runs", err)
+	}
+	out := make([]trigger.Run, len(datas))
+	for i, d := range datas {
+		if err := json.Unmarshal(d, &out[i]); err != nil {
+			return nil, fmt.Errorf("rivertrigger: stored run: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// Due implements [trigger.Store.Due]. The engine does not poll it on this
+// store (River delivers the runs); it is there for inspection.
+func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]*trigger.Task, error) {
+	if limit <= 0 {
+		return nil, fmt.Errorf("%w: limit %d is not positive", trigger.ErrInvalid, limit)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT task FROM valet_trigger_tasks
+		WHERE status = 'ACTIVE' AND next_run IS NOT NULL AND next_run <= $1
+		ORDER BY next_run, priority DESC, tenant_id, id LIMIT $2`, now, limit)
+	if err != nil {
+		return nil, s.fail(ctx, "due", err)
+	}
+	return s.collectTasks(ctx, "due", rows)
+}
+
+// inTx runs fn in a transaction and commits it when fn returns nil.
+func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+		defer cancel()
+		_ = tx.Rollback(rctx) // after Commit, pgx.ErrTxClosed
+	}()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// fail gives an error its context: the operation, a hint to run Migrate
+// for a missing table, and ctx's error when it ended. The sentinel errors
+// of trigger stay errors.Is-visible.
+func (s *Store) fail(ctx context.Context, op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42P01" { // undefined_table
+		err = fmt.Errorf("%w (run Migrate first)", err)
+	}
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		err = fmt.Errorf("%w: %w", cerr, err)
+	}
+	return fmt.Errorf("rivertrigger: %s: %w", op, err)
+}
+
+// levelHandler passes on the records of at least a level.
+type levelHandler struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h levelHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h levelHandler) WithAttrs(a []slog.Attr) slog.Handler {
+	return levelHandler{h.Handler.WithAttrs(a), h.min}
+}
+
+func (h levelHandler) WithGroup(name string) slog.Handler {
+	return levelHandler{h.Handler.WithGroup(name), h.min}
+}
