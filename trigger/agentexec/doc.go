@@ -1,0 +1,49 @@
+// Package agentexec is the "orchestrator" executor of package trigger:
+// each run of a task becomes one agent.Message handled by an
+// agent.Orchestrator. Package trigger does not import package agent; this
+// adapter imports both. Register it under trigger.DefaultExecutor:
+//
+//	exec := agentexec.New(orchestrator)
+//	engine, err := trigger.New(trigger.Config{
+//		Executors: map[string]trigger.Executor{trigger.DefaultExecutor: exec},
+//	})
+//
+// # The message
+//
+// A run's message belongs to the task's tenant and conversation (the
+// tenant's default conversation when the task names none), has Source
+// agent.SourceTrigger and TaskID the task's ID, and its Budget is the
+// task's, field by field (a zero field takes the orchestrator's
+// LoopConfig.Budget). Its time zone is NewWithConfig's Config.Location,
+// else the zone of the task's cron schedule, else the orchestrator's.
+//
+// Its text is the task's instruction, tagged with what fired it:
+//
+//	[Scheduled Task] Summarise my unread mail.
+//	[Condition Trigger] inbox_unread: Summarise my unread mail.
+//	[Event Trigger] message.received: Tell me if this is urgent.
+//
+// An event trigger names the task's event type (its source when it has no
+// type). The event itself — its source, type and data — is untrusted: it
+// follows as JSON in an <event_data> block introduced as data, not
+// instructions, with every '<' and '>' escaped (\u003c, \u003e) so that
+// nothing in it can close the block.
+//
+// # The result
+//
+// The run's result is the orchestrator's answer, and its usage the run's
+// agent.Consumed (tokens, cost, wall clock, tool calls). When
+// HandleMessage fails, Execute returns its error — the engine records a
+// failed attempt and tries again by the task's Retry — with the usage of
+// what ran. The run ends with the engine's context: its run timeout (the
+// task's Budget.MaxWall, else the engine's RunTimeout) or the engine
+// stopping.
+//
+// A run that ends waiting for the user's approval (Result.PendingApprovals,
+// agent.StatusWaitingForApproval) succeeds for now, its result saying how
+// many approvals wait; the approvals are the orchestrator's, answered
+// through it like any other. Moving the task to PENDING_APPROVAL meanwhile
+// is a later slice. A run whose Agent-Tools wait for the user's input, or
+// that the orchestrator's ShouldProcess hook refuses, succeeds with the
+// orchestrator's answer (the question, or the reason).
+package agentexec
