@@ -1,13 +1,14 @@
 // Package trigger is for the tasks an assistant runs on its own
-// initiative. So far it holds what a task is and where it is kept, and
-// says when a schedule fires: a [Task] and its [Trigger], a [Run] of its
-// history, the [Store] that keeps both with its in-memory
-// implementation [MemoryStore], a [Schedule], the [MissedPolicy] for
-// times that passed while nothing ran, the [Clock] a scheduler reads, and
-// the in-process [Engine] that runs schedule triggers with the
-// [Executor]s registered by name. Event and condition triggers
-// ([ErrUnsupported] for now), the orchestrator executor, notifiers,
-// spend limits and the PostgreSQL backend on River are still to come.
+// initiative: a [Task] and its [Trigger] (a [Schedule], events, or a
+// [Condition]), the [Run]s of its history, the [Store] that keeps both
+// with its in-memory implementation [MemoryStore], the [EventBus] that
+// carries [Event]s with its in-memory [MemoryBus], the [Clock] a
+// scheduler reads, and the [Engine] that runs tasks through the
+// [Executor]s registered by name. trigger/rivertrigger keeps tasks on
+// PostgreSQL and runs them through River across replicas;
+// trigger/redisbus is an EventBus on Redis Streams; trigger/agentexec is
+// the executor that hands a task to the assistant. Notifiers and result
+// routes are still to come.
 //
 // # Tasks
 //
@@ -114,6 +115,37 @@
 // applies the task's MissedPolicy to the times that passed meanwhile.
 // [Engine.RunNow] runs a task once, outside its schedule, in the caller's
 // goroutine; [Engine.Retry] revives a DEAD task.
+//
+// # Events
+//
+// An [Event] (ID, TenantID, Source, Type, Data) reaches the engine
+// through its bus: [Engine.Publish], or any publisher of the same bus.
+// [Engine.Run] subscribes to it and fires each ACTIVE event task of the
+// event's tenant, never another's, whose trigger the event matches
+// ([Trigger.Matches]: source and type where set, and each dotted path of
+// the filter equal to the filter's value; a missing path never matches).
+// A run's id is [EventRunID] of the task and the event, so an event the
+// bus delivers again (delivery is at least once) fires each task once:
+// in memory while the run is in the history, on River while River keeps
+// the job. The executor gets the event in ExecRun.Event; its data is
+// untrusted. An event run takes the task's attempts; its last failure
+// makes the task DEAD.
+//
+// # Conditions
+//
+// A condition task names a [Condition] of Config.Conditions and polls it
+// every Trigger.Every, from its creation on. It runs when the check turns
+// from false to true ([Task.ConditionMet] keeps the last answer; a check
+// that holds at the first poll fires then), never again while it stays
+// true; a check that fails or panics changes nothing. A run's later
+// attempts do not poll again.
+//
+// # Dispatchers
+//
+// A Store that is also a [Dispatcher] delivers due runs itself: Run hands
+// it the engine ([Engine.HandleDue], [Engine.HandleLost]) instead of
+// polling Due, and the Dispatcher's Create and Update queue the run at a
+// task's NextRun. trigger/rivertrigger is one.
 //
 // [Engine.Run] is the scheduler. It sleeps until the earliest NextRun
 // (or until a task is created, resumed or retried, or a run finishes),

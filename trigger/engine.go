@@ -12,8 +12,8 @@ import (
 	"unicode/utf8"
 )
 
-// ErrUnsupported is returned for what the engine does not do yet: so far
-// it runs schedule triggers only.
+// ErrUnsupported is returned for what the engine cannot do with its
+// configuration: HandleDue and HandleLost without a Dispatcher store.
 var ErrUnsupported = errors.New("trigger: unsupported")
 
 // Engine defaults.
@@ -100,7 +100,19 @@ type Config struct {
 	// RunTimeout bounds an attempt of a task without Budget.MaxWall.
 	// Zero: DefaultRunTimeout.
 	RunTimeout time.Duration
+	// Bus carries the events of event triggers: Publish hands it an
+	// event, Run subscribes to it. Nil: a new MemoryBus using Clock.
+	Bus EventBus
+	// Conditions maps condition names to the checks condition triggers
+	// poll; a task naming a condition that is not here is refused.
+	Conditions map[string]Condition
 }
+
+// Condition is the check of a condition trigger: whether the condition
+// holds now for the task (a copy). It should be quick and honour ctx,
+// which ends at the engine's RunTimeout; an error, or a panic, leaves
+// the task's state as it was until the next poll.
+type Condition func(ctx context.Context, task *Task) (bool, error)
 
 // Engine runs the tasks of a Store: Run is the scheduler, the other
 // methods manage tasks of one tenant. It is safe for concurrent use.
@@ -111,6 +123,9 @@ type Engine struct {
 	log        *slog.Logger
 	grace      time.Duration
 	runTimeout time.Duration
+
+	bus        EventBus
+	conditions map[string]Condition
 
 	sem     chan struct{} // a slot per executing run
 	wake    chan struct{} // buffered: something changed, look again
@@ -140,6 +155,16 @@ func New(cfg Config) (*Engine, error) {
 		wake:       make(chan struct{}, 1),
 		running:    make(map[taskKey]bool),
 	}
+	e.conditions = make(map[string]Condition, len(cfg.Conditions))
+	for name, c := range cfg.Conditions {
+		if err := checkID("condition name", name); err != nil {
+			return nil, fmt.Errorf("engine: %w", err)
+		}
+		if c == nil {
+			return nil, fmt.Errorf("%w: engine: condition %q is nil", ErrInvalid, name)
+		}
+		e.conditions[name] = c
+	}
 	for name, ex := range cfg.Executors {
 		if err := checkID("executor name", name); err != nil {
 			return nil, fmt.Errorf("engine: %w", err)
@@ -157,6 +182,10 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
+	}
+	e.bus = cfg.Bus
+	if e.bus == nil {
+		e.bus = &MemoryBus{Clock: e.clock, Logger: e.log}
 	}
 	if e.grace == 0 {
 		e.grace = DefaultGrace
@@ -219,21 +248,23 @@ func (e *Engine) busy() int {
 	return len(e.running)
 }
 
-// CreateTask validates t and stores it for its tenant (t.TenantID). Only
-// schedule triggers are accepted so far (ErrUnsupported for the others);
-// an executor that is not registered is ErrInvalid. An empty Status is
-// ACTIVE; COMPLETED, EXPIRED and DEAD are refused. CreateTask sets
-// t.NextRun to the schedule's first time from now (ErrInvalid when there
-// is none), clears t.LastRun, and sets what Store.Create sets.
+// CreateTask validates t and stores it for its tenant (t.TenantID). An
+// executor that is not registered is ErrInvalid, and so is a condition
+// that is not. An empty Status is ACTIVE; COMPLETED, EXPIRED and DEAD are
+// refused. CreateTask sets t.NextRun: for a schedule, its first time from
+// now (ErrInvalid when there is none: a one-time task in the past is
+// refused); for a condition, now (its first poll; a condition that holds
+// already then fires once); for events, none. It clears t.LastRun and
+// t.ConditionMet and sets what Store.Create sets.
 func (e *Engine) CreateTask(ctx context.Context, t *Task) error {
 	if t == nil {
 		return fmt.Errorf("%w: nil task", ErrInvalid)
 	}
-	if k := t.Trigger.Kind; k == KindEvent || k == KindCondition {
-		return fmt.Errorf("%w: task %q: %s triggers", ErrUnsupported, t.ID, k)
-	}
 	if _, ok := e.executors[t.ExecutorName()]; !ok {
 		return fmt.Errorf("%w: task %q: no executor %q", ErrInvalid, t.ID, t.ExecutorName())
+	}
+	if t.Trigger.Kind == KindCondition && e.conditions[t.Trigger.Condition] == nil {
+		return fmt.Errorf("%w: task %q: no condition %q", ErrInvalid, t.ID, t.Trigger.Condition)
 	}
 	switch t.Status {
 	case "":
@@ -245,11 +276,19 @@ func (e *Engine) CreateTask(ctx context.Context, t *Task) error {
 		return err
 	}
 	now := e.clock.Now()
-	next, ok := t.Trigger.Schedule.Next(now.Add(-time.Nanosecond))
-	if !ok {
-		return fmt.Errorf("%w: task %q: %v has no time from now on", ErrInvalid, t.ID, t.Trigger.Schedule)
+	switch t.Trigger.Kind {
+	case KindSchedule:
+		next, ok := t.Trigger.Schedule.Next(now.Add(-time.Nanosecond))
+		if !ok {
+			return fmt.Errorf("%w: task %q: %v has no time from now on", ErrInvalid, t.ID, t.Trigger.Schedule)
+		}
+		t.NextRun = next
+	case KindCondition:
+		t.NextRun = now
+	default:
+		t.NextRun = time.Time{}
 	}
-	t.NextRun, t.LastRun = next, time.Time{}
+	t.LastRun, t.ConditionMet = time.Time{}, false
 	if err := e.store.Create(ctx, t); err != nil {
 		return err
 	}
@@ -317,7 +356,7 @@ func (e *Engine) Resume(ctx context.Context, tenantID, id string) (*Task, error)
 		}
 		t.Status = StatusActive
 		t.NextRun = e.nextRun(t, last, e.clock.Now())
-		if t.NextRun.IsZero() {
+		if t.NextRun.IsZero() && t.Trigger.Kind == KindSchedule {
 			t.Status = StatusExpired
 		}
 		return nil
@@ -346,7 +385,7 @@ func (e *Engine) Retry(ctx context.Context, tenantID, id string) (*Task, error) 
 		}
 		t.Status = StatusActive
 		t.NextRun = e.nextRun(t, last, now)
-		if t.NextRun.IsZero() {
+		if t.NextRun.IsZero() && t.Trigger.Kind == KindSchedule {
 			t.NextRun = now
 		}
 		return nil
@@ -394,7 +433,7 @@ func (e *Engine) RunNow(ctx context.Context, tenantID, id string) (Run, error) {
 	if err := e.store.AddRun(ctx, r); err != nil {
 		return Run{}, err
 	}
-	res, xerr := e.execute(ctx, ex, t, r)
+	res, xerr := e.execute(ctx, ex, t, r, nil)
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	r = e.finish(r, res, xerr)
@@ -435,6 +474,15 @@ func (e *Engine) mutate(ctx context.Context, tenantID, id string, f func(*Task) 
 // nextRun is the time a task that handled its schedule up to last should
 // next run, at now, by its MissedPolicy: zero when there is none.
 func (e *Engine) nextRun(t *Task, last, now time.Time) time.Time {
+	switch t.Trigger.Kind {
+	case KindEvent:
+		return time.Time{}
+	case KindCondition:
+		if next := last.Add(t.Trigger.Every); next.After(now) {
+			return next
+		}
+		return now
+	}
 	runAt, ok, next := t.Trigger.Schedule.Due(last, now, t.Trigger.Missed, e.grace)
 	if ok {
 		return runAt
@@ -479,6 +527,9 @@ type Dispatcher interface {
 	// finished the last attempt (a worker that died on it) it reports to
 	// h.HandleLost.
 	Dispatch(ctx context.Context, h DueHandler) error
+	// Enqueue queues a run of an event task, d.Event set, to run now:
+	// once per (task, event id) however often it is called.
+	Enqueue(ctx context.Context, d Due) error
 	// Finish records r, the end of an attempt, and updates t (as
 	// Store.Update, ErrConflict when t.Revision is not the stored one)
 	// in one transaction: both or neither.
@@ -507,6 +558,10 @@ type Due struct {
 	// Attempt counts this run's attempts, from 1; MaxAttempts is the
 	// last one the dispatcher makes.
 	Attempt, MaxAttempts int
+	// Event is the event that fired an event task, nil for a schedule
+	// or a condition. Its run's id is EventRunID, and DueAt is when it
+	// was queued.
+	Event *Event
 }
 
 // HandleDue carries out one attempt of a run a Dispatcher delivers: it
@@ -520,6 +575,9 @@ func (e *Engine) HandleDue(ctx context.Context, d Due) error {
 	disp, ok := e.store.(Dispatcher)
 	if !ok {
 		return fmt.Errorf("%w: HandleDue needs a Dispatcher store", ErrUnsupported)
+	}
+	if d.Event != nil {
+		return e.handleEventRun(ctx, disp, d)
 	}
 	t, err := e.store.Get(ctx, d.TenantID, d.TaskID)
 	if errors.Is(err, ErrNotFound) {
@@ -549,6 +607,13 @@ func (e *Engine) HandleDue(ctx context.Context, d Due) error {
 		ID: RunID(t.ID, d.DueAt), TaskID: t.ID, TenantID: t.TenantID, DueAt: d.DueAt,
 		Status: RunRunning, StartedAt: e.clock.Now(), Attempt: max(d.Attempt, 1),
 	}
+	if _, retry := e.findRun(ctx, t, r.ID); t.Trigger.Kind == KindCondition && !retry {
+		// A poll; a run follows on a false→true edge, and its later
+		// attempts do not poll again.
+		if edge, err := e.pollEdge(ctx, t, d.DueAt); !edge {
+			return err
+		}
+	}
 	if err = e.store.AddRun(ctx, r); errors.Is(err, ErrConflict) {
 		err = e.store.UpdateRun(ctx, r) // a later attempt
 	}
@@ -558,7 +623,7 @@ func (e *Engine) HandleDue(ctx context.Context, d Due) error {
 	var res ExecResult
 	var xerr error
 	if ex, ok := e.executors[t.ExecutorName()]; ok {
-		res, xerr = e.execute(ctx, ex, t, r)
+		res, xerr = e.execute(ctx, ex, t, r, nil)
 	} else {
 		xerr = fmt.Errorf("%w: no executor %q", ErrInvalid, t.ExecutorName())
 	}
@@ -587,6 +652,7 @@ func (e *Engine) HandleDue(ctx context.Context, d Due) error {
 		}
 		t.LastRun = r.StartedAt
 		t.NextRun = e.nextRun(t, r.StartedAt, r.FinishedAt)
+		t.ConditionMet = t.ConditionMet || t.Trigger.Kind == KindCondition
 		if t.NextRun.IsZero() {
 			t.Status = StatusCompleted
 		}
@@ -595,6 +661,63 @@ func (e *Engine) HandleDue(ctx context.Context, d Due) error {
 		return errors.Join(xerr, err)
 	}
 	return xerr
+}
+
+// pollEdge polls the condition of t, due at dueAt, and reports a
+// false→true edge, which the caller runs. Otherwise it records what the
+// check said and moves NextRun on by the trigger's interval. A check that
+// fails or panics is logged and changes nothing but NextRun.
+func (e *Engine) pollEdge(ctx context.Context, t *Task, dueAt time.Time) (bool, error) {
+	met, err := e.check(ctx, t)
+	if err != nil {
+		e.log.Warn("trigger: condition check", "tenant", t.TenantID, "task", t.ID,
+			"condition", t.Trigger.Condition, "err", err)
+		met = t.ConditionMet
+	}
+	if met && !t.ConditionMet {
+		return true, nil
+	}
+	now := e.clock.Now()
+	_, err = e.mutate(ctx, t.TenantID, t.ID, func(t *Task) error {
+		if t.Status != StatusActive || !t.NextRun.Equal(dueAt) {
+			return nil // changed meanwhile; a no-op update is harmless
+		}
+		t.ConditionMet = met
+		t.NextRun = e.nextRun(t, dueAt, now)
+		return nil
+	})
+	return false, err
+}
+
+// check calls the condition of t with the run timeout, recovering a
+// panic.
+func (e *Engine) check(ctx context.Context, t *Task) (met bool, err error) {
+	c := e.conditions[t.Trigger.Condition]
+	if c == nil {
+		return false, fmt.Errorf("%w: no condition %q", ErrInvalid, t.Trigger.Condition)
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.runTimeout)
+	defer cancel()
+	defer func() {
+		if p := recover(); p != nil {
+			met, err = false, fmt.Errorf("trigger: condition %q panicked: %v", t.Trigger.Condition, p)
+		}
+	}()
+	return c(ctx, t.Clone())
+}
+
+// findRun returns the run id among t's recent runs.
+func (e *Engine) findRun(ctx context.Context, t *Task, id string) (Run, bool) {
+	runs, err := e.store.Runs(ctx, t.TenantID, t.ID, 20)
+	if err != nil {
+		return Run{}, false
+	}
+	for _, r := range runs {
+		if r.ID == id {
+			return r, true
+		}
+	}
+	return Run{}, false
 }
 
 // HandleLost makes the task of a run the dispatcher gave up DEAD, with the
@@ -612,28 +735,26 @@ func (e *Engine) HandleLost(ctx context.Context, d Due, reason string) error {
 	if err != nil {
 		return err
 	}
-	if t.Status != StatusActive || !t.NextRun.Equal(d.DueAt) || e.isRunning(taskKey{t.TenantID, t.ID}) {
+	id := RunID(t.ID, d.DueAt)
+	due := t.NextRun.Equal(d.DueAt)
+	if d.Event != nil {
+		id, due = EventRunID(t.ID, d.Event.ID), t.Trigger.Kind == KindEvent
+	}
+	if t.Status != StatusActive || !due || e.isRunning(taskKey{t.TenantID, t.ID}) {
 		return nil
+	}
+	old, found := e.findRun(ctx, t, id)
+	if found && (old.Status == RunSucceeded || old.Status == RunDead) {
+		return nil // it ended after all
 	}
 	now := e.clock.Now()
 	r := Run{
-		ID: RunID(t.ID, d.DueAt), TaskID: t.ID, TenantID: t.TenantID, DueAt: d.DueAt,
+		ID: id, TaskID: t.ID, TenantID: t.TenantID, DueAt: d.DueAt,
 		Status: RunRunning, StartedAt: now, Attempt: max(d.Attempt, 1),
 	}
-	if err = e.store.AddRun(ctx, r); errors.Is(err, ErrConflict) {
-		runs, rerr := e.store.Runs(ctx, t.TenantID, t.ID, 0)
-		if rerr != nil {
-			return rerr
-		}
-		for _, old := range runs {
-			if old.ID == r.ID {
-				r = old
-				break
-			}
-		}
-		err = nil
-	}
-	if err != nil {
+	if found {
+		r = old
+	} else if err := e.store.AddRun(ctx, r); err != nil && !errors.Is(err, ErrConflict) {
 		return err
 	}
 	r.Status, r.Error = RunDead, clip(reason)
@@ -664,7 +785,7 @@ func (e *Engine) finishTask(ctx context.Context, disp Dispatcher, t *Task, r Run
 		if t, err = e.store.Get(ctx, r.TenantID, r.TaskID); err != nil {
 			return err
 		}
-		if t.Status != StatusActive || !t.NextRun.Equal(r.DueAt) {
+		if t.Status != StatusActive || (t.Trigger.Kind != KindEvent && !t.NextRun.Equal(r.DueAt)) {
 			// Changed meanwhile (paused, deleted, rescheduled): keep the
 			// change, record the run alone.
 			return e.store.UpdateRun(ctx, r)
@@ -674,19 +795,25 @@ func (e *Engine) finishTask(ctx context.Context, disp Dispatcher, t *Task, r Run
 
 // Run is the scheduler: it runs the due tasks of every tenant, waking at
 // the earliest NextRun and whenever a task is created, resumed or retried
-// or a run finishes. It returns nil when ctx ends, after the runs under
-// way, whose contexts are cancelled, have returned. One Run at a time:
-// a second concurrent call returns an error.
+// or a run finishes, and it subscribes to the bus for the runs of event
+// tasks. With a Dispatcher store it hands the runs to the Dispatcher
+// instead of polling the store. It returns nil when ctx ends, after the
+// runs under way, whose contexts are cancelled, have returned (an error
+// when the Dispatcher cannot start). One Run at a time: a second
+// concurrent call returns an error.
 func (e *Engine) Run(ctx context.Context) error {
 	if !e.started.CompareAndSwap(false, true) {
 		return errors.New("trigger: Engine.Run is already running")
 	}
 	defer e.started.Store(false)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	sctx, stopEvents := context.WithCancel(ctx)
+	defer stopEvents() // before wg.Wait, so that the subscription ends
+	wg.Go(func() { e.subscribe(sctx, &wg) })
 	if d, ok := e.store.(Dispatcher); ok {
 		return d.Dispatch(ctx, e)
 	}
-	var wg sync.WaitGroup
-	defer wg.Wait()
 	for {
 		if ctx.Err() != nil {
 			return nil
@@ -803,7 +930,11 @@ func (e *Engine) fireOnce(ctx context.Context, due *Task) error {
 		r.Attempt++
 	} else {
 		dueAt := t.NextRun
-		if now.Sub(dueAt) >= e.grace && t.Trigger.Missed == Skip {
+		if t.Trigger.Kind == KindCondition {
+			if edge, err := e.pollEdge(ctx, t, dueAt); !edge {
+				return err
+			}
+		} else if now.Sub(dueAt) >= e.grace && t.Trigger.Missed == Skip {
 			runAt, ok, next := t.Trigger.Schedule.Due(dueAt.Add(-time.Nanosecond), now, Skip, e.grace)
 			if !ok {
 				_, err := e.mutate(ctx, t.TenantID, t.ID, func(t *Task) error {
@@ -833,7 +964,7 @@ func (e *Engine) fireOnce(ctx context.Context, due *Task) error {
 	var res ExecResult
 	var xerr error
 	if ex, ok := e.executors[t.ExecutorName()]; ok {
-		res, xerr = e.execute(ctx, ex, t, r)
+		res, xerr = e.execute(ctx, ex, t, r, nil)
 	} else {
 		xerr = fmt.Errorf("%w: no executor %q", ErrInvalid, t.ExecutorName())
 	}
@@ -858,6 +989,7 @@ func (e *Engine) fireOnce(ctx context.Context, due *Task) error {
 		case xerr == nil:
 			t.LastRun = r.StartedAt
 			t.NextRun = e.nextRun(t, r.StartedAt, r.FinishedAt)
+			t.ConditionMet = t.ConditionMet || t.Trigger.Kind == KindCondition
 			if t.NextRun.IsZero() && t.Status == StatusActive {
 				t.Status = StatusCompleted
 			}
@@ -877,7 +1009,7 @@ func backoff(base time.Duration, attempt int) time.Duration {
 }
 
 // execute runs one attempt with the task's timeout, recovering a panic.
-func (e *Engine) execute(ctx context.Context, ex Executor, t *Task, r Run) (res ExecResult, err error) {
+func (e *Engine) execute(ctx context.Context, ex Executor, t *Task, r Run, ev *Event) (res ExecResult, err error) {
 	timeout := e.runTimeout
 	if t.Budget.MaxWall > 0 {
 		timeout = t.Budget.MaxWall + WallGrace
@@ -889,7 +1021,7 @@ func (e *Engine) execute(ctx context.Context, ex Executor, t *Task, r Run) (res 
 			res, err = ExecResult{}, fmt.Errorf("trigger: executor %q panicked: %v", t.ExecutorName(), p)
 		}
 	}()
-	return ex.Execute(ctx, ExecRun{Task: t.Clone(), RunID: r.ID, DueAt: r.DueAt, Attempt: r.Attempt})
+	return ex.Execute(ctx, ExecRun{Task: t.Clone(), RunID: r.ID, DueAt: r.DueAt, Attempt: r.Attempt, Event: ev})
 }
 
 // finish fills in the outcome of an attempt: succeeded or failed.

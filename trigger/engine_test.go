@@ -523,8 +523,7 @@ func TestEngineCreateRefuses(t *testing.T) {
 			x.Executor = "nope"
 			return x
 		}(), trigger.ErrInvalid},
-		"event":     {&trigger.Task{ID: "e", TenantID: "t1", Name: "e", Executor: "custom", Trigger: trigger.Trigger{Kind: trigger.KindEvent, Source: "github"}}, trigger.ErrUnsupported},
-		"condition": {&trigger.Task{ID: "c", TenantID: "t1", Name: "c", Executor: "custom", Trigger: trigger.Trigger{Kind: trigger.KindCondition, Condition: "x", Every: time.Minute}}, trigger.ErrUnsupported},
+		"unknown condition": {&trigger.Task{ID: "c", TenantID: "t1", Name: "c", Executor: "custom", Trigger: trigger.Trigger{Kind: trigger.KindCondition, Condition: "x", Every: time.Minute}}, trigger.ErrInvalid},
 		"bad schedule": {func() *trigger.Task {
 			x := scheduleTask("t1", "a", trigger.Schedule{Cron: "nope"})
 			x.Executor = "custom"

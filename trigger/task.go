@@ -297,8 +297,11 @@ type Task struct {
 	NextRun time.Time `json:"next_run,omitzero"`
 	// LastRun is when it last ran; zero before its first run.
 	LastRun time.Time `json:"last_run,omitzero"`
-	Retry   Retry     `json:"retry,omitzero"`
-	Budget  Budget    `json:"budget,omitzero"`
+	// ConditionMet is what a condition task's check said at its last
+	// poll: the task runs when it turns from false to true.
+	ConditionMet bool   `json:"condition_met,omitempty"`
+	Retry        Retry  `json:"retry,omitzero"`
+	Budget       Budget `json:"budget,omitzero"`
 
 	// CreatedAt, UpdatedAt and Revision are the store's: Create sets
 	// them, Update checks Revision and advances UpdatedAt and Revision.

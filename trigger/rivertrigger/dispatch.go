@@ -17,12 +17,19 @@ import (
 // runArgs are a run's job arguments. The job is unique by tenant, task and
 // due time (River's unique jobs, in every state but cancelled and
 // discarded), so a run is queued once however many replicas queue it.
+//
+// The run of an event task has no due time (zero) and is unique by the
+// event's ID instead: a redelivered event is queued once (while River
+// keeps the completed job, a day by default).
 type runArgs struct {
 	TenantID string    `json:"tenant_id" river:"unique"`
 	TaskID   string    `json:"task_id" river:"unique"`
 	DueAt    time.Time `json:"due_at" river:"unique"`
+	EventID  string    `json:"event_id,omitempty" river:"unique"`
 	// Backoff is the task's Retry.Backoff when the run was queued.
 	Backoff time.Duration `json:"backoff,omitempty"`
+	// Event is the event of an event task's run.
+	Event *trigger.Event `json:"event,omitempty"`
 }
 
 func (runArgs) Kind() string { return JobKind }
@@ -63,6 +70,28 @@ func (s *Store) enqueue(ctx context.Context, tx pgx.Tx, t *trigger.Task) error {
 	return nil
 }
 
+// Enqueue implements [trigger.Dispatcher.Enqueue]: the run of an event
+// task, available at once, unique by (tenant, task, event id).
+func (s *Store) Enqueue(ctx context.Context, d trigger.Due) error {
+	if d.Event == nil {
+		return fmt.Errorf("%w: rivertrigger: Enqueue of a run without an event", trigger.ErrInvalid)
+	}
+	t, err := s.Get(ctx, d.TenantID, d.TaskID)
+	if err != nil {
+		return err
+	}
+	ev := *d.Event
+	_, err = s.client.Insert(ctx, runArgs{
+		TenantID: d.TenantID, TaskID: d.TaskID, EventID: ev.ID, Backoff: t.Retry.Backoff, Event: &ev,
+	}, &river.InsertOpts{
+		Queue:       s.cfg.Queue,
+		Priority:    Priority(t.Priority),
+		MaxAttempts: t.Retry.Attempts(),
+		UniqueOpts:  river.UniqueOpts{ByArgs: true},
+	})
+	return s.fail(ctx, "enqueue", err)
+}
+
 type jobKey struct{}
 
 // jobFrom returns the job a worker put in ctx, or nil.
@@ -95,7 +124,10 @@ func (w *worker) Work(ctx context.Context, job *river.Job[runArgs]) error {
 	}
 	d := trigger.Due{
 		TenantID: job.Args.TenantID, TaskID: job.Args.TaskID, DueAt: job.Args.DueAt,
-		Attempt: job.Attempt, MaxAttempts: job.MaxAttempts,
+		Attempt: job.Attempt, MaxAttempts: job.MaxAttempts, Event: job.Args.Event,
+	}
+	if d.Event != nil {
+		d.DueAt = job.CreatedAt // when it was queued
 	}
 	err := (*hp).HandleDue(context.WithValue(ctx, jobKey{}, job), d)
 	switch {
@@ -172,7 +204,7 @@ const reconcilePage = 500
 func (s *Store) reconcileOnce(ctx context.Context, h trigger.DueHandler, since time.Time) (time.Time, error) {
 	for {
 		from := since
-		rows, err := s.pool.Query(ctx, `SELECT args, attempt, max_attempts, finalized_at,
+		rows, err := s.pool.Query(ctx, `SELECT args, attempt, max_attempts, finalized_at, created_at,
 				coalesce(errors[array_upper(errors, 1)]->>'error', '')
 			FROM river_job
 			WHERE kind = $1 AND queue = $2 AND state = 'discarded' AND finalized_at >= $3
@@ -185,12 +217,13 @@ func (s *Store) reconcileOnce(ctx context.Context, h trigger.DueHandler, since t
 			attempt   int
 			max       int
 			finalized time.Time
+			created   time.Time
 			reason    string
 		}
 		var page []lost
 		for rows.Next() {
 			var l lost
-			if err := rows.Scan(&l.args, &l.attempt, &l.max, &l.finalized, &l.reason); err != nil {
+			if err := rows.Scan(&l.args, &l.attempt, &l.max, &l.finalized, &l.created, &l.reason); err != nil {
 				rows.Close()
 				return since, err
 			}
@@ -206,7 +239,11 @@ func (s *Store) reconcileOnce(ctx context.Context, h trigger.DueHandler, since t
 				s.log.Error("rivertrigger: a discarded job's args", "err", err)
 				continue
 			}
-			d := trigger.Due{TenantID: a.TenantID, TaskID: a.TaskID, DueAt: a.DueAt, Attempt: l.attempt, MaxAttempts: l.max}
+			d := trigger.Due{TenantID: a.TenantID, TaskID: a.TaskID, DueAt: a.DueAt,
+				Attempt: l.attempt, MaxAttempts: l.max, Event: a.Event}
+			if d.Event != nil {
+				d.DueAt = l.created
+			}
 			reason := "discarded by River"
 			if l.reason != "" {
 				reason += ": " + l.reason

@@ -416,3 +416,92 @@ func TestPostgresDown(t *testing.T) {
 		t.Errorf("Run did not return")
 	}
 }
+
+func TestEventsOnRiver(t *testing.T) {
+	s, pool := newStore(t, rivertrigger.Config{FetchPollInterval: 100 * time.Millisecond})
+	var calls atomic.Int32
+	var got atomic.Pointer[trigger.ExecRun]
+	e, _ := engineOn(t, s, trigger.ExecutorFunc(func(ctx context.Context, run trigger.ExecRun) (trigger.ExecResult, error) {
+		calls.Add(1)
+		got.Store(&run)
+		return trigger.ExecResult{Result: "seen"}, nil
+	}))
+	ctx := context.Background()
+	task := &trigger.Task{ID: "amazon", TenantID: "alice", Name: "amazon mail",
+		Trigger: trigger.Trigger{Kind: trigger.KindEvent, Source: "gmail", Filter: map[string]string{"from.domain": "amazon.com"}},
+		Action:  trigger.Action{Instruction: "summarise it"}}
+	if err := e.CreateTask(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	ev := trigger.Event{ID: "msg-1", TenantID: "alice", Source: "gmail", Type: "message.received",
+		Data: map[string]any{"from": map[string]any{"domain": "amazon.com"}, "n": 3}}
+	for range 3 { // a redelivered event is queued once
+		if err := e.Publish(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Publish(ctx, trigger.Event{ID: "msg-2", TenantID: "bob", Source: "gmail",
+		Data: map[string]any{"from": map[string]any{"domain": "amazon.com"}}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the event's run", func() (bool, error) {
+		runs, err := e.Runs(ctx, "alice", "amazon", 0)
+		return len(runs) == 1 && runs[0].Status == trigger.RunSucceeded, err
+	})
+	runs, _ := e.Runs(ctx, "alice", "amazon", 0)
+	if runs[0].ID != trigger.EventRunID("amazon", "msg-1") || runs[0].Result != "seen" {
+		t.Fatalf("run = %+v", runs[0])
+	}
+	if r := got.Load(); r == nil || r.Event == nil || r.Event.ID != "msg-1" || r.Event.Data["n"] != 3.0 {
+		t.Fatalf("executor saw %+v", r)
+	}
+	time.Sleep(time.Second) // a second job would have run by now
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("%d executions, want 1", n)
+	}
+	if st := jobStates(t, pool, "amazon"); st["completed"] != 1 || len(st) != 1 {
+		t.Fatalf("jobs: %v", st)
+	}
+}
+
+func TestConditionOnRiver(t *testing.T) {
+	s, _ := newStore(t, rivertrigger.Config{FetchPollInterval: 100 * time.Millisecond})
+	var holds atomic.Bool
+	var polls atomic.Int32
+	var calls atomic.Int32
+	e, err := trigger.New(trigger.Config{
+		Store: s,
+		Executors: map[string]trigger.Executor{trigger.DefaultExecutor: trigger.ExecutorFunc(
+			func(context.Context, trigger.ExecRun) (trigger.ExecResult, error) {
+				calls.Add(1)
+				return trigger.ExecResult{}, nil
+			})},
+		Conditions: map[string]trigger.Condition{"price_drop": func(context.Context, *trigger.Task) (bool, error) {
+			polls.Add(1)
+			return holds.Load(), nil
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	task := &trigger.Task{ID: "flight", TenantID: "alice", Name: "flight price",
+		Trigger: trigger.Trigger{Kind: trigger.KindCondition, Condition: "price_drop", Every: time.Second},
+		Action:  trigger.Action{Instruction: "tell me"}}
+	if err := e.CreateTask(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "two false polls", func() (bool, error) { return polls.Load() >= 2, nil })
+	if calls.Load() != 0 {
+		t.Fatal("ran on a false poll")
+	}
+	holds.Store(true)
+	p := polls.Load()
+	waitFor(t, 30*time.Second, "three polls after the edge", func() (bool, error) { return polls.Load() >= p+3, nil })
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("%d runs after one false→true edge, want 1", n)
+	}
+}
