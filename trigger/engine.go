@@ -358,6 +358,9 @@ func (e *Engine) Resume(ctx context.Context, tenantID, id string) (*Task, error)
 		t.NextRun = e.nextRun(t, last, e.clock.Now())
 		if t.NextRun.IsZero() && t.Trigger.Kind == KindSchedule {
 			t.Status = StatusExpired
+			if !t.Trigger.Schedule.At.IsZero() && !t.LastRun.Before(t.Trigger.Schedule.At) {
+				t.Status = StatusCompleted // it ran while it was being paused
+			}
 		}
 		return nil
 	})
@@ -631,7 +634,8 @@ func (e *Engine) HandleDue(ctx context.Context, d Due) error {
 	defer cancel()
 	r = e.finish(r, res, xerr)
 	switch {
-	case xerr != nil && ctx.Err() != nil:
+	case xerr != nil && errors.Is(ctx.Err(), context.Canceled):
+		// Stopping (a dispatcher's deadline on the attempt is a failure).
 		r.Error = clip("interrupted: " + r.Error)
 		if err := e.store.UpdateRun(wctx, r); err != nil {
 			return errors.Join(xerr, err)
@@ -653,7 +657,7 @@ func (e *Engine) HandleDue(ctx context.Context, d Due) error {
 		t.LastRun = r.StartedAt
 		t.NextRun = e.nextRun(t, r.StartedAt, r.FinishedAt)
 		t.ConditionMet = t.ConditionMet || t.Trigger.Kind == KindCondition
-		if t.NextRun.IsZero() {
+		if t.NextRun.IsZero() && t.Status == StatusActive {
 			t.Status = StatusCompleted
 		}
 	})
@@ -785,9 +789,10 @@ func (e *Engine) finishTask(ctx context.Context, disp Dispatcher, t *Task, r Run
 		if t, err = e.store.Get(ctx, r.TenantID, r.TaskID); err != nil {
 			return err
 		}
-		if t.Status != StatusActive || (t.Trigger.Kind != KindEvent && !t.NextRun.Equal(r.DueAt)) {
-			// Changed meanwhile (paused, deleted, rescheduled): keep the
-			// change, record the run alone.
+		if t.Trigger.Kind != KindEvent && !t.NextRun.Equal(r.DueAt) {
+			// Rescheduled meanwhile: keep the change, record the run
+			// alone. A task paused meanwhile still moves on past the
+			// due time that ran, so that Resume does not run it again.
 			return e.store.UpdateRun(ctx, r)
 		}
 	}

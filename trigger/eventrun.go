@@ -217,7 +217,7 @@ func (e *Engine) handleEventRun(ctx context.Context, disp Dispatcher, d Due) err
 	defer cancel()
 	r = e.finish(r, res, xerr)
 	switch {
-	case xerr != nil && ctx.Err() != nil:
+	case xerr != nil && errors.Is(ctx.Err(), context.Canceled):
 		r.Error = clip("interrupted: " + r.Error)
 		return errors.Join(xerr, e.store.UpdateRun(wctx, r))
 	case xerr != nil && r.Attempt < d.MaxAttempts:

@@ -114,9 +114,9 @@ func (w *worker) NextRetry(job *river.Job[runArgs]) time.Time {
 
 // Work carries out one attempt. A stale run (task deleted, paused or moved
 // on) is cancelled, so that the same due time can be queued again later;
-// an attempt cut short by the process stopping is snoozed, so that it
-// does not count; a conflict with a run of the task under way here is
-// tried again shortly.
+// an attempt cut short because this process is stopping is snoozed, so
+// that it does not count; a conflict with a run of the task under way
+// here (RunNow) is tried again shortly, without using an attempt.
 func (w *worker) Work(ctx context.Context, job *river.Job[runArgs]) error {
 	hp := w.s.handler.Load()
 	if hp == nil {
@@ -129,18 +129,61 @@ func (w *worker) Work(ctx context.Context, job *river.Job[runArgs]) error {
 	if d.Event != nil {
 		d.DueAt = job.CreatedAt // when it was queued
 	}
-	err := (*hp).HandleDue(context.WithValue(ctx, jobKey{}, job), d)
+	jctx := context.WithValue(ctx, jobKey{}, job)
+	err := (*hp).HandleDue(jctx, d)
+	if errors.Is(err, trigger.ErrStale) && d.Event == nil {
+		// Cancel the job only while the task is still not due at this
+		// time, holding its row: a Resume committed meanwhile wants
+		// this very run (its own insert was dropped as a duplicate of
+		// this job), and a Resume committed after finds the key free.
+		var due bool
+		if due, err = w.s.cancelStale(ctx, job, err); due {
+			err = (*hp).HandleDue(jctx, d)
+		}
+	}
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, trigger.ErrStale):
 		return river.JobCancel(err)
-	case ctx.Err() != nil:
+	case ctx.Err() != nil && w.s.stopping.Load():
 		return river.JobSnooze(0)
-	case errors.Is(err, trigger.ErrConflict) && job.Attempt < job.MaxAttempts:
+	case errors.Is(err, trigger.ErrConflict):
 		return river.JobSnooze(time.Second)
 	}
 	return err
+}
+
+// cancelStale cancels the running job of a stale run in a transaction
+// holding the task's row, unless the task is due at the job's time after
+// all (due). It returns stale, the error that found the run stale, when
+// the job is cancelled.
+func (s *Store) cancelStale(ctx context.Context, job *river.Job[runArgs], stale error) (due bool, err error) {
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		var status string
+		var next *time.Time
+		err := tx.QueryRow(ctx, `SELECT status, next_run FROM valet_trigger_tasks
+			WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, job.Args.TenantID, job.Args.TaskID).Scan(&status, &next)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		if err == nil && status == string(trigger.StatusActive) && next != nil && next.Equal(job.Args.DueAt) {
+			due = true
+			return nil
+		}
+		// River finalizes a job after Work returns, in a batch of its
+		// own; finalizing it here, under the task's lock, frees its
+		// unique key before a Resume can look for it. River's own update
+		// later finds it no longer running and leaves it.
+		_, err = tx.Exec(ctx, `UPDATE river_job SET state = 'cancelled', finalized_at = now(),
+			errors = array_append(errors, jsonb_build_object('at', now(), 'attempt', attempt, 'error', $2::text))
+			WHERE id = $1 AND state = 'running'`, job.ID, stale.Error())
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("%w (cancelling its job: %w)", stale, err)
+	}
+	return due, stale
 }
 
 // Dispatch implements [trigger.Dispatcher.Dispatch]: it starts the River
@@ -166,6 +209,8 @@ func (s *Store) Dispatch(ctx context.Context, h trigger.DueHandler) error {
 	rctx, stopReconciler := context.WithCancel(ctx)
 	wg.Go(func() { s.reconcile(rctx, h) })
 	<-ctx.Done()
+	s.stopping.Store(true)
+	defer s.stopping.Store(false)
 	stopReconciler()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
 	defer cancel()
@@ -197,46 +242,58 @@ func (s *Store) reconcile(ctx context.Context, h trigger.DueHandler) {
 	}
 }
 
-const reconcilePage = 500
+const (
+	reconcilePage = 500
+	// reconcileOverlap is how far back each pass looks again before the
+	// newest finalized_at it saw: River writes finalized_at from the Go
+	// clock of the client that discarded the job, and commits in batches,
+	// so a job may appear behind one seen already. HandleLost of a run
+	// already handled does nothing.
+	reconcileOverlap = 10 * time.Minute
+)
 
-// reconcileOnce handles the discarded jobs finalized at or after since
-// and returns where the next pass starts.
+type lostJob struct {
+	id        int64
+	args      []byte
+	attempt   int
+	max       int
+	finalized time.Time
+	created   time.Time
+	reason    string
+}
+
+// reconcileOnce hands h the discarded jobs finalized since since minus
+// reconcileOverlap, page by page, and returns the newest finalized_at it
+// saw. A job whose HandleLost fails is logged and passed over: it is
+// tried again while it is within the overlap.
 func (s *Store) reconcileOnce(ctx context.Context, h trigger.DueHandler, since time.Time) (time.Time, error) {
+	newest := since
+	afterAt, afterID := since.Add(-reconcileOverlap), int64(0)
 	for {
-		from := since
-		rows, err := s.pool.Query(ctx, `SELECT args, attempt, max_attempts, finalized_at, created_at,
+		rows, err := s.pool.Query(ctx, `SELECT id, args, attempt, max_attempts, finalized_at, created_at,
 				coalesce(errors[array_upper(errors, 1)]->>'error', '')
 			FROM river_job
-			WHERE kind = $1 AND queue = $2 AND state = 'discarded' AND finalized_at >= $3
-			ORDER BY finalized_at, id LIMIT $4`, JobKind, s.cfg.Queue, since, reconcilePage)
+			WHERE kind = $1 AND queue = $2 AND state = 'discarded' AND (finalized_at, id) > ($3, $4)
+			ORDER BY finalized_at, id LIMIT $5`, JobKind, s.cfg.Queue, afterAt, afterID, reconcilePage)
 		if err != nil {
-			return since, err
+			return newest, err
 		}
-		type lost struct {
-			args      []byte
-			attempt   int
-			max       int
-			finalized time.Time
-			created   time.Time
-			reason    string
-		}
-		var page []lost
-		for rows.Next() {
-			var l lost
-			if err := rows.Scan(&l.args, &l.attempt, &l.max, &l.finalized, &l.created, &l.reason); err != nil {
-				rows.Close()
-				return since, err
-			}
-			page = append(page, l)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return since, err
+		page, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (lostJob, error) {
+			var l lostJob
+			err := row.Scan(&l.id, &l.args, &l.attempt, &l.max, &l.finalized, &l.created, &l.reason)
+			return l, err
+		})
+		if err != nil {
+			return newest, err
 		}
 		for _, l := range page {
+			afterAt, afterID = l.finalized, l.id
+			if l.finalized.After(newest) {
+				newest = l.finalized
+			}
 			var a runArgs
 			if err := json.Unmarshal(l.args, &a); err != nil {
-				s.log.Error("rivertrigger: a discarded job's args", "err", err)
+				s.log.Error("rivertrigger: a discarded job's args", "job", l.id, "err", err)
 				continue
 			}
 			d := trigger.Due{TenantID: a.TenantID, TaskID: a.TaskID, DueAt: a.DueAt,
@@ -249,15 +306,15 @@ func (s *Store) reconcileOnce(ctx context.Context, h trigger.DueHandler, since t
 				reason += ": " + l.reason
 			}
 			if err := h.HandleLost(ctx, d, reason); err != nil {
-				return since, err // from the same place next time
+				if ctx.Err() != nil {
+					return newest, err
+				}
+				s.log.Error("rivertrigger: recording a discarded run", "job", l.id,
+					"tenant", a.TenantID, "task", a.TaskID, "err", err)
 			}
-			since = l.finalized
 		}
 		if len(page) < reconcilePage {
-			return since, nil
-		}
-		if since.Equal(from) { // a full page of one instant: step past it
-			since = since.Add(time.Microsecond)
+			return newest, nil
 		}
 	}
 }

@@ -12,8 +12,7 @@
 // Task definitions and run histories live in valet's tables,
 // valet_trigger_tasks and valet_trigger_runs, beside River's (river_job
 // and the others). [Store.Migrate] creates both, River's migrations
-// included, in one transaction under an advisory lock: run it at start
-// from every process. Times are kept to the microsecond, in UTC.
+// included, under an advisory lock: run it at start from every process. Times are kept to the microsecond, in UTC.
 //
 // # Runs as River jobs
 //

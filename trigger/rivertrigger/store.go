@@ -98,6 +98,7 @@ type Store struct {
 
 	handler    atomic.Pointer[trigger.DueHandler]
 	dispatchMu sync.Mutex
+	stopping   atomic.Bool // Dispatch is stopping River
 }
 
 var _ trigger.Dispatcher = (*Store)(nil)
@@ -170,21 +171,21 @@ func (s *Store) Migrate(ctx context.Context) error {
 }
 
 func (s *Store) migrate(ctx context.Context) error {
-	conn, err := s.pool.Acquire(ctx)
+	// The lock's session is a connection of its own, outside the pool,
+	// which River's migrator draws on (a pool of one connection would
+	// wait for itself).
+	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig)
 	if err != nil {
 		return err
 	}
-	defer conn.Release()
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+		defer cancel()
+		_ = conn.Close(cctx) // the session ends, and its lock with it
+	}()
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, migrateLock); err != nil {
 		return err
 	}
-	defer func() {
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
-		defer cancel()
-		if _, err := conn.Exec(uctx, `SELECT pg_advisory_unlock($1)`, migrateLock); err != nil {
-			conn.Conn().Close(uctx) // the session ends, and its lock with it
-		}
-	}()
 	m, err := rivermigrate.New(riverpgxv5.New(s.pool), nil)
 	if err != nil {
 		return err
@@ -366,8 +367,8 @@ func (s *Store) collectTasks(ctx context.Context, op string, rows pgx.Rows) ([]*
 }
 
 // Update implements [trigger.Store.Update], queueing the task's run at
-// NextRun when it is ACTIVE, in the same transaction (once per due time:
-// River's unique jobs).
+// NextRun, in the same transaction, when the task becomes ACTIVE or its
+// NextRun changes (once per due time: River's unique jobs).
 func (s *Store) Update(ctx context.Context, t *trigger.Task) error {
 	return s.update(ctx, "update", t, nil)
 }
@@ -404,8 +405,10 @@ func (s *Store) update(ctx context.Context, op string, t *trigger.Task, also fun
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var rev int64
 		var created time.Time
-		err := tx.QueryRow(ctx, `SELECT revision, created_at FROM valet_trigger_tasks
-			WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, c.TenantID, c.ID).Scan(&rev, &created)
+		var status string
+		var next *time.Time
+		err := tx.QueryRow(ctx, `SELECT revision, created_at, status, next_run FROM valet_trigger_tasks
+			WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, c.TenantID, c.ID).Scan(&rev, &created, &status, &next)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("%w: tenant %q, task %q", trigger.ErrNotFound, c.TenantID, c.ID)
 		}
@@ -432,6 +435,9 @@ func (s *Store) update(ctx context.Context, op string, t *trigger.Task, also fun
 			if err := also(tx); err != nil {
 				return err
 			}
+		}
+		if status == string(trigger.StatusActive) && next != nil && next.Equal(c.NextRun) {
+			return nil // due as before: its run is queued already
 		}
 		return s.enqueue(ctx, tx, c)
 	})
