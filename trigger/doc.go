@@ -7,8 +7,7 @@
 // [Executor]s registered by name. trigger/rivertrigger keeps tasks on
 // PostgreSQL and runs them through River across replicas;
 // trigger/redisbus is an EventBus on Redis Streams; trigger/agentexec is
-// the executor that hands a task to the assistant. Notifiers and result
-// routes are still to come.
+// the executor that hands a task to the assistant.
 //
 // # Tasks
 //
@@ -139,6 +138,30 @@
 // that holds at the first poll fires then), never again while it stays
 // true; a check that fails or panics changes nothing. A run's later
 // attempts do not poll again.
+//
+// # Results
+//
+// A run's result is kept in its history and goes along the task's
+// [Route]: [RouteNotify] (the default with an Output channel) to the
+// [Notifier] of Config.Notifiers for Output.Channel, [RouteSilent] (the
+// default without one) nowhere else, [RouteMemory] into Config.Memory as
+// an item with the task id as its provenance, [RouteChain] to a run of
+// the tenant's task Route.Next, at once, given the output when
+// Route.PassOutput is set ([ExecRun.Previous]; chains stop at
+// [MaxChainDepth]). A task that becomes DEAD tells its channel
+// ([NotifyFailure]). A notifier that fails is tried three times, a
+// second then two apart; then the failure is logged and kept in
+// [Run.RouteError], and the run's status and result stand. Delivery
+// follows the run's record: a process that dies between the two loses
+// the notification, not the result. CreateTask refuses a route the
+// engine cannot deliver.
+//
+// # Lifecycle
+//
+// Config.Observer hears of each task's steps (scheduled, started,
+// completed, failed, dead, budget warning, budget exceeded), in order,
+// from a goroutine of the engine's, never holding a run up: a slow
+// observer loses steps past [MaxObserverBacklog].
 //
 // # Dispatchers
 //

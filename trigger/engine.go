@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/valetkit/valet/memory"
 )
 
 // ErrUnsupported is returned for what the engine cannot do with its
@@ -68,7 +70,26 @@ type ExecRun struct {
 	// Event is the event that fired an event trigger; nil for the other
 	// kinds. Its Data is untrusted.
 	Event *Event
+	// Previous is the output of the run of another task that chained to
+	// this one with Route.PassOutput (RouteChain); empty otherwise.
+	Previous *Previous
 }
+
+// Previous is what a run chained after another (RouteChain) is told of
+// it.
+type Previous struct {
+	TaskID, RunID string
+	// Output is the previous run's result when its route passes it
+	// (Route.PassOutput), empty otherwise.
+	Output string
+	// Depth counts the runs chained before this one, from 1; a chain
+	// stops at MaxChainDepth.
+	Depth int
+}
+
+// MaxChainDepth is the longest chain of runs (RouteChain) one run
+// starts: tasks chained in a loop stop there.
+const MaxChainDepth = 10
 
 // ExecResult is what an attempt produced.
 type ExecResult struct {
@@ -77,6 +98,10 @@ type ExecResult struct {
 	Result string
 	// Usage is what the attempt consumed; an invalid Usage is dropped.
 	Usage Usage
+	// BudgetWarning and BudgetExceeded report that the run used 80% of a
+	// limit of its task's Budget, or reached one (and answered with what
+	// it had); the engine tells the Observer.
+	BudgetWarning, BudgetExceeded bool
 }
 
 // Config configures an Engine.
@@ -106,6 +131,21 @@ type Config struct {
 	// Conditions maps condition names to the checks condition triggers
 	// poll; a task naming a condition that is not here is refused.
 	Conditions map[string]Condition
+	// Notifiers maps channel names (Task.Output.Channel) to the
+	// notifiers that deliver on them; a task whose route notifies on a
+	// channel that is not here is refused.
+	Notifiers map[string]Notifier
+	// Memory keeps the results of tasks routed to RouteMemory; such a
+	// task is refused without it.
+	Memory MemoryWriter
+	// Observer hears of every task's lifecycle. Nil: nobody.
+	Observer Observer
+}
+
+// MemoryWriter is the part of memory.Provider the engine uses for
+// RouteMemory.
+type MemoryWriter interface {
+	Remember(ctx context.Context, tenantID string, items ...memory.Item) ([]string, error)
 }
 
 // Condition is the check of a condition trigger: whether the condition
@@ -126,6 +166,9 @@ type Engine struct {
 
 	bus        EventBus
 	conditions map[string]Condition
+	notifiers  map[string]Notifier
+	memory     MemoryWriter
+	observers  *observerQueue // nil without an Observer
 
 	sem     chan struct{} // a slot per executing run
 	wake    chan struct{} // buffered: something changed, look again
@@ -155,6 +198,17 @@ func New(cfg Config) (*Engine, error) {
 		wake:       make(chan struct{}, 1),
 		running:    make(map[taskKey]bool),
 	}
+	e.notifiers = make(map[string]Notifier, len(cfg.Notifiers))
+	for name, n := range cfg.Notifiers {
+		if err := checkID("notifier channel", name); err != nil {
+			return nil, fmt.Errorf("engine: %w", err)
+		}
+		if n == nil {
+			return nil, fmt.Errorf("%w: engine: notifier %q is nil", ErrInvalid, name)
+		}
+		e.notifiers[name] = n
+	}
+	e.memory = cfg.Memory
 	e.conditions = make(map[string]Condition, len(cfg.Conditions))
 	for name, c := range cfg.Conditions {
 		if err := checkID("condition name", name); err != nil {
@@ -186,6 +240,9 @@ func New(cfg Config) (*Engine, error) {
 	e.bus = cfg.Bus
 	if e.bus == nil {
 		e.bus = &MemoryBus{Clock: e.clock, Logger: e.log}
+	}
+	if cfg.Observer != nil {
+		e.observers = newObserverQueue(cfg.Observer, e.log)
 	}
 	if e.grace == 0 {
 		e.grace = DefaultGrace
@@ -266,6 +323,9 @@ func (e *Engine) CreateTask(ctx context.Context, t *Task) error {
 	if t.Trigger.Kind == KindCondition && e.conditions[t.Trigger.Condition] == nil {
 		return fmt.Errorf("%w: task %q: no condition %q", ErrInvalid, t.ID, t.Trigger.Condition)
 	}
+	if err := e.checkRoute(t); err != nil {
+		return err
+	}
 	switch t.Status {
 	case "":
 		t.Status = StatusActive
@@ -293,6 +353,7 @@ func (e *Engine) CreateTask(ctx context.Context, t *Task) error {
 		return err
 	}
 	e.notify()
+	e.scheduled(t)
 	return nil
 }
 
@@ -366,6 +427,7 @@ func (e *Engine) Resume(ctx context.Context, tenantID, id string) (*Task, error)
 	})
 	if err == nil {
 		e.notify()
+		e.scheduled(t)
 	}
 	return t, err
 }
@@ -395,6 +457,7 @@ func (e *Engine) Retry(ctx context.Context, tenantID, id string) (*Task, error) 
 	})
 	if err == nil {
 		e.notify()
+		e.scheduled(t)
 	}
 	return t, err
 }
@@ -436,7 +499,8 @@ func (e *Engine) RunNow(ctx context.Context, tenantID, id string) (Run, error) {
 	if err := e.store.AddRun(ctx, r); err != nil {
 		return Run{}, err
 	}
-	res, xerr := e.execute(ctx, ex, t, r, nil)
+	e.observe(LifecycleStarted, t, r)
+	res, xerr := e.execute(ctx, ex, t, r, nil, nil)
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	r = e.finish(r, res, xerr)
@@ -450,7 +514,15 @@ func (e *Engine) RunNow(ctx context.Context, tenantID, id string) (Run, error) {
 		t.LastRun = r.StartedAt
 		return nil
 	})
-	return r, err
+	if err != nil {
+		return r, err
+	}
+	if r.Status == RunSucceeded {
+		e.ended(ctx, t, r, res, nil) // the result goes along the task's route
+	} else {
+		e.observe(LifecycleFailed, t, r) // the task is not DEAD: nothing to notify
+	}
+	return r, nil
 }
 
 // mutate reads the task, applies f and writes it back, reading again on
@@ -530,8 +602,10 @@ type Dispatcher interface {
 	// finished the last attempt (a worker that died on it) it reports to
 	// h.HandleLost.
 	Dispatch(ctx context.Context, h DueHandler) error
-	// Enqueue queues a run of an event task, d.Event set, to run now:
-	// once per (task, event id) however often it is called.
+	// Enqueue queues a one-off run to run now: of an event task
+	// (d.Event set), once per (task, event id), or chained after another
+	// run (d.Previous set), once per (task, previous run), however often
+	// it is called.
 	Enqueue(ctx context.Context, d Due) error
 	// Finish records r, the end of an attempt, and updates t (as
 	// Store.Update, ErrConflict when t.Revision is not the stored one)
@@ -565,6 +639,10 @@ type Due struct {
 	// or a condition. Its run's id is EventRunID, and DueAt is when it
 	// was queued.
 	Event *Event
+	// Previous is set for a run another task's run chained to
+	// (RouteChain); its id is ChainRunID, and DueAt is when it was
+	// queued.
+	Previous *Previous
 }
 
 // HandleDue carries out one attempt of a run a Dispatcher delivers: it
@@ -579,8 +657,8 @@ func (e *Engine) HandleDue(ctx context.Context, d Due) error {
 	if !ok {
 		return fmt.Errorf("%w: HandleDue needs a Dispatcher store", ErrUnsupported)
 	}
-	if d.Event != nil {
-		return e.handleEventRun(ctx, disp, d)
+	if d.Event != nil || d.Previous != nil {
+		return e.handleOneOff(ctx, disp, d)
 	}
 	t, err := e.store.Get(ctx, d.TenantID, d.TaskID)
 	if errors.Is(err, ErrNotFound) {
@@ -623,10 +701,11 @@ func (e *Engine) HandleDue(ctx context.Context, d Due) error {
 	if err != nil {
 		return err
 	}
+	e.observe(LifecycleStarted, t, r)
 	var res ExecResult
 	var xerr error
 	if ex, ok := e.executors[t.ExecutorName()]; ok {
-		res, xerr = e.execute(ctx, ex, t, r, nil)
+		res, xerr = e.execute(ctx, ex, t, r, nil, nil)
 	} else {
 		xerr = fmt.Errorf("%w: no executor %q", ErrInvalid, t.ExecutorName())
 	}
@@ -645,6 +724,7 @@ func (e *Engine) HandleDue(ctx context.Context, d Due) error {
 		if err := e.store.UpdateRun(wctx, r); err != nil {
 			return errors.Join(xerr, err)
 		}
+		e.ended(ctx, t, r, res, nil)
 		return xerr
 	case xerr != nil:
 		r.Status = RunDead
@@ -664,6 +744,8 @@ func (e *Engine) HandleDue(ctx context.Context, d Due) error {
 	if err != nil {
 		return errors.Join(xerr, err)
 	}
+	e.ended(ctx, t, r, res, nil)
+	e.scheduled(t)
 	return xerr
 }
 
@@ -741,8 +823,11 @@ func (e *Engine) HandleLost(ctx context.Context, d Due, reason string) error {
 	}
 	id := RunID(t.ID, d.DueAt)
 	due := t.NextRun.Equal(d.DueAt)
-	if d.Event != nil {
+	switch {
+	case d.Event != nil:
 		id, due = EventRunID(t.ID, d.Event.ID), t.Trigger.Kind == KindEvent
+	case d.Previous != nil:
+		id, due = ChainRunID(t.ID, d.Previous.RunID), true
 	}
 	if t.Status != StatusActive || !due || e.isRunning(taskKey{t.TenantID, t.ID}) {
 		return nil
@@ -965,11 +1050,12 @@ func (e *Engine) fireOnce(ctx context.Context, due *Task) error {
 	if err != nil {
 		return err
 	}
+	e.observe(LifecycleStarted, t, r)
 
 	var res ExecResult
 	var xerr error
 	if ex, ok := e.executors[t.ExecutorName()]; ok {
-		res, xerr = e.execute(ctx, ex, t, r, nil)
+		res, xerr = e.execute(ctx, ex, t, r, nil, nil)
 	} else {
 		xerr = fmt.Errorf("%w: no executor %q", ErrInvalid, t.ExecutorName())
 	}
@@ -1005,7 +1091,14 @@ func (e *Engine) fireOnce(ctx context.Context, due *Task) error {
 		}
 		return nil
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	e.ended(ctx, t, r, res, nil)
+	if next, gerr := e.store.Get(wctx, t.TenantID, t.ID); gerr == nil && r.Status == RunSucceeded {
+		e.scheduled(next)
+	}
+	return nil
 }
 
 // backoff is the wait after a failed attempt.
@@ -1014,7 +1107,7 @@ func backoff(base time.Duration, attempt int) time.Duration {
 }
 
 // execute runs one attempt with the task's timeout, recovering a panic.
-func (e *Engine) execute(ctx context.Context, ex Executor, t *Task, r Run, ev *Event) (res ExecResult, err error) {
+func (e *Engine) execute(ctx context.Context, ex Executor, t *Task, r Run, ev *Event, prev *Previous) (res ExecResult, err error) {
 	timeout := e.runTimeout
 	if t.Budget.MaxWall > 0 {
 		timeout = t.Budget.MaxWall + WallGrace
@@ -1026,7 +1119,7 @@ func (e *Engine) execute(ctx context.Context, ex Executor, t *Task, r Run, ev *E
 			res, err = ExecResult{}, fmt.Errorf("trigger: executor %q panicked: %v", t.ExecutorName(), p)
 		}
 	}()
-	return ex.Execute(ctx, ExecRun{Task: t.Clone(), RunID: r.ID, DueAt: r.DueAt, Attempt: r.Attempt, Event: ev})
+	return ex.Execute(ctx, ExecRun{Task: t.Clone(), RunID: r.ID, DueAt: r.DueAt, Attempt: r.Attempt, Event: ev, Previous: prev})
 }
 
 // finish fills in the outcome of an attempt: succeeded or failed.

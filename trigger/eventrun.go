@@ -101,21 +101,23 @@ func (e *Engine) fireEvent(ctx context.Context, t *Task, ev Event, wg *sync.Wait
 	wg.Go(func() {
 		defer e.notify()
 		defer func() { <-e.sem }()
-		e.runEvent(ctx, t, ev, r)
+		e.runOneOff(ctx, t, r, &ev, nil)
 	})
 	return nil
 }
 
-// runEvent carries out the run r of event task t in memory, with the
-// task's attempts and backoff. The last failed attempt makes the task
-// DEAD; a task paused or deleted meanwhile gets no further attempt.
-func (e *Engine) runEvent(ctx context.Context, t *Task, ev Event, r Run) {
+// runOneOff carries out in memory the run r of t that an event (ev) or a
+// chained run (prev) started, with the task's attempts and backoff. The
+// last failed attempt makes the task DEAD; a task paused or deleted
+// meanwhile gets no further attempt.
+func (e *Engine) runOneOff(ctx context.Context, t *Task, r Run, ev *Event, prev *Previous) {
 	log := e.log.With("tenant", t.TenantID, "task", t.ID, "run", r.ID)
 	for {
+		e.observe(LifecycleStarted, t, r)
 		var res ExecResult
 		var xerr error
 		if ex, ok := e.executors[t.ExecutorName()]; ok {
-			res, xerr = e.execute(ctx, ex, t, r, &ev)
+			res, xerr = e.execute(ctx, ex, t, r, ev, prev)
 		} else {
 			xerr = fmt.Errorf("%w: no executor %q", ErrInvalid, t.ExecutorName())
 		}
@@ -148,9 +150,13 @@ func (e *Engine) runEvent(ctx context.Context, t *Task, ev Event, r Run) {
 		}
 		cancel()
 		if err != nil {
-			log.Error("trigger: recording an event run", "err", err)
+			log.Error("trigger: recording a run", "err", err)
 		}
-		if r.Status != RunFailed || ctx.Err() != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		e.ended(ctx, t, r, res, prev)
+		if r.Status != RunFailed {
 			return
 		}
 		tm := e.clock.NewTimer(t.Retry.Delay(r.Attempt))
@@ -171,15 +177,15 @@ func (e *Engine) runEvent(ctx context.Context, t *Task, ev Event, r Run) {
 		r.Status, r.StartedAt, r.FinishedAt = RunRunning, e.clock.Now(), time.Time{}
 		r.Error, r.Result, r.Consumed = "", "", Usage{}
 		if err := e.store.UpdateRun(ctx, r); err != nil {
-			log.Error("trigger: recording an event run", "err", err)
+			log.Error("trigger: recording a run", "err", err)
 			return
 		}
 	}
 }
 
-// handleEventRun is HandleDue for a run of an event task a Dispatcher
-// delivers.
-func (e *Engine) handleEventRun(ctx context.Context, disp Dispatcher, d Due) error {
+// handleOneOff is HandleDue for a run a Dispatcher delivers that an
+// event or a chained run started.
+func (e *Engine) handleOneOff(ctx context.Context, disp Dispatcher, d Due) error {
 	t, err := e.store.Get(ctx, d.TenantID, d.TaskID)
 	if errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("%w: task %q is gone", ErrStale, d.TaskID)
@@ -187,8 +193,16 @@ func (e *Engine) handleEventRun(ctx context.Context, disp Dispatcher, d Due) err
 	if err != nil {
 		return err
 	}
-	if t.Status != StatusActive || t.Trigger.Kind != KindEvent {
-		return fmt.Errorf("%w: task %q is %s, a %s task", ErrStale, t.ID, t.Status, t.Trigger.Kind)
+	id := ""
+	switch {
+	case t.Status != StatusActive:
+		return fmt.Errorf("%w: task %q is %s", ErrStale, t.ID, t.Status)
+	case d.Event != nil && t.Trigger.Kind != KindEvent:
+		return fmt.Errorf("%w: task %q is a %s task", ErrStale, t.ID, t.Trigger.Kind)
+	case d.Event != nil:
+		id = EventRunID(t.ID, d.Event.ID)
+	default:
+		id = ChainRunID(t.ID, d.Previous.RunID)
 	}
 	select {
 	case e.sem <- struct{}{}:
@@ -197,7 +211,7 @@ func (e *Engine) handleEventRun(ctx context.Context, disp Dispatcher, d Due) err
 	}
 	defer func() { <-e.sem }()
 	r := Run{
-		ID: EventRunID(t.ID, d.Event.ID), TaskID: t.ID, TenantID: t.TenantID, DueAt: d.DueAt,
+		ID: id, TaskID: t.ID, TenantID: t.TenantID, DueAt: d.DueAt,
 		Status: RunRunning, StartedAt: e.clock.Now(), Attempt: max(d.Attempt, 1),
 	}
 	if err = e.store.AddRun(ctx, r); errors.Is(err, ErrConflict) {
@@ -206,10 +220,11 @@ func (e *Engine) handleEventRun(ctx context.Context, disp Dispatcher, d Due) err
 	if err != nil {
 		return err
 	}
+	e.observe(LifecycleStarted, t, r)
 	var res ExecResult
 	var xerr error
 	if ex, ok := e.executors[t.ExecutorName()]; ok {
-		res, xerr = e.execute(ctx, ex, t, r, d.Event)
+		res, xerr = e.execute(ctx, ex, t, r, d.Event, d.Previous)
 	} else {
 		xerr = fmt.Errorf("%w: no executor %q", ErrInvalid, t.ExecutorName())
 	}
@@ -221,7 +236,9 @@ func (e *Engine) handleEventRun(ctx context.Context, disp Dispatcher, d Due) err
 		r.Error = clip("interrupted: " + r.Error)
 		return errors.Join(xerr, e.store.UpdateRun(wctx, r))
 	case xerr != nil && r.Attempt < d.MaxAttempts:
-		return errors.Join(xerr, e.store.UpdateRun(wctx, r))
+		err := e.store.UpdateRun(wctx, r)
+		e.ended(ctx, t, r, res, d.Previous)
+		return errors.Join(xerr, err)
 	case xerr != nil:
 		r.Status = RunDead
 	}
@@ -232,5 +249,8 @@ func (e *Engine) handleEventRun(ctx context.Context, disp Dispatcher, d Due) err
 		}
 		t.LastRun = r.StartedAt
 	})
+	if err == nil {
+		e.ended(ctx, t, r, res, d.Previous)
+	}
 	return errors.Join(xerr, err)
 }

@@ -73,6 +73,10 @@ type Run struct {
 	// Result is the output of a succeeded run.
 	Result   string `json:"result,omitempty"`
 	Consumed Usage  `json:"consumed,omitzero"`
+	// RouteError is what went wrong delivering the run's outcome along
+	// its task's route (a notifier that kept failing); the run's status
+	// and result stand.
+	RouteError string `json:"route_error,omitempty"`
 }
 
 // RunID returns the stable id of the run of task taskID due at dueAt:
@@ -112,6 +116,9 @@ func (r Run) Check() error {
 		return err
 	}
 	if err := checkText("run Result", r.Result, MaxTextLen); err != nil {
+		return err
+	}
+	if err := checkText("run RouteError", r.RouteError, MaxTextLen); err != nil {
 		return err
 	}
 	if err := r.Consumed.Check(); err != nil {

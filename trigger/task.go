@@ -287,6 +287,8 @@ type Task struct {
 	Executor string `json:"executor,omitempty"`
 	Action   Action `json:"action"`
 	Output   Output `json:"output,omitzero"`
+	// Route says where a run's result goes beside the history.
+	Route Route `json:"route,omitzero"`
 
 	// Status is one of the Status constants. Required.
 	Status Status `json:"status"`
@@ -308,6 +310,18 @@ type Task struct {
 	CreatedAt time.Time `json:"created_at,omitzero"`
 	UpdatedAt time.Time `json:"updated_at,omitzero"`
 	Revision  int64     `json:"revision,omitempty"`
+}
+
+// RouteKind returns t.Route.Kind, or its default: RouteNotify when t has
+// an Output channel, RouteSilent otherwise.
+func (t *Task) RouteKind() RouteKind {
+	switch {
+	case t.Route.Kind != "":
+		return t.Route.Kind
+	case t.Output.Channel != "":
+		return RouteNotify
+	}
+	return RouteSilent
 }
 
 // ExecutorName returns t.Executor, or DefaultExecutor when it is empty.
@@ -372,6 +386,15 @@ func (t *Task) Check() error {
 		if err := checkText("task action Config value", v, MaxTextLen); err != nil {
 			return err
 		}
+	}
+	if err := t.Route.Check(); err != nil {
+		return fmt.Errorf("task %q: %w", t.ID, err)
+	}
+	if t.Route.Kind == RouteNotify && t.Output.Channel == "" {
+		return fmt.Errorf("%w: task %q: a %s route without an Output channel", ErrInvalid, t.ID, RouteNotify)
+	}
+	if t.Route.Kind == RouteChain && t.Route.Next == t.ID {
+		return fmt.Errorf("%w: task %q: chained to itself", ErrInvalid, t.ID)
 	}
 	if t.Output.Target != "" && t.Output.Channel == "" {
 		return fmt.Errorf("%w: task %q: output Target without a Channel", ErrInvalid, t.ID)

@@ -20,16 +20,21 @@ import (
 //
 // The run of an event task has no due time (zero) and is unique by the
 // event's ID instead: a redelivered event is queued once (while River
-// keeps the completed job, a day by default).
+// keeps the completed job, a day by default); a chained run, by the run
+// it follows.
 type runArgs struct {
 	TenantID string    `json:"tenant_id" river:"unique"`
 	TaskID   string    `json:"task_id" river:"unique"`
 	DueAt    time.Time `json:"due_at" river:"unique"`
 	EventID  string    `json:"event_id,omitempty" river:"unique"`
+	// PrevRunID is the run a chained run follows (RouteChain).
+	PrevRunID string `json:"prev_run_id,omitempty" river:"unique"`
 	// Backoff is the task's Retry.Backoff when the run was queued.
 	Backoff time.Duration `json:"backoff,omitempty"`
 	// Event is the event of an event task's run.
 	Event *trigger.Event `json:"event,omitempty"`
+	// Previous is what a chained run is told of the run before it.
+	Previous *trigger.Previous `json:"previous,omitempty"`
 }
 
 func (runArgs) Kind() string { return JobKind }
@@ -70,20 +75,27 @@ func (s *Store) enqueue(ctx context.Context, tx pgx.Tx, t *trigger.Task) error {
 	return nil
 }
 
-// Enqueue implements [trigger.Dispatcher.Enqueue]: the run of an event
-// task, available at once, unique by (tenant, task, event id).
+// Enqueue implements [trigger.Dispatcher.Enqueue]: a one-off run,
+// available at once, unique by (tenant, task, event id) or (tenant, task,
+// previous run).
 func (s *Store) Enqueue(ctx context.Context, d trigger.Due) error {
-	if d.Event == nil {
-		return fmt.Errorf("%w: rivertrigger: Enqueue of a run without an event", trigger.ErrInvalid)
+	args := runArgs{TenantID: d.TenantID, TaskID: d.TaskID}
+	switch {
+	case d.Event != nil:
+		ev := *d.Event
+		args.EventID, args.Event = ev.ID, &ev
+	case d.Previous != nil:
+		prev := *d.Previous
+		args.PrevRunID, args.Previous = prev.RunID, &prev
+	default:
+		return fmt.Errorf("%w: rivertrigger: Enqueue of a run without an event or a previous run", trigger.ErrInvalid)
 	}
 	t, err := s.Get(ctx, d.TenantID, d.TaskID)
 	if err != nil {
 		return err
 	}
-	ev := *d.Event
-	_, err = s.client.Insert(ctx, runArgs{
-		TenantID: d.TenantID, TaskID: d.TaskID, EventID: ev.ID, Backoff: t.Retry.Backoff, Event: &ev,
-	}, &river.InsertOpts{
+	args.Backoff = t.Retry.Backoff
+	_, err = s.client.Insert(ctx, args, &river.InsertOpts{
 		Queue:       s.cfg.Queue,
 		Priority:    Priority(t.Priority),
 		MaxAttempts: t.Retry.Attempts(),
@@ -124,14 +136,14 @@ func (w *worker) Work(ctx context.Context, job *river.Job[runArgs]) error {
 	}
 	d := trigger.Due{
 		TenantID: job.Args.TenantID, TaskID: job.Args.TaskID, DueAt: job.Args.DueAt,
-		Attempt: job.Attempt, MaxAttempts: job.MaxAttempts, Event: job.Args.Event,
+		Attempt: job.Attempt, MaxAttempts: job.MaxAttempts, Event: job.Args.Event, Previous: job.Args.Previous,
 	}
-	if d.Event != nil {
+	if d.Event != nil || d.Previous != nil {
 		d.DueAt = job.CreatedAt // when it was queued
 	}
 	jctx := context.WithValue(ctx, jobKey{}, job)
 	err := (*hp).HandleDue(jctx, d)
-	if errors.Is(err, trigger.ErrStale) && d.Event == nil {
+	if errors.Is(err, trigger.ErrStale) && d.Event == nil && d.Previous == nil {
 		// Cancel the job only while the task is still not due at this
 		// time, holding its row: a Resume committed meanwhile wants
 		// this very run (its own insert was dropped as a duplicate of
@@ -297,8 +309,8 @@ func (s *Store) reconcileOnce(ctx context.Context, h trigger.DueHandler, since t
 				continue
 			}
 			d := trigger.Due{TenantID: a.TenantID, TaskID: a.TaskID, DueAt: a.DueAt,
-				Attempt: l.attempt, MaxAttempts: l.max, Event: a.Event}
-			if d.Event != nil {
+				Attempt: l.attempt, MaxAttempts: l.max, Event: a.Event, Previous: a.Previous}
+			if d.Event != nil || d.Previous != nil {
 				d.DueAt = l.created
 			}
 			reason := "discarded by River"

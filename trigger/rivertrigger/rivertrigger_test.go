@@ -505,3 +505,55 @@ func TestConditionOnRiver(t *testing.T) {
 		t.Fatalf("%d runs after one false→true edge, want 1", n)
 	}
 }
+
+func TestChainAndNotifyOnRiver(t *testing.T) {
+	s, _ := newStore(t, rivertrigger.Config{FetchPollInterval: 100 * time.Millisecond})
+	var mu sync.Mutex
+	var notes []trigger.Notification
+	var prevs []*trigger.Previous
+	e, err := trigger.New(trigger.Config{
+		Store: s,
+		Executors: map[string]trigger.Executor{trigger.DefaultExecutor: trigger.ExecutorFunc(
+			func(_ context.Context, run trigger.ExecRun) (trigger.ExecResult, error) {
+				mu.Lock()
+				prevs = append(prevs, run.Previous)
+				mu.Unlock()
+				return trigger.ExecResult{Result: "output of " + run.Task.ID}, nil
+			})},
+		Notifiers: map[string]trigger.Notifier{"chat": trigger.NotifierFunc(func(_ context.Context, n trigger.Notification) error {
+			mu.Lock()
+			notes = append(notes, n)
+			mu.Unlock()
+			return nil
+		})},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	fetch := oneTime("alice", "fetch", time.Now().Add(200*time.Millisecond))
+	fetch.Route = trigger.Route{Kind: trigger.RouteChain, Next: "summarise", PassOutput: true}
+	summarise := oneTime("alice", "summarise", time.Now().Add(24*time.Hour))
+	summarise.Output = trigger.Output{Channel: "chat", Target: "alice@example.com"}
+	for _, task := range []*trigger.Task{summarise, fetch} {
+		if err := e.CreateTask(ctx, task); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 20*time.Second, "the chained run's notification", func() (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(notes) == 1, nil
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if n := notes[0]; n.TaskID != "summarise" || n.Text != "output of summarise" || n.Target != "alice@example.com" {
+		t.Fatalf("notification %+v", n)
+	}
+	if len(prevs) != 2 || prevs[1] == nil || prevs[1].Output != "output of fetch" {
+		t.Fatalf("runs saw previous %+v", prevs)
+	}
+}

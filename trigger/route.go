@@ -1,0 +1,257 @@
+package trigger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/valetkit/valet/memory"
+)
+
+// Route delivery.
+const (
+	// notifyAttempts is how often a notification is tried.
+	notifyAttempts = 3
+	// notifyBackoff is the wait after a failed notification, doubling.
+	notifyBackoff = time.Second
+)
+
+// ChainRunID returns the id of the run of task next that run prevRunID
+// of another task chained to (RouteChain).
+func ChainRunID(next, prevRunID string) string {
+	return next + "@after:" + prevRunID
+}
+
+// checkRoute refuses a task whose route the engine cannot deliver.
+func (e *Engine) checkRoute(t *Task) error {
+	switch t.RouteKind() {
+	case RouteNotify:
+		if e.notifiers[t.Output.Channel] == nil {
+			return fmt.Errorf("%w: task %q: no notifier for channel %q", ErrInvalid, t.ID, t.Output.Channel)
+		}
+	case RouteMemory:
+		if e.memory == nil {
+			return fmt.Errorf("%w: task %q: a %s route needs Config.Memory", ErrInvalid, t.ID, RouteMemory)
+		}
+	}
+	return nil
+}
+
+// deliver sends a run's outcome along t's route once the run is
+// recorded: a succeeded run's result to its notifier, memory or next
+// task; a dead run's failure to the task's channel. What fails is logged
+// and kept on the run (Run.RouteError), never changing its status.
+func (e *Engine) deliver(ctx context.Context, t *Task, r Run, res ExecResult, depth int) {
+	stop := ctx.Done() // the engine stopping ends retries of a notifier
+	ctx = context.WithoutCancel(ctx)
+	var err error
+	switch {
+	case r.Status == RunDead && t.Output.Channel != "":
+		err = e.notify1(ctx, stop, t, r, NotifyFailure, fmt.Sprintf("The task %q stopped: its run failed %d times, last with: %s",
+			t.Name, r.Attempt, r.Error), nil)
+	case r.Status != RunSucceeded:
+		return
+	case t.RouteKind() == RouteNotify:
+		err = e.notify1(ctx, stop, t, r, NotifyResult, r.Result, nil)
+	case t.RouteKind() == RouteMemory:
+		if r.Result == "" {
+			return
+		}
+		_, err = e.memory.Remember(ctx, t.TenantID, memory.Item{
+			Text: r.Result, Kind: "task_result", Source: memory.Provenance{TaskID: t.ID, ConversationID: t.ConversationID},
+		})
+	case t.RouteKind() == RouteChain:
+		err = e.chain(ctx, t, r, depth)
+	}
+	if err == nil {
+		return
+	}
+	e.log.Error("trigger: delivering a run's result", "tenant", t.TenantID, "task", t.ID, "run", r.ID,
+		"route", string(t.RouteKind()), "err", err)
+	r.RouteError = clip(string(t.RouteKind()) + ": " + err.Error())
+	wctx, cancel := context.WithTimeout(ctx, recordTimeout)
+	defer cancel()
+	if uerr := e.store.UpdateRun(wctx, r); uerr != nil {
+		e.log.Error("trigger: recording a route failure", "run", r.ID, "err", uerr)
+	}
+}
+
+// notify1 sends one notification on t's channel, trying notifyAttempts
+// times.
+func (e *Engine) notify1(ctx context.Context, stop <-chan struct{}, t *Task, r Run, kind NotificationKind, text string, meta map[string]string) error {
+	n := e.notifiers[t.Output.Channel]
+	if n == nil {
+		return fmt.Errorf("no notifier for channel %q", t.Output.Channel)
+	}
+	note := Notification{Kind: kind, TenantID: t.TenantID, TaskID: t.ID, TaskName: t.Name, RunID: r.ID,
+		Channel: t.Output.Channel, Target: t.Output.Target, Text: text, Metadata: meta}
+	var err error
+	for i := range notifyAttempts {
+		if i > 0 {
+			tm := e.clock.NewTimer(notifyBackoff << (i - 1))
+			select {
+			case <-tm.C():
+			case <-stop:
+				tm.Stop()
+				return fmt.Errorf("notifier %q: %w (the engine stopped before a retry)", t.Output.Channel, err)
+			}
+		}
+		err = e.callNotifier(ctx, n, note)
+		if err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("notifier %q failed %d times: %w", t.Output.Channel, notifyAttempts, err)
+}
+
+// callNotifier calls n with the run timeout, recovering a panic.
+func (e *Engine) callNotifier(ctx context.Context, n Notifier, note Notification) (err error) {
+	ctx, cancel := context.WithTimeout(ctx, e.runTimeout)
+	defer cancel()
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("notifier panicked: %v", p)
+		}
+	}()
+	return n.Notify(ctx, note)
+}
+
+// chain runs the tenant's task t.Route.Next once, now, after run r of t:
+// through the Dispatcher when there is one, in this goroutine otherwise.
+func (e *Engine) chain(ctx context.Context, t *Task, r Run, depth int) error {
+	next, err := e.store.Get(ctx, t.TenantID, t.Route.Next)
+	if err != nil {
+		return err
+	}
+	if next.Status != StatusActive {
+		return fmt.Errorf("the next task %q is %s", next.ID, next.Status)
+	}
+	prev := &Previous{TaskID: t.ID, RunID: r.ID, Depth: depth + 1}
+	if prev.Depth > MaxChainDepth {
+		return fmt.Errorf("a chain of %d runs: not running %q", MaxChainDepth, next.ID)
+	}
+	if t.Route.PassOutput {
+		prev.Output = r.Result
+	}
+	if disp, ok := e.store.(Dispatcher); ok {
+		return disp.Enqueue(ctx, Due{TenantID: next.TenantID, TaskID: next.ID, DueAt: e.clock.Now(),
+			Attempt: 1, MaxAttempts: next.Retry.Attempts(), Previous: prev})
+	}
+	now := e.clock.Now()
+	nr := Run{ID: ChainRunID(next.ID, r.ID), TaskID: next.ID, TenantID: next.TenantID, DueAt: now,
+		Status: RunRunning, StartedAt: now, Attempt: 1}
+	if err := e.store.AddRun(ctx, nr); err != nil {
+		if errors.Is(err, ErrConflict) {
+			return nil // chained already
+		}
+		return err
+	}
+	e.runOneOff(ctx, next, nr, nil, prev)
+	return nil
+}
+
+// observerQueue hands lifecycle steps to an Observer in order, from a
+// goroutine of its own, dropping steps when it falls behind.
+type observerQueue struct {
+	fn  Observer
+	log *slog.Logger
+
+	mu      sync.Mutex
+	queue   []Lifecycle
+	running bool
+	dropped int
+}
+
+func newObserverQueue(fn Observer, log *slog.Logger) *observerQueue {
+	return &observerQueue{fn: fn, log: log}
+}
+
+// emit queues a step; it never blocks.
+func (q *observerQueue) emit(l Lifecycle) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.queue) >= MaxObserverBacklog {
+		q.dropped++
+		if q.dropped == 1 || q.dropped%1000 == 0 {
+			q.log.Warn("trigger: the observer is behind; lifecycle steps dropped", "dropped", q.dropped)
+		}
+		return
+	}
+	q.queue = append(q.queue, l)
+	if !q.running {
+		q.running = true
+		go q.drain()
+	}
+}
+
+// drain calls the observer until the queue is empty, then ends.
+func (q *observerQueue) drain() {
+	for {
+		q.mu.Lock()
+		if len(q.queue) == 0 {
+			q.running = false
+			q.mu.Unlock()
+			return
+		}
+		l := q.queue[0]
+		q.queue = q.queue[1:]
+		q.mu.Unlock()
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					q.log.Error("trigger: the observer panicked", "panic", fmt.Sprint(p))
+				}
+			}()
+			q.fn(l)
+		}()
+	}
+}
+
+// observe tells the Observer, if any, of a step.
+func (e *Engine) observe(kind LifecycleKind, t *Task, r Run) {
+	if e.observers == nil {
+		return
+	}
+	l := Lifecycle{Kind: kind, TenantID: t.TenantID, TaskID: t.ID, RunID: r.ID, Attempt: r.Attempt,
+		At: e.clock.Now(), Due: r.DueAt, Err: r.Error, Usage: r.Consumed}
+	if kind == LifecycleScheduled {
+		l.RunID, l.Attempt, l.Due, l.Err, l.Usage = "", 0, t.NextRun, "", Usage{}
+	}
+	e.observers.emit(l)
+}
+
+// ended tells the Observer how an attempt ended, and delivers the
+// outcome of a run that is over along its task's route.
+func (e *Engine) ended(ctx context.Context, t *Task, r Run, res ExecResult, prev *Previous) {
+	depth := 0
+	if prev != nil {
+		depth = prev.Depth
+	}
+	if res.BudgetExceeded {
+		e.observe(LifecycleBudgetExceeded, t, r)
+	} else if res.BudgetWarning {
+		e.observe(LifecycleBudgetWarning, t, r)
+	}
+	switch r.Status {
+	case RunSucceeded:
+		e.observe(LifecycleCompleted, t, r)
+	case RunFailed:
+		e.observe(LifecycleFailed, t, r)
+		return
+	case RunDead:
+		e.observe(LifecycleDead, t, r)
+	default:
+		return
+	}
+	e.deliver(ctx, t, r, res, depth)
+}
+
+// scheduled tells the Observer that t is due at its NextRun.
+func (e *Engine) scheduled(t *Task) {
+	if t.Status == StatusActive && !t.NextRun.IsZero() {
+		e.observe(LifecycleScheduled, t, Run{})
+	}
+}
