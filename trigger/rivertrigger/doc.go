@@ -54,12 +54,24 @@
 // one-run-per-task rule is per process; across replicas, a task has one
 // job at a time (the next is queued when a run ends).
 //
-// # Firing lag
+// # Firing lag and throughput
 //
-// A job scheduled for later becomes available when River's leader moves
-// it (every 5 seconds), then a worker fetches it at once (PostgreSQL
-// notifications) or at the next FetchPollInterval. A run thus starts up
-// to about 5 seconds after its due time.
+// River's leader moves scheduled jobs to available every 5 seconds,
+// looking 5 seconds ahead, and a worker fetches available jobs at once
+// (PostgreSQL notifications) or at the next FetchPollInterval. So under a
+// light load a run starts within about FetchPollInterval of its due time
+// (p50 62 ms, p99 117 ms at 100 ms; p99 about 1 s at the default 1 s),
+// and up to 5 seconds late when it was queued less than 5 seconds before
+// it was due (an Every of a few seconds).
+//
+// Under load, one engine fetches at most MaxWorkers jobs per
+// FetchCooldown: with the defaults (4 workers, 100 ms) about 40 runs a
+// second per replica, whatever the executors cost. Raise MaxWorkers (and
+// the engine's MaxConcurrent with it) or lower FetchCooldown for more:
+// 8 workers at 10 ms ran about 460 runs a second on 2 cores shared with
+// PostgreSQL. Replicas add their caps: 2 engines with 8 workers at the
+// default cooldown ran 158 runs a second, against 80 for one
+// (BenchmarkRunsPerSecond).
 //
 // # Watching runs
 //
