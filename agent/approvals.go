@@ -110,6 +110,7 @@ func (r *run) resolve(id string, d approval.Decision) error {
 		return fmt.Errorf("%w: %s (%s)", ErrStaleAgent, id, e.AgentName)
 	case e.Expired(o.now()):
 		o.discard(ctx, e)
+		r.settled(e, "", true)
 		return fmt.Errorf("%w: %s expired at %s; nothing ran", approval.ErrExpired, id, e.ExpiresAt.Format("2006-01-02 15:04:05 MST"))
 	case d.Action == approval.Edit && !e.Approval.AllowModification:
 		return fmt.Errorf("%w: %s", approval.ErrNotAllowed, id)

@@ -231,6 +231,12 @@ type Hooks struct {
 	// PostProcess runs after the history is saved, with the final Result.
 	// Its error is logged; the Result is still returned.
 	PostProcess func(ctx context.Context, msg Message, res *Result) error
+	// Decided runs at the end of every run that settled approval requests
+	// (Result.Decided: decided by the user, by a reply or ResolveApproval,
+	// or found expired), with the run's Result; res.Response is what the
+	// user was told. trigger/agentexec uses it to tell the trigger engine
+	// how its runs' approvals ended.
+	Decided func(ctx context.Context, res *Result)
 }
 
 // Config configures an [Orchestrator]. LLM is required; every other field

@@ -357,6 +357,7 @@ func (r *run) usable(e *pool.Entry, now time.Time) (note string, ok bool) {
 	}
 	if e.Expired(now) {
 		o.discard(r.ctx, e)
+		r.settled(e, "", true)
 		what := e.AgentName
 		if e.Approval != nil {
 			what = e.Approval.ActionSummary
@@ -364,6 +365,14 @@ func (r *run) usable(e *pool.Entry, now time.Time) (note string, ok bool) {
 		return fmt.Sprintf("The pending request %s (%s) expired at %s and was not carried out. Tell the user.", e.ID, what, e.ExpiresAt.UTC().Format(time.RFC3339)), false
 	}
 	return "", true
+}
+
+// settled notes an approval request the run settled (Result.Decided).
+func (r *run) settled(e *pool.Entry, a approval.Action, expired bool) {
+	if e.Approval == nil && e.Status != pool.StatusWaitingForApproval {
+		return // an Agent-Tool waiting for input, not an approval
+	}
+	r.res.Decided = append(r.res.Decided, Decided{ID: e.ID, TenantID: e.TenantID, TaskID: e.TaskID, Action: a, Expired: expired})
 }
 
 func (o *Orchestrator) discard(ctx context.Context, e *pool.Entry) {
@@ -509,6 +518,7 @@ func (r *run) applyDecision(e *pool.Entry, d approval.Decision) error {
 	}
 	switch d.Action {
 	case approval.Cancel:
+		r.settled(taken, d.Action, false)
 		r.endTaken(a, taken, cancelledText)
 	case approval.Edit:
 		if !taken.Approval.AllowModification {
@@ -516,6 +526,7 @@ func (r *run) applyDecision(e *pool.Entry, d approval.Decision) error {
 		}
 		col := a.collect(taken.Fields, d.Fields)
 		if col.err != nil {
+			r.settled(taken, d.Action, false)
 			r.endTaken(a, taken, fmt.Sprintf("agent %q failed: %s", a.name, col.err))
 			return nil
 		}
@@ -535,8 +546,10 @@ func (r *run) applyDecision(e *pool.Entry, d approval.Decision) error {
 			}
 		}
 		taken.Fields = col.fields
+		r.settled(taken, d.Action, false)
 		r.resume(a, taken, col.fields)
 	default: // Approve
+		r.settled(taken, d.Action, false)
 		r.resume(a, taken, taken.Fields)
 	}
 	return nil

@@ -68,6 +68,9 @@ func (r *run) execute(body func(*run) error) (*Result, error) {
 	res.Duration = time.Since(r.start)
 	res.Consumed.Wall = res.Duration
 	r.recordSpend()
+	if h := r.o.hooks.Decided; h != nil && len(res.Decided) > 0 {
+		h(r.ctx, res)
+	}
 	switch {
 	case err == nil, r.saveErr != nil && err == r.saveErr: // answered; only saving failed
 	case r.ctx.Err() != nil: // the caller's ctx ended (or a Stream consumer left)

@@ -87,6 +87,10 @@ type Result struct {
 	// Waiting lists the Agent-Tools of the conversation that wait for the
 	// user (input or approval) when the run ends.
 	Waiting []Waiting
+	// Decided lists the approval requests this run settled: decided by
+	// the user (a reply, or ResolveApproval), or found expired. Hooks.Decided
+	// hears of them too.
+	Decided []Decided
 }
 
 // Waiting describes an Agent-Tool parked in the pool.
@@ -168,4 +172,16 @@ type Event struct {
 	Waiting   []Waiting
 	Approvals []approval.Request
 	Result    *Result
+}
+
+// Decided is an approval request a run settled.
+type Decided struct {
+	// ID is the request's (the pool entry's) ID; TaskID, the trigger task
+	// of the run that raised it, if any.
+	ID, TenantID, TaskID string
+	// Action is the user's decision; empty when the request expired.
+	Action approval.Action
+	// Expired is set when the request was found expired, and nothing
+	// ran.
+	Expired bool
 }

@@ -3,8 +3,10 @@ package trigger
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 )
@@ -71,10 +73,52 @@ func encodeData(ev Event) (json.RawMessage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: event %q: data cannot be encoded as JSON: %w", ErrInvalid, ev.ID, err)
 	}
+	var generic any // whatever types Data held, as JSON reads them
+	if err := json.Unmarshal(data, &generic); err != nil {
+		return nil, fmt.Errorf("%w: event %q: data: %w", ErrInvalid, ev.ID, err)
+	}
+	if err := checkData(generic, 0); err != nil {
+		return nil, fmt.Errorf("%w: event %q: %w", ErrInvalid, ev.ID, err)
+	}
 	if len(data) > MaxEventSize {
 		return nil, fmt.Errorf("%w: event %q: data is %d bytes of JSON, over MaxEventSize (%d)", ErrInvalid, ev.ID, len(data), MaxEventSize)
 	}
 	return data, nil
+}
+
+// MaxEventDepth is how deeply objects and arrays may nest in an Event's
+// Data.
+const MaxEventDepth = 32
+
+// checkData refuses Data nested deeper than MaxEventDepth, and strings
+// (keys too) holding NUL, which PostgreSQL's jsonb refuses: an event is
+// refused at Publish rather than dropped later by one backend.
+func checkData(v any, depth int) error {
+	if depth > MaxEventDepth {
+		return fmt.Errorf("data nests deeper than %d levels", MaxEventDepth)
+	}
+	switch v := v.(type) {
+	case string:
+		if strings.IndexByte(v, 0) >= 0 {
+			return errors.New("data holds a NUL character")
+		}
+	case map[string]any:
+		for k, x := range v {
+			if strings.IndexByte(k, 0) >= 0 {
+				return errors.New("data holds a NUL character")
+			}
+			if err := checkData(x, depth+1); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for _, x := range v {
+			if err := checkData(x, depth+1); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // MemoryBus is an EventBus in process memory: the default, for one

@@ -156,6 +156,22 @@
 // the notification, not the result. CreateTask refuses a route the
 // engine cannot deliver.
 //
+// # Approvals
+//
+// An executor may end a run with actions waiting for the user's
+// confirmation (ExecResult.Approvals: the assistant drafted an email).
+// The run is then [RunWaiting]; the task's channel is told
+// ([NotifyApproval]); a one-time task is PENDING_APPROVAL, while a
+// recurring one keeps firing. [Engine.ApprovalSettled] — called by the
+// assistant's hook, trigger/agentexec.Approvals, not by polling — records
+// how each approval ended; when all have, the run succeeds with what the
+// user was told, delivered along the route, and a PENDING_APPROVAL task
+// is COMPLETED. Approvals that expire unanswered, which a sweeper in Run
+// finds every [ApprovalSweep] (the assistant's pool notices expiry only
+// when touched), make the run [RunExpired] and the task ACTIVE again. The
+// sweeper knows the runs that went waiting in its own process; after a
+// restart an expired approval is settled when the user answers it.
+//
 // # Lifecycle
 //
 // Config.Observer hears of each task's steps (scheduled, started,

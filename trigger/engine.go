@@ -98,6 +98,11 @@ type ExecResult struct {
 	Result string
 	// Usage is what the attempt consumed; an invalid Usage is dropped.
 	Usage Usage
+	// Approvals are actions the run left waiting for the user's
+	// confirmation: the run waits (RunWaiting) until they are settled
+	// (Engine.ApprovalSettled), and a one-time task is PENDING_APPROVAL
+	// meanwhile; a recurring one keeps firing.
+	Approvals []Approval
 	// BudgetWarning and BudgetExceeded report that the run used 80% of a
 	// limit of its task's Budget, or reached one (and answered with what
 	// it had); the engine tells the Observer.
@@ -175,7 +180,17 @@ type Engine struct {
 	started atomic.Bool
 
 	mu      sync.Mutex
-	running map[taskKey]bool // tasks with a run under way
+	running map[taskKey]bool      // tasks with a run under way
+	waiting map[waitKey]time.Time // waiting runs, by their approvals' first expiry
+
+	settleMu sync.Mutex // one ApprovalSettled at a time
+	// Memory one-off runs: those fired (seenSet, seenRing: oldest
+	// first), those a stop interrupted, and the WaitGroup of Run.
+	seenSet     map[string]struct{}
+	seenRing    []string
+	interrupted []oneOff
+	runWG       atomic.Pointer[sync.WaitGroup]
+	watched     chan struct{} // buffered: a run went waiting
 }
 
 type taskKey struct{ tenant, id string }
@@ -197,6 +212,9 @@ func New(cfg Config) (*Engine, error) {
 		runTimeout: cfg.RunTimeout,
 		wake:       make(chan struct{}, 1),
 		running:    make(map[taskKey]bool),
+		waiting:    make(map[waitKey]time.Time),
+		watched:    make(chan struct{}, 1),
+		seenSet:    make(map[string]struct{}),
 	}
 	e.notifiers = make(map[string]Notifier, len(cfg.Notifiers))
 	for name, n := range cfg.Notifiers {
@@ -520,6 +538,7 @@ func (e *Engine) RunNow(ctx context.Context, tenantID, id string) (Run, error) {
 	if r.Status == RunSucceeded {
 		e.ended(ctx, t, r, res, nil) // the result goes along the task's route
 	} else {
+		e.budgetSteps(t, r, res)
 		e.observe(LifecycleFailed, t, r) // the task is not DEAD: nothing to notify
 	}
 	return r, nil
@@ -739,6 +758,9 @@ func (e *Engine) HandleDue(ctx context.Context, d Due) error {
 		t.ConditionMet = t.ConditionMet || t.Trigger.Kind == KindCondition
 		if t.NextRun.IsZero() && t.Status == StatusActive {
 			t.Status = StatusCompleted
+			if r.Status == RunWaiting {
+				t.Status = StatusPendingApproval
+			}
 		}
 	})
 	if err != nil {
@@ -833,7 +855,7 @@ func (e *Engine) HandleLost(ctx context.Context, d Due, reason string) error {
 		return nil
 	}
 	old, found := e.findRun(ctx, t, id)
-	if found && (old.Status == RunSucceeded || old.Status == RunDead) {
+	if found && old.Status != RunRunning && old.Status != RunFailed {
 		return nil // it ended after all
 	}
 	now := e.clock.Now()
@@ -901,9 +923,13 @@ func (e *Engine) Run(ctx context.Context) error {
 	sctx, stopEvents := context.WithCancel(ctx)
 	defer stopEvents() // before wg.Wait, so that the subscription ends
 	wg.Go(func() { e.subscribe(sctx, &wg) })
+	wg.Go(func() { e.sweep(sctx) })
 	if d, ok := e.store.(Dispatcher); ok {
 		return d.Dispatch(ctx, e)
 	}
+	e.runWG.Store(&wg)
+	defer e.runWG.Store(nil)
+	e.resumeInterrupted(ctx, &wg)
 	for {
 		if ctx.Err() != nil {
 			return nil
@@ -1083,6 +1109,9 @@ func (e *Engine) fireOnce(ctx context.Context, due *Task) error {
 			t.ConditionMet = t.ConditionMet || t.Trigger.Kind == KindCondition
 			if t.NextRun.IsZero() && t.Status == StatusActive {
 				t.Status = StatusCompleted
+				if r.Status == RunWaiting {
+					t.Status = StatusPendingApproval
+				}
 			}
 		case r.Status == RunDead:
 			t.Status, t.NextRun = StatusDead, time.Time{}
@@ -1139,6 +1168,15 @@ func (e *Engine) finish(r Run, res ExecResult, err error) Run {
 		return r
 	}
 	r.Status, r.Result = RunSucceeded, clip(res.Result)
+	if len(res.Approvals) > 0 {
+		r.Status = RunWaiting
+		r.Approvals = make([]Approval, len(res.Approvals))
+		for i, a := range res.Approvals {
+			a.Outcome = ""
+			a.ID, a.Summary = clip(a.ID), clip(a.Summary)
+			r.Approvals[i] = a
+		}
+	}
 	return r
 }
 

@@ -2,10 +2,14 @@ package trigger
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // subscribeRetry is the wait before subscribing again after the bus
@@ -13,9 +17,46 @@ import (
 const subscribeRetry = 5 * time.Second
 
 // EventRunID returns the id of the run of task taskID that event eventID
-// fired: the same on every replica and every delivery of the event.
+// fired: the same on every replica and every delivery of the event. An id
+// that would exceed MaxIDLen is shortened with a hash (fitID).
 func EventRunID(taskID, eventID string) string {
-	return taskID + "@event:" + eventID
+	return fitID(taskID + "@event:" + eventID)
+}
+
+// fitID returns id when it fits MaxIDLen, otherwise its first bytes and
+// the SHA-256 of the whole: the same for the same id, distinct for
+// distinct ones.
+func fitID(id string) string {
+	if len(id) <= MaxIDLen {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	head := id[:MaxIDLen-1-2*sha256.Size]
+	for !utf8.ValidString(head) {
+		head = head[:len(head)-1]
+	}
+	return head + "#" + hex.EncodeToString(sum[:])
+}
+
+// maxSeenEvents is how many event runs an engine on a store that is not a
+// Dispatcher remembers having fired, beside the run history, so that a
+// redelivered event does not fire again.
+const maxSeenEvents = 4096
+
+// seen reports whether the run key was fired already, and notes it.
+func (e *Engine) seen(key string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.seenSet[key]; ok {
+		return true
+	}
+	if len(e.seenRing) == maxSeenEvents {
+		delete(e.seenSet, e.seenRing[0])
+		e.seenRing = e.seenRing[1:]
+	}
+	e.seenRing = append(e.seenRing, key)
+	e.seenSet[key] = struct{}{}
+	return false
 }
 
 // Publish hands ev to the engine's bus (Config.Bus). It fails with
@@ -73,8 +114,9 @@ func (e *Engine) handleEvent(ctx context.Context, ev Event, wg *sync.WaitGroup) 
 // fireEvent queues the run of t that ev fires: with a Dispatcher through
 // Enqueue, in memory as a goroutine holding one of the MaxConcurrent
 // slots (so a flood of events waits for slots rather than piling up
-// goroutines).
+// goroutines). Each task gets its own copy of the event.
 func (e *Engine) fireEvent(ctx context.Context, t *Task, ev Event, wg *sync.WaitGroup) error {
+	ev = ev.clone()
 	now := e.clock.Now()
 	if disp, ok := e.store.(Dispatcher); ok {
 		return disp.Enqueue(ctx, Due{
@@ -82,35 +124,79 @@ func (e *Engine) fireEvent(ctx context.Context, t *Task, ev Event, wg *sync.Wait
 			Attempt: 1, MaxAttempts: t.Retry.Attempts(), Event: &ev,
 		})
 	}
+	r := Run{
+		ID: EventRunID(t.ID, ev.ID), TaskID: t.ID, TenantID: t.TenantID, DueAt: now,
+		Status: RunRunning, StartedAt: now, Attempt: 1,
+	}
 	select {
 	case e.sem <- struct{}{}:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	r := Run{
-		ID: EventRunID(t.ID, ev.ID), TaskID: t.ID, TenantID: t.TenantID, DueAt: now,
-		Status: RunRunning, StartedAt: now, Attempt: 1,
+	if e.seen(t.TenantID + "\x00" + r.ID) {
+		<-e.sem
+		return nil // this event fired this task already
 	}
 	if err := e.store.AddRun(ctx, r); err != nil {
 		<-e.sem
 		if errors.Is(err, ErrConflict) {
 			return nil // this event fired this task already
 		}
+		e.forget(t.TenantID + "\x00" + r.ID)
 		return err
 	}
 	wg.Go(func() {
 		defer e.notify()
-		defer func() { <-e.sem }()
-		e.runOneOff(ctx, t, r, &ev, nil)
+		e.runOneOff(ctx, t, r, &ev, nil, true)
 	})
 	return nil
+}
+
+// forget undoes seen for a run that could not be queued.
+func (e *Engine) forget(key string) {
+	e.mu.Lock()
+	delete(e.seenSet, key)
+	e.mu.Unlock()
+}
+
+// clone returns ev with a deep copy of its Data (through JSON, as the
+// buses deliver it), so that the tasks one event fires do not share a
+// map.
+func (ev Event) clone() Event {
+	b, err := EncodeEvent(ev)
+	if err != nil {
+		return ev // it came through a bus, encoded once already
+	}
+	c, err := DecodeEvent(b)
+	if err != nil {
+		return ev
+	}
+	return c
+}
+
+// oneOff is a one-off run in memory that the engine's stop interrupted,
+// to run again at the next Run.
+type oneOff struct {
+	t    *Task
+	r    Run
+	ev   *Event
+	prev *Previous
 }
 
 // runOneOff carries out in memory the run r of t that an event (ev) or a
 // chained run (prev) started, with the task's attempts and backoff. The
 // last failed attempt makes the task DEAD; a task paused or deleted
-// meanwhile gets no further attempt.
-func (e *Engine) runOneOff(ctx context.Context, t *Task, r Run, ev *Event, prev *Previous) {
+// meanwhile gets no further attempt; a run the engine's stop interrupts
+// runs again at the next Run. With slot set, it holds one of the
+// MaxConcurrent slots on entry, gives it up while it waits out a backoff
+// and when it returns; otherwise it runs under its caller's slot.
+func (e *Engine) runOneOff(ctx context.Context, t *Task, r Run, ev *Event, prev *Previous, slot bool) {
+	held := slot
+	defer func() {
+		if held {
+			<-e.sem
+		}
+	}()
 	log := e.log.With("tenant", t.TenantID, "task", t.ID, "run", r.ID)
 	for {
 		e.observe(LifecycleStarted, t, r)
@@ -135,6 +221,9 @@ func (e *Engine) runOneOff(ctx context.Context, t *Task, r Run, ev *Event, prev 
 		case ctx.Err() != nil:
 			r.Error = clip("interrupted: " + r.Error)
 			err = e.store.UpdateRun(wctx, r)
+			e.mu.Lock()
+			e.interrupted = append(e.interrupted, oneOff{t, r, ev, prev})
+			e.mu.Unlock()
 		case r.Attempt >= t.Retry.Attempts():
 			r.Status = RunDead
 			if err = e.store.UpdateRun(wctx, r); err == nil {
@@ -159,6 +248,10 @@ func (e *Engine) runOneOff(ctx context.Context, t *Task, r Run, ev *Event, prev 
 		if r.Status != RunFailed {
 			return
 		}
+		if held { // nobody waits on a backoff holding a slot
+			<-e.sem
+			held = false
+		}
 		tm := e.clock.NewTimer(t.Retry.Delay(r.Attempt))
 		select {
 		case <-tm.C():
@@ -166,7 +259,21 @@ func (e *Engine) runOneOff(ctx context.Context, t *Task, r Run, ev *Event, prev 
 		}
 		tm.Stop()
 		if ctx.Err() != nil {
+			e.mu.Lock()
+			e.interrupted = append(e.interrupted, oneOff{t, r, ev, prev})
+			e.mu.Unlock()
 			return
+		}
+		if slot {
+			select {
+			case e.sem <- struct{}{}:
+				held = true
+			case <-ctx.Done():
+				e.mu.Lock()
+				e.interrupted = append(e.interrupted, oneOff{t, r, ev, prev})
+				e.mu.Unlock()
+				return
+			}
 		}
 		cur, err := e.store.Get(ctx, t.TenantID, t.ID)
 		if err != nil || cur.Status != StatusActive {
@@ -180,6 +287,40 @@ func (e *Engine) runOneOff(ctx context.Context, t *Task, r Run, ev *Event, prev 
 			log.Error("trigger: recording a run", "err", err)
 			return
 		}
+	}
+}
+
+// resumeInterrupted starts again, at the start of Run, the one-off runs
+// the previous Run's stop interrupted: as the same attempt, or the next
+// one when it was waiting out a backoff.
+func (e *Engine) resumeInterrupted(ctx context.Context, wg *sync.WaitGroup) {
+	e.mu.Lock()
+	list := e.interrupted
+	e.interrupted = nil
+	e.mu.Unlock()
+	for _, o := range list {
+		wg.Go(func() {
+			select {
+			case e.sem <- struct{}{}:
+			case <-ctx.Done():
+				e.mu.Lock()
+				e.interrupted = append(e.interrupted, o)
+				e.mu.Unlock()
+				return
+			}
+			r := o.r
+			if r.Status == RunFailed && !strings.HasPrefix(r.Error, "interrupted: ") {
+				r.Attempt++ // it was waiting out a backoff
+			}
+			r.Status, r.StartedAt, r.FinishedAt = RunRunning, e.clock.Now(), time.Time{}
+			r.Error, r.Result, r.Consumed = "", "", Usage{}
+			if err := e.store.UpdateRun(ctx, r); err != nil {
+				<-e.sem
+				e.log.Error("trigger: resuming an interrupted run", "run", r.ID, "err", err)
+				return
+			}
+			e.runOneOff(ctx, o.t, r, o.ev, o.prev, true)
+		})
 	}
 }
 

@@ -109,6 +109,7 @@ const (
 	LifecycleBudgetWarning  LifecycleKind = "budget_warning"  // a run used 80% of a budget limit
 	LifecycleBudgetExceeded LifecycleKind = "budget_exceeded" // a run reached a budget limit
 	LifecycleWaiting        LifecycleKind = "waiting"         // a run waits for the user's approval
+	LifecycleExpired        LifecycleKind = "expired"         // a waiting run's approvals expired
 )
 
 // Lifecycle is one step of a task's life, as an Observer hears of it.

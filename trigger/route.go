@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,12 +18,14 @@ const (
 	notifyAttempts = 3
 	// notifyBackoff is the wait after a failed notification, doubling.
 	notifyBackoff = time.Second
+	// deliverTimeout bounds one notification or memory write.
+	deliverTimeout = 30 * time.Second
 )
 
 // ChainRunID returns the id of the run of task next that run prevRunID
 // of another task chained to (RouteChain).
 func ChainRunID(next, prevRunID string) string {
-	return next + "@after:" + prevRunID
+	return fitID(next + "@after:" + prevRunID)
 }
 
 // checkRoute refuses a task whose route the engine cannot deliver.
@@ -45,8 +48,10 @@ func (e *Engine) checkRoute(t *Task) error {
 // task; a dead run's failure to the task's channel. What fails is logged
 // and kept on the run (Run.RouteError), never changing its status.
 func (e *Engine) deliver(ctx context.Context, t *Task, r Run, res ExecResult, depth int) {
+	if ctx.Err() != nil {
+		return // stopping: the result stays in the history
+	}
 	stop := ctx.Done() // the engine stopping ends retries of a notifier
-	ctx = context.WithoutCancel(ctx)
 	var err error
 	switch {
 	case r.Status == RunDead && t.Output.Channel != "":
@@ -60,9 +65,11 @@ func (e *Engine) deliver(ctx context.Context, t *Task, r Run, res ExecResult, de
 		if r.Result == "" {
 			return
 		}
-		_, err = e.memory.Remember(ctx, t.TenantID, memory.Item{
+		mctx, cancel := context.WithTimeout(ctx, deliverTimeout)
+		_, err = e.memory.Remember(mctx, t.TenantID, memory.Item{
 			Text: r.Result, Kind: "task_result", Source: memory.Provenance{TaskID: t.ID, ConversationID: t.ConversationID},
 		})
+		cancel()
 	case t.RouteKind() == RouteChain:
 		err = e.chain(ctx, t, r, depth)
 	}
@@ -72,7 +79,7 @@ func (e *Engine) deliver(ctx context.Context, t *Task, r Run, res ExecResult, de
 	e.log.Error("trigger: delivering a run's result", "tenant", t.TenantID, "task", t.ID, "run", r.ID,
 		"route", string(t.RouteKind()), "err", err)
 	r.RouteError = clip(string(t.RouteKind()) + ": " + err.Error())
-	wctx, cancel := context.WithTimeout(ctx, recordTimeout)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	if uerr := e.store.UpdateRun(wctx, r); uerr != nil {
 		e.log.Error("trigger: recording a route failure", "run", r.ID, "err", uerr)
@@ -107,9 +114,9 @@ func (e *Engine) notify1(ctx context.Context, stop <-chan struct{}, t *Task, r R
 	return fmt.Errorf("notifier %q failed %d times: %w", t.Output.Channel, notifyAttempts, err)
 }
 
-// callNotifier calls n with the run timeout, recovering a panic.
+// callNotifier calls n within deliverTimeout, recovering a panic.
 func (e *Engine) callNotifier(ctx context.Context, n Notifier, note Notification) (err error) {
-	ctx, cancel := context.WithTimeout(ctx, e.runTimeout)
+	ctx, cancel := context.WithTimeout(ctx, deliverTimeout)
 	defer cancel()
 	defer func() {
 		if p := recover(); p != nil {
@@ -149,8 +156,41 @@ func (e *Engine) chain(ctx context.Context, t *Task, r Run, depth int) error {
 		}
 		return err
 	}
-	e.runOneOff(ctx, next, nr, nil, prev)
+	if wg := e.runWG.Load(); wg != nil { // under Run: a run of its own
+		wg.Go(func() {
+			select {
+			case e.sem <- struct{}{}:
+			case <-ctx.Done():
+				e.mu.Lock()
+				e.interrupted = append(e.interrupted, oneOff{next, nr, nil, prev})
+				e.mu.Unlock()
+				return
+			}
+			e.runOneOff(ctx, next, nr, nil, prev, true)
+		})
+		return nil
+	}
+	e.runOneOff(ctx, next, nr, nil, prev, false) // RunNow's: under its slot
 	return nil
+}
+
+// askApproval tells the task's channel, if it has one, that actions of
+// run r wait for the user's confirmation.
+func (e *Engine) askApproval(ctx context.Context, t *Task, r Run) {
+	if t.Output.Channel == "" {
+		return
+	}
+	var ids, lines []string
+	for _, a := range r.Approvals {
+		ids = append(ids, a.ID)
+		lines = append(lines, "- "+a.Summary)
+	}
+	text := fmt.Sprintf("%q needs your confirmation before it goes on:\n%s", t.Name, strings.Join(lines, "\n"))
+	stop := ctx.Done()
+	if err := e.notify1(ctx, stop, t, r, NotifyApproval, text,
+		map[string]string{"approval_ids": strings.Join(ids, ",")}); err != nil {
+		e.log.Error("trigger: asking for an approval", "tenant", t.TenantID, "task", t.ID, "run", r.ID, "err", err)
+	}
 }
 
 // observerQueue hands lifecycle steps to an Observer in order, from a
@@ -230,11 +270,7 @@ func (e *Engine) ended(ctx context.Context, t *Task, r Run, res ExecResult, prev
 	if prev != nil {
 		depth = prev.Depth
 	}
-	if res.BudgetExceeded {
-		e.observe(LifecycleBudgetExceeded, t, r)
-	} else if res.BudgetWarning {
-		e.observe(LifecycleBudgetWarning, t, r)
-	}
+	e.budgetSteps(t, r, res)
 	switch r.Status {
 	case RunSucceeded:
 		e.observe(LifecycleCompleted, t, r)
@@ -243,10 +279,28 @@ func (e *Engine) ended(ctx context.Context, t *Task, r Run, res ExecResult, prev
 		return
 	case RunDead:
 		e.observe(LifecycleDead, t, r)
+	case RunWaiting:
+		e.observe(LifecycleWaiting, t, r)
+		e.watch(t, r)
+		e.askApproval(ctx, t, r)
+		return
+	case RunExpired:
+		e.observe(LifecycleExpired, t, r)
+		return
 	default:
 		return
 	}
 	e.deliver(ctx, t, r, res, depth)
+}
+
+// budgetSteps tells the Observer of the budget limits an attempt
+// neared or reached.
+func (e *Engine) budgetSteps(t *Task, r Run, res ExecResult) {
+	if res.BudgetExceeded {
+		e.observe(LifecycleBudgetExceeded, t, r)
+	} else if res.BudgetWarning {
+		e.observe(LifecycleBudgetWarning, t, r)
+	}
 }
 
 // scheduled tells the Observer that t is due at its NextRun.

@@ -18,12 +18,17 @@ const (
 	RunFailed RunStatus = "failed"
 	// RunDead: the last attempt failed; none follows.
 	RunDead RunStatus = "dead"
+	// RunWaiting: the attempt ended with actions waiting for the user's
+	// approval (Run.Approvals); the run ends when they are settled.
+	RunWaiting RunStatus = "waiting"
+	// RunExpired: its approvals expired unanswered; nothing ran.
+	RunExpired RunStatus = "expired"
 )
 
 // Check reports a RunStatus other than the constants (ErrInvalid).
 func (s RunStatus) Check() error {
 	switch s {
-	case RunRunning, RunSucceeded, RunFailed, RunDead:
+	case RunRunning, RunSucceeded, RunFailed, RunDead, RunWaiting, RunExpired:
 		return nil
 	}
 	return fmt.Errorf("%w: run status %q", ErrInvalid, string(s))
@@ -73,6 +78,8 @@ type Run struct {
 	// Result is the output of a succeeded run.
 	Result   string `json:"result,omitempty"`
 	Consumed Usage  `json:"consumed,omitzero"`
+	// Approvals are the actions of a waiting run (and how each ended).
+	Approvals []Approval `json:"approvals,omitempty"`
 	// RouteError is what went wrong delivering the run's outcome along
 	// its task's route (a notifier that kept failing); the run's status
 	// and result stand.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/valetkit/valet/agent"
@@ -97,10 +98,57 @@ func (x *executor) Execute(ctx context.Context, run trigger.ExecRun) (trigger.Ex
 		return out, errors.New("agentexec: the orchestrator returned no result")
 	}
 	out.Result = res.Response
+	for _, p := range res.PendingApprovals {
+		if p.TaskID == t.ID && p.Source == agent.SourceTrigger {
+			out.Approvals = append(out.Approvals, trigger.Approval{ID: p.ID, Summary: p.ActionSummary, ExpiresAt: p.ExpiresAt})
+		}
+	}
 	if n := len(res.PendingApprovals); n > 0 || res.Status == agent.StatusWaitingForApproval {
 		out.Result = joinLines(out.Result, approvalsNote(n))
 	}
 	return out, nil
+}
+
+// Approvals tells a trigger engine how the approvals of its runs ended:
+// the user decided them (a reply, or ResolveApproval) or they expired.
+// Set its Decided as the orchestrator's Hooks.Decided, and Attach the
+// engine once it exists (the engine needs the executor, which needs the
+// orchestrator):
+//
+//	var link agentexec.Approvals
+//	o, _ := agent.NewOrchestrator(agent.Config{…, Hooks: agent.Hooks{Decided: link.Decided}})
+//	e, _ := trigger.New(trigger.Config{Executors: map[string]trigger.Executor{trigger.DefaultExecutor: agentexec.New(o)}})
+//	link.Attach(e)
+//
+// Its zero value is ready to use; decisions taken before Attach are
+// dropped (logged by nobody: attach before serving users).
+type Approvals struct {
+	engine atomic.Pointer[trigger.Engine]
+}
+
+// Attach sets the engine Decided reports to.
+func (a *Approvals) Attach(e *trigger.Engine) { a.engine.Store(e) }
+
+// Decided is an agent.Hooks.Decided: it reports each approval of a
+// triggered run that res settled to the engine, with res.Response, what
+// the user was told, as the run's result.
+func (a *Approvals) Decided(ctx context.Context, res *agent.Result) {
+	e := a.engine.Load()
+	if e == nil || res == nil {
+		return
+	}
+	for _, d := range res.Decided {
+		if d.TaskID == "" {
+			continue
+		}
+		outcome := string(d.Action)
+		if d.Expired {
+			outcome = trigger.OutcomeExpired
+		}
+		_ = e.ApprovalSettled(ctx, trigger.Settled{
+			TenantID: d.TenantID, TaskID: d.TaskID, ApprovalID: d.ID, Outcome: outcome, Result: res.Response,
+		}) // the engine logs what it cannot record
+	}
 }
 
 // location is the time zone of a run of t: Config.Location, else the

@@ -571,3 +571,59 @@ func TestPreviousOutputAndBudgetWarning(t *testing.T) {
 		t.Fatalf("a run far from its limits reports %+v", res)
 	}
 }
+
+// A triggered run that raises an approval waits; the user's approval,
+// through ResolveApproval, reaches the engine by the Approvals hook: the
+// action runs once and the run ends with what the user was told.
+func TestApprovalsLink(t *testing.T) {
+	mail := &mailer{}
+	reg := agent.NewRegistry()
+	if err := agent.Register(reg, "send_email", "Send an email", mail); err != nil {
+		t.Fatal(err)
+	}
+	model := llmtest.NewScript(
+		llmtest.Calls(llmtest.Call("send_email", `{"to":"team@example.com"}`)),
+		llmtest.Text("Shall I send the email to team@example.com?"),
+		llmtest.Text("Done: the email is sent."),
+	)
+	var link agentexec.Approvals
+	o := newOrch(t, model, nil, agent.Config{Agents: reg, Now: time.Now, Hooks: agent.Hooks{Decided: link.Decided}})
+	e, err := trigger.New(trigger.Config{Executors: map[string]trigger.Executor{trigger.DefaultExecutor: agentexec.New(o)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	link.Attach(e)
+	ctx := context.Background()
+	task := scheduleTask("mail", "Mail the team the plan.")
+	task.Status = ""
+	task.Trigger.Schedule = trigger.Schedule{At: time.Now().Add(time.Hour)}
+	if err := e.CreateTask(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.RunNow(ctx, "u1", "mail")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != trigger.RunWaiting || len(r.Approvals) != 1 || mail.sent.Load() != 0 {
+		t.Fatalf("run %+v, %d sent", r, mail.sent.Load())
+	}
+	pending, err := o.ListPendingApprovals(ctx, "u1")
+	if err != nil || len(pending) != 1 || pending[0].ID != r.Approvals[0].ID || pending[0].TaskID != "mail" || pending[0].Source != agent.SourceTrigger {
+		t.Fatalf("pending %+v, %v", pending, err)
+	}
+	res, err := o.ResolveApproval(ctx, "u1", pending[0].ID, approval.Decision{Action: approval.Approve})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Decided) != 1 || res.Decided[0].TaskID != "mail" || res.Decided[0].Action != approval.Approve {
+		t.Fatalf("decided %+v", res.Decided)
+	}
+	runs, err := e.Runs(ctx, "u1", "mail", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runs[0].Status != trigger.RunSucceeded || runs[0].Result != res.Response || res.Response == "" ||
+		runs[0].Approvals[0].Outcome != trigger.OutcomeApproved || mail.sent.Load() != 1 {
+		t.Fatalf("after the approval: run %+v, %d sent, response %q", runs[0], mail.sent.Load(), res.Response)
+	}
+}

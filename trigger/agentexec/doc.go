@@ -39,11 +39,27 @@
 // task's Budget.MaxWall, else the engine's RunTimeout) or the engine
 // stopping.
 //
-// A run that ends waiting for the user's approval (Result.PendingApprovals,
-// agent.StatusWaitingForApproval) succeeds for now, its result saying how
-// many approvals wait; the approvals are the orchestrator's, answered
-// through it like any other. Moving the task to PENDING_APPROVAL meanwhile
-// is a later slice. A run whose Agent-Tools wait for the user's input, or
-// that the orchestrator's ShouldProcess hook refuses, succeeds with the
+// A run of a chained task (trigger.RouteChain with PassOutput) gets the
+// previous run's output after its instruction, in a
+// <previous_task_output> block escaped the same way.
+//
+// # Approvals
+//
+// A run that raises approvals (an Agent-Tool that asks before it sends an
+// email) reports those of its task in ExecResult.Approvals: the engine
+// records the run as waiting, tells the task's channel, and a one-time
+// task is PENDING_APPROVAL meanwhile. The approvals are the
+// orchestrator's, listed by ListPendingApprovals with source "trigger"
+// and the task id, and answered through it like any other (a reply, or
+// ResolveApproval). [Approvals] is the hook that tells the engine how
+// they ended, so that the run ends with what the user was told:
+//
+//	var link agentexec.Approvals
+//	o, _ := agent.NewOrchestrator(agent.Config{…, Hooks: agent.Hooks{Decided: link.Decided}})
+//	e, _ := trigger.New(trigger.Config{Executors: map[string]trigger.Executor{trigger.DefaultExecutor: agentexec.New(o)}})
+//	link.Attach(e)
+//
+// A run whose Agent-Tools wait for the user's input, or that the
+// orchestrator's ShouldProcess hook refuses, succeeds with the
 // orchestrator's answer (the question, or the reason).
 package agentexec
