@@ -492,8 +492,7 @@ func (e *Engine) RunNow(ctx context.Context, tenantID, id string) (Run, error) {
 	if err != nil {
 		return Run{}, err
 	}
-	ex, ok := e.executors[t.ExecutorName()]
-	if !ok {
+	if _, ok := e.executors[t.ExecutorName()]; !ok {
 		return Run{}, fmt.Errorf("%w: task %q: no executor %q", ErrInvalid, id, t.ExecutorName())
 	}
 	k := taskKey{tenantID, id}
@@ -517,11 +516,9 @@ func (e *Engine) RunNow(ctx context.Context, tenantID, id string) (Run, error) {
 	if err := e.store.AddRun(ctx, r); err != nil {
 		return Run{}, err
 	}
-	e.observe(LifecycleStarted, t, r)
-	res, xerr := e.execute(ctx, ex, t, r, nil, nil)
+	r, res, xerr := e.attempt(ctx, t, r, nil, nil)
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	r = e.finish(r, res, xerr)
 	if xerr != nil {
 		r.Status = RunDead
 	}
@@ -720,17 +717,9 @@ func (e *Engine) HandleDue(ctx context.Context, d Due) error {
 	if err != nil {
 		return err
 	}
-	e.observe(LifecycleStarted, t, r)
-	var res ExecResult
-	var xerr error
-	if ex, ok := e.executors[t.ExecutorName()]; ok {
-		res, xerr = e.execute(ctx, ex, t, r, nil, nil)
-	} else {
-		xerr = fmt.Errorf("%w: no executor %q", ErrInvalid, t.ExecutorName())
-	}
+	r, res, xerr := e.attempt(ctx, t, r, nil, nil)
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	r = e.finish(r, res, xerr)
 	switch {
 	case xerr != nil && errors.Is(ctx.Err(), context.Canceled):
 		// Stopping (a dispatcher's deadline on the attempt is a failure).
@@ -1076,19 +1065,9 @@ func (e *Engine) fireOnce(ctx context.Context, due *Task) error {
 	if err != nil {
 		return err
 	}
-	e.observe(LifecycleStarted, t, r)
-
-	var res ExecResult
-	var xerr error
-	if ex, ok := e.executors[t.ExecutorName()]; ok {
-		res, xerr = e.execute(ctx, ex, t, r, nil, nil)
-	} else {
-		xerr = fmt.Errorf("%w: no executor %q", ErrInvalid, t.ExecutorName())
-	}
-
+	r, res, xerr := e.attempt(ctx, t, r, nil, nil)
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	r = e.finish(r, res, xerr)
 	if xerr != nil && ctx.Err() != nil {
 		// The engine is stopping: keep the task due, so that the next
 		// start retries this run.
@@ -1133,6 +1112,20 @@ func (e *Engine) fireOnce(ctx context.Context, due *Task) error {
 // backoff is the wait after a failed attempt.
 func backoff(base time.Duration, attempt int) time.Duration {
 	return Retry{Backoff: base}.Delay(attempt)
+}
+
+// attempt runs one attempt of run r of t through t's executor, telling
+// the Observer it started, and returns r with its outcome (finish).
+func (e *Engine) attempt(ctx context.Context, t *Task, r Run, ev *Event, prev *Previous) (Run, ExecResult, error) {
+	e.observe(LifecycleStarted, t, r)
+	var res ExecResult
+	var xerr error
+	if ex, ok := e.executors[t.ExecutorName()]; ok {
+		res, xerr = e.execute(ctx, ex, t, r, ev, prev)
+	} else {
+		xerr = fmt.Errorf("%w: no executor %q", ErrInvalid, t.ExecutorName())
+	}
+	return e.finish(r, res, xerr), res, xerr
 }
 
 // execute runs one attempt with the task's timeout, recovering a panic.

@@ -199,16 +199,10 @@ func (e *Engine) runOneOff(ctx context.Context, t *Task, r Run, ev *Event, prev 
 	}()
 	log := e.log.With("tenant", t.TenantID, "task", t.ID, "run", r.ID)
 	for {
-		e.observe(LifecycleStarted, t, r)
 		var res ExecResult
 		var xerr error
-		if ex, ok := e.executors[t.ExecutorName()]; ok {
-			res, xerr = e.execute(ctx, ex, t, r, ev, prev)
-		} else {
-			xerr = fmt.Errorf("%w: no executor %q", ErrInvalid, t.ExecutorName())
-		}
+		r, res, xerr = e.attempt(ctx, t, r, ev, prev)
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-		r = e.finish(r, res, xerr)
 		var err error
 		switch {
 		case xerr == nil:
@@ -361,17 +355,9 @@ func (e *Engine) handleOneOff(ctx context.Context, disp Dispatcher, d Due) error
 	if err != nil {
 		return err
 	}
-	e.observe(LifecycleStarted, t, r)
-	var res ExecResult
-	var xerr error
-	if ex, ok := e.executors[t.ExecutorName()]; ok {
-		res, xerr = e.execute(ctx, ex, t, r, d.Event, d.Previous)
-	} else {
-		xerr = fmt.Errorf("%w: no executor %q", ErrInvalid, t.ExecutorName())
-	}
+	r, res, xerr := e.attempt(ctx, t, r, d.Event, d.Previous)
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	r = e.finish(r, res, xerr)
 	switch {
 	case xerr != nil && errors.Is(ctx.Err(), context.Canceled):
 		r.Error = clip("interrupted: " + r.Error)

@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/valetkit/valet/internal/pgtest"
 	"github.com/valetkit/valet/trigger"
 	"github.com/valetkit/valet/trigger/rivertrigger"
 )
@@ -273,27 +274,8 @@ func TestLiveTwoProcesses(t *testing.T) {
 	}
 }
 
-// newSchema creates an empty schema for the test and drops it at the end.
-func newSchema(t *testing.T, pgURL string) string {
-	t.Helper()
-	schema := "sched_" + randomHex()
-	ctx := context.Background()
-	admin, err := pgxpool.New(ctx, pgURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		admin.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		defer admin.Close()
-		if _, err := admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("dropping %s: %v", schema, err)
-		}
-	})
-	return schema
-}
+// newSchema creates an empty schema for the test, dropped at the end.
+func newSchema(t *testing.T, _ string) string { return pgtest.Schema(t, pgtest.DB(t)) }
 
 // withSearchPath returns pgURL with its connections working in schema.
 func withSearchPath(t *testing.T, pgURL, schema string) string {

@@ -69,3 +69,22 @@ func Schema(t testing.TB, db *pgxpool.Pool) string {
 	})
 	return schema
 }
+
+// PoolIn returns a pool on the test database whose connections work in
+// schema (their search_path), for code that names its tables without a
+// schema; it closes when t ends.
+func PoolIn(t testing.TB, schema string, maxConns int32) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(URL(t))
+	if err != nil {
+		t.Fatalf("%s: %v", EnvVar, err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	cfg.MaxConns = maxConns
+	db, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("connecting to %s: %v", EnvVar, err)
+	}
+	t.Cleanup(db.Close)
+	return db
+}

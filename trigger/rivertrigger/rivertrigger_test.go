@@ -2,11 +2,8 @@ package rivertrigger_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/valetkit/valet/internal/pgtest"
 	"github.com/valetkit/valet/trigger"
 	"github.com/valetkit/valet/trigger/rivertrigger"
 	"github.com/valetkit/valet/trigger/triggertest"
@@ -28,56 +26,14 @@ import (
 // Each test works in a schema of its own (River's tables included), which
 // it drops at the end.
 
-func postgresURL(t testing.TB) string {
-	t.Helper()
-	url := os.Getenv("VALET_TEST_POSTGRES")
-	if url == "" {
-		t.Skip("set VALET_TEST_POSTGRES to a PostgreSQL URL to run the rivertrigger tests")
-	}
-	return url
-}
+func postgresURL(t testing.TB) string { return pgtest.URL(t) }
 
-// newSchema creates an empty schema and returns its name.
-func newSchema(t testing.TB) string {
-	t.Helper()
-	url := postgresURL(t)
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	schema := "rt_" + hex.EncodeToString(b)
-	ctx := context.Background()
-	admin, err := pgxpool.New(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		admin.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		defer admin.Close()
-		if _, err := admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("dropping %s: %v", schema, err)
-		}
-	})
-	return schema
-}
+// newSchema creates an empty schema, dropped when t ends, and returns its
+// name.
+func newSchema(t testing.TB) string { return pgtest.Schema(t, pgtest.DB(t)) }
 
 // poolIn returns a pool whose connections work in schema.
-func poolIn(t testing.TB, schema string) *pgxpool.Pool {
-	t.Helper()
-	cfg, err := pgxpool.ParseConfig(postgresURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = schema
-	cfg.MaxConns = 12
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return pool
-}
+func poolIn(t testing.TB, schema string) *pgxpool.Pool { return pgtest.PoolIn(t, schema, 12) }
 
 // newStore returns a migrated Store in a schema of its own.
 func newStore(t testing.TB, cfg rivertrigger.Config) (*rivertrigger.Store, *pgxpool.Pool) {
