@@ -315,6 +315,11 @@ func (r *run) servePending() (done bool, err error) {
 	var left []*pool.Entry // still waiting after this message
 	var note string
 	switch {
+	case r.msg.Source != SourceUser:
+		// Only the user answers: a triggered message (whose text may
+		// carry an event's untrusted data) decides no approval and
+		// supplies no input; they stay pending for the user.
+		left = append(inputs, approvals...)
 	case len(approvals) > 0:
 		rest, n, err := r.decideApprovals(approvals)
 		if err != nil {

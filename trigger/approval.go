@@ -47,13 +47,19 @@ type Settled struct {
 
 type waitKey struct{ tenant, task, run string }
 
+// maxEarly is how many settled approvals an engine keeps for runs it has
+// not yet recorded as waiting (the user answered at once).
+const maxEarly = 1024
+
 // ApprovalSettled records how an approval of a waiting run ended (a hook
 // of the assistant calls it: trigger/agentexec.Approvals). Once every
 // approval of the run has an outcome the run ends: expired when they all
 // expired (nothing ran), succeeded otherwise, with s.Result as its result
 // delivered along the task's route. A task PENDING_APPROVAL becomes
-// COMPLETED, or ACTIVE again when its run expired. An approval the engine
-// does not know of (another task's, one settled already) is ignored.
+// COMPLETED, or ACTIVE again when its run expired. An approval settled
+// before its run is recorded as waiting (the user answered at once) is
+// kept, and applied when the run is. An approval of a task the tenant
+// does not have, or settled already, is ignored.
 func (e *Engine) ApprovalSettled(ctx context.Context, s Settled) (err error) {
 	defer func() {
 		if err != nil {
@@ -66,40 +72,57 @@ func (e *Engine) ApprovalSettled(ctx context.Context, s Settled) (err error) {
 	default:
 		return fmt.Errorf("%w: approval outcome %q", ErrInvalid, s.Outcome)
 	}
+	t, r, ended, err := e.settle(ctx, s)
+	if err != nil || !ended {
+		return err
+	}
+	// Deliver outside the lock, on the engine's context: the caller's
+	// (a user's request) may end first.
+	e.ended(e.background(ctx), t, r, ExecResult{}, nil)
+	return nil
+}
+
+// settle records s under settleMu and reports whether it ended its run.
+func (e *Engine) settle(ctx context.Context, s Settled) (*Task, Run, bool, error) {
 	e.settleMu.Lock()
 	defer e.settleMu.Unlock()
 	t, err := e.store.Get(ctx, s.TenantID, s.TaskID)
 	if errors.Is(err, ErrNotFound) {
-		return nil
+		return nil, Run{}, false, nil
 	}
 	if err != nil {
-		return err
+		return nil, Run{}, false, err
 	}
 	runs, err := e.store.Runs(ctx, s.TenantID, s.TaskID, 0)
 	if err != nil {
-		return err
+		return nil, Run{}, false, err
 	}
 	for _, r := range runs {
-		if r.Status != RunWaiting {
-			continue
-		}
 		for i := range r.Approvals {
-			if r.Approvals[i].ID == s.ApprovalID && r.Approvals[i].Outcome == "" {
-				r.Approvals[i].Outcome = s.Outcome
-				return e.settleRun(ctx, t, r, s.Result)
+			if r.Approvals[i].ID != s.ApprovalID {
+				continue
 			}
+			if r.Status != RunWaiting || r.Approvals[i].Outcome != "" {
+				return nil, Run{}, false, nil // settled already
+			}
+			r.Approvals[i].Outcome = s.Outcome
+			if s.Result != "" {
+				r.Result = clip(s.Result)
+			}
+			return e.settleRun(ctx, t, r)
 		}
 	}
-	return nil
+	e.keepEarly(s)
+	return nil, Run{}, false, nil
 }
 
-// settleRun ends the waiting run r once all its approvals have an
-// outcome; until then it records the one that came.
-func (e *Engine) settleRun(ctx context.Context, t *Task, r Run, result string) error {
+// settleRun records the outcome just set on the waiting run r, and ends
+// r when all its approvals have one.
+func (e *Engine) settleRun(ctx context.Context, t *Task, r Run) (*Task, Run, bool, error) {
 	expired := true
 	for _, a := range r.Approvals {
 		if a.Outcome == "" {
-			return e.store.UpdateRun(ctx, r)
+			return nil, Run{}, false, e.store.UpdateRun(ctx, r)
 		}
 		expired = expired && a.Outcome == OutcomeExpired
 	}
@@ -108,16 +131,12 @@ func (e *Engine) settleRun(ctx context.Context, t *Task, r Run, result string) e
 	if r.FinishedAt.Before(r.StartedAt) {
 		r.FinishedAt = r.StartedAt
 	}
+	r.Status = RunSucceeded
 	if expired {
 		r.Status, r.Error = RunExpired, "its approvals expired unanswered; nothing ran"
-	} else {
-		r.Status = RunSucceeded
-		if result != "" {
-			r.Result = clip(result)
-		}
 	}
 	if err := e.store.UpdateRun(ctx, r); err != nil {
-		return err
+		return nil, Run{}, false, err
 	}
 	t, err := e.mutate(ctx, t.TenantID, t.ID, func(t *Task) error {
 		if t.Status == StatusPendingApproval {
@@ -129,10 +148,64 @@ func (e *Engine) settleRun(ctx context.Context, t *Task, r Run, result string) e
 		return nil
 	})
 	if err != nil {
-		return err
+		return nil, Run{}, false, err
 	}
-	e.ended(ctx, t, r, ExecResult{}, nil)
-	return nil
+	return t, r, true, nil
+}
+
+// keepEarly keeps s for a run not yet recorded as waiting.
+func (e *Engine) keepEarly(s Settled) {
+	k := s.TenantID + "\x00" + s.TaskID + "\x00" + s.ApprovalID
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.early[k]; ok {
+		return
+	}
+	if len(e.earlyRing) == maxEarly {
+		delete(e.early, e.earlyRing[0])
+		e.earlyRing = e.earlyRing[1:]
+	}
+	e.earlyRing = append(e.earlyRing, k)
+	e.early[k] = s
+}
+
+// applyEarly settles the approvals of the waiting run r that were
+// settled before it was recorded, and reports whether that ended r.
+func (e *Engine) applyEarly(ctx context.Context, t *Task, r Run) bool {
+	var found []Settled
+	e.mu.Lock()
+	for _, a := range r.Approvals {
+		k := t.TenantID + "\x00" + t.ID + "\x00" + a.ID
+		if s, ok := e.early[k]; ok {
+			found = append(found, s)
+			delete(e.early, k)
+		}
+	}
+	e.mu.Unlock()
+	ended := false
+	for _, s := range found {
+		t2, r2, done, err := e.settle(ctx, s)
+		if err != nil {
+			e.log.Error("trigger: recording an approval's outcome", "tenant", s.TenantID, "task", s.TaskID,
+				"approval", s.ApprovalID, "err", err)
+			continue
+		}
+		if done {
+			e.ended(ctx, t2, r2, ExecResult{}, nil)
+			ended = true
+		}
+	}
+	return ended
+}
+
+// background is the engine's context while Run runs, for work that must
+// not end with a caller's request; otherwise ctx without its
+// cancellation.
+func (e *Engine) background(ctx context.Context) context.Context {
+	if p := e.runCtx.Load(); p != nil {
+		return *p
+	}
+	return context.WithoutCancel(ctx)
 }
 
 // watch notes a waiting run for the sweeper, due at its approvals'
@@ -144,11 +217,13 @@ func (e *Engine) watch(t *Task, r Run) {
 			first = a.ExpiresAt
 		}
 	}
+	k := waitKey{t.TenantID, t.ID, r.ID}
 	if first.IsZero() {
+		e.unwatch(k) // nothing left to expire
 		return
 	}
 	e.mu.Lock()
-	e.waiting[waitKey{t.TenantID, t.ID, r.ID}] = first
+	e.waiting[k] = first
 	e.mu.Unlock()
 	select {
 	case e.watched <- struct{}{}:

@@ -190,7 +190,11 @@ type Engine struct {
 	seenRing    []string
 	interrupted []oneOff
 	runWG       atomic.Pointer[sync.WaitGroup]
-	watched     chan struct{} // buffered: a run went waiting
+	runCtx      atomic.Pointer[context.Context]
+	// Approvals settled before their run was recorded waiting.
+	early     map[string]Settled
+	earlyRing []string
+	watched   chan struct{} // buffered: a run went waiting
 }
 
 type taskKey struct{ tenant, id string }
@@ -215,6 +219,7 @@ func New(cfg Config) (*Engine, error) {
 		waiting:    make(map[waitKey]time.Time),
 		watched:    make(chan struct{}, 1),
 		seenSet:    make(map[string]struct{}),
+		early:      make(map[string]Settled),
 	}
 	e.notifiers = make(map[string]Notifier, len(cfg.Notifiers))
 	for name, n := range cfg.Notifiers {
@@ -532,8 +537,8 @@ func (e *Engine) RunNow(ctx context.Context, tenantID, id string) (Run, error) {
 	if err != nil {
 		return r, err
 	}
-	if r.Status == RunSucceeded {
-		e.ended(ctx, t, r, res, nil) // the result goes along the task's route
+	if xerr == nil {
+		e.ended(ctx, t, r, res, nil) // the result goes along the task's route; a waiting run is watched
 	} else {
 		e.budgetSteps(t, r, res)
 		e.observe(LifecycleFailed, t, r) // the task is not DEAD: nothing to notify
@@ -918,6 +923,8 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	e.runWG.Store(&wg)
 	defer e.runWG.Store(nil)
+	e.runCtx.Store(&ctx)
+	defer e.runCtx.Store(nil)
 	e.resumeInterrupted(ctx, &wg)
 	for {
 		if ctx.Err() != nil {

@@ -302,6 +302,12 @@ func (e *Engine) resumeInterrupted(ctx context.Context, wg *sync.WaitGroup) {
 				e.mu.Unlock()
 				return
 			}
+			t, err := e.store.Get(ctx, o.t.TenantID, o.t.ID)
+			if err != nil || t.Status != StatusActive {
+				<-e.sem // deleted or paused meanwhile: no further attempt
+				return
+			}
+			o.t = t
 			r := o.r
 			if r.Status == RunFailed && !strings.HasPrefix(r.Error, "interrupted: ") {
 				r.Attempt++ // it was waiting out a backoff

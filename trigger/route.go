@@ -281,6 +281,9 @@ func (e *Engine) ended(ctx context.Context, t *Task, r Run, res ExecResult, prev
 		e.observe(LifecycleDead, t, r)
 	case RunWaiting:
 		e.observe(LifecycleWaiting, t, r)
+		if e.applyEarly(ctx, t, r) {
+			return // the user answered before the run was recorded
+		}
 		e.watch(t, r)
 		e.askApproval(ctx, t, r)
 		return

@@ -66,6 +66,16 @@ func (x *executor) Execute(ctx context.Context, run trigger.ExecRun) (trigger.Ex
 	if err := ctx.Err(); err != nil {
 		return trigger.ExecResult{}, err
 	}
+	// The approvals already pending are earlier runs': this run reports
+	// only those it raises.
+	before, err := x.o.ListPendingApprovals(ctx, t.TenantID)
+	if err != nil {
+		return trigger.ExecResult{}, err
+	}
+	earlier := make(map[string]bool, len(before))
+	for _, p := range before {
+		earlier[p.ID] = true
+	}
 	res, err := x.o.HandleMessage(ctx, agent.Message{
 		TenantID:       t.TenantID,
 		ConversationID: t.ConversationID,
@@ -99,7 +109,7 @@ func (x *executor) Execute(ctx context.Context, run trigger.ExecRun) (trigger.Ex
 	}
 	out.Result = res.Response
 	for _, p := range res.PendingApprovals {
-		if p.TaskID == t.ID && p.Source == agent.SourceTrigger {
+		if p.TaskID == t.ID && p.Source == agent.SourceTrigger && !earlier[p.ID] {
 			out.Approvals = append(out.Approvals, trigger.Approval{ID: p.ID, Summary: p.ActionSummary, ExpiresAt: p.ExpiresAt})
 		}
 	}
