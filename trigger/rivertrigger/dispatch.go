@@ -199,7 +199,9 @@ func (s *Store) cancelStale(ctx context.Context, job *river.Job[runArgs], stale 
 }
 
 // Dispatch implements [trigger.Dispatcher.Dispatch]: it starts the River
-// client, which works the queue's runs through h, and a reconciler that
+// client (trying again, backing off up to 30 s and logging, while
+// PostgreSQL cannot be reached), which works the queue's runs through h,
+// and a reconciler that
 // hands h.HandleLost the runs River discarded without h recording their
 // end (a job rescued from a dead worker on its last attempt). When ctx
 // ends it stops the client, cancelling the runs under way, and waits for
@@ -214,8 +216,19 @@ func (s *Store) Dispatch(ctx context.Context, h trigger.DueHandler) error {
 	defer s.dispatchMu.Unlock()
 	s.handler.Store(&h)
 	defer s.handler.Store(nil)
-	if err := s.client.Start(context.WithoutCancel(ctx)); err != nil {
-		return s.fail(ctx, "starting River", err)
+	// PostgreSQL may be away as the process starts: try again, backing
+	// off, rather than leave the engine without its runs.
+	for wait := time.Second; ; wait = min(2*wait, 30*time.Second) {
+		err := s.client.Start(context.WithoutCancel(ctx))
+		if err == nil {
+			break
+		}
+		s.log.Error("rivertrigger: starting River; trying again", "err", err, "in", wait)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
 	}
 	var wg sync.WaitGroup
 	rctx, stopReconciler := context.WithCancel(ctx)

@@ -1,9 +1,11 @@
 package rivertrigger_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/url"
 	"sync"
@@ -104,7 +106,9 @@ func TestPostgresOutageWhileRunsAreDue(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	s, err := rivertrigger.New(pool, rivertrigger.Config{FetchPollInterval: 100 * time.Millisecond})
+	var logs syncBuffer
+	s, err := rivertrigger.New(pool, rivertrigger.Config{FetchPollInterval: 100 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,6 +144,25 @@ func TestPostgresOutageWhileRunsAreDue(t *testing.T) {
 	}
 	px.restore()
 	check := admin(t)
+	defer func() {
+		if !t.Failed() {
+			return
+		}
+		t.Logf("logs:\n%s", logs.String())
+		rows, err := check.Query(ctx, `SELECT args->>'task_id', state::text, attempt, coalesce(array_to_string(errors, ' | '), '')
+			FROM `+schema+`.river_job ORDER BY 1`)
+		if err != nil {
+			t.Log(err)
+			return
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id, st, errs string
+			var a int
+			_ = rows.Scan(&id, &st, &a, &errs)
+			t.Logf("job %s: %s, attempt %d, errors %s", id, st, a, errs)
+		}
+	}()
 	waitFor(t, 90*time.Second, "every task COMPLETED once PostgreSQL is back", func() (bool, error) {
 		var c int
 		err := check.QueryRow(ctx, `SELECT count(*) FROM `+schema+`.valet_trigger_tasks WHERE status = 'COMPLETED'`).Scan(&c)
@@ -165,6 +188,24 @@ func TestPostgresOutageWhileRunsAreDue(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Errorf("Run returned %v", err)
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
 
 // admin is a pool straight to the test database, past the proxy.

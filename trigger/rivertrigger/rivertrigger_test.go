@@ -367,7 +367,10 @@ func TestPostgresDown(t *testing.T) {
 	defer rcancel()
 	start := time.Now()
 	err = e.Run(rctx)
-	t.Logf("Run with PostgreSQL down: %v after %s", err, time.Since(start).Round(time.Millisecond))
+	// Run keeps trying to start River until its ctx ends, then returns nil.
+	if err != nil {
+		t.Errorf("Run with PostgreSQL down: %v", err)
+	}
 	if time.Since(start) > 40*time.Second {
 		t.Errorf("Run did not return")
 	}
