@@ -516,3 +516,55 @@ func TestChainAndNotifyOnRiver(t *testing.T) {
 		t.Fatalf("runs saw previous %+v", prevs)
 	}
 }
+
+// An engine stopped mid-run leaves the run to the next start: River
+// snoozes it, and it runs again without using an attempt.
+func TestStopMidRunResumesAtNextStart(t *testing.T) {
+	s, _ := newStore(t, rivertrigger.Config{FetchPollInterval: 100 * time.Millisecond})
+	started := make(chan struct{}, 1)
+	var attempts []int
+	var mu sync.Mutex
+	blocking := trigger.ExecutorFunc(func(ctx context.Context, run trigger.ExecRun) (trigger.ExecResult, error) {
+		mu.Lock()
+		attempts = append(attempts, run.Attempt)
+		mu.Unlock()
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+		<-ctx.Done()
+		return trigger.ExecResult{}, ctx.Err()
+	})
+	e, stop := engineOn(t, s, blocking)
+	ctx := context.Background()
+	task := oneTime("pat", "long", time.Now().Add(200*time.Millisecond))
+	task.Retry.MaxAttempts = 1 // a counted attempt would make it DEAD
+	if err := e.CreateTask(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-started:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the run did not start")
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	runs, err := e.Runs(ctx, "pat", "long", 0)
+	if err != nil || len(runs) != 1 || runs[0].Status != trigger.RunFailed || !strings.HasPrefix(runs[0].Error, "interrupted") {
+		t.Fatalf("after the stop: %+v, %v", runs, err)
+	}
+	// The next start runs it again, as the same attempt, and it succeeds.
+	e2, _ := engineOn(t, s, trigger.ExecutorFunc(func(_ context.Context, run trigger.ExecRun) (trigger.ExecResult, error) {
+		mu.Lock()
+		attempts = append(attempts, run.Attempt)
+		mu.Unlock()
+		return trigger.ExecResult{Result: "done"}, nil
+	}))
+	waitFor(t, 20*time.Second, "the run done after the restart", statusIs(e2, "pat", "long", trigger.StatusCompleted))
+	mu.Lock()
+	defer mu.Unlock()
+	if len(attempts) != 2 || attempts[0] != 1 || attempts[1] != 1 {
+		t.Fatalf("attempts %v, want [1 1]", attempts)
+	}
+}
