@@ -506,12 +506,10 @@ func (e *Engine) RunNow(ctx context.Context, tenantID, id string) (Run, error) {
 	}
 	defer e.notify()
 	defer e.release(k)
-	select {
-	case e.sem <- struct{}{}:
-	case <-ctx.Done():
-		return Run{}, ctx.Err()
+	if err := e.acquire(ctx); err != nil {
+		return Run{}, err
 	}
-	defer func() { <-e.sem }()
+	defer e.releaseSlot()
 
 	now := e.clock.Now()
 	r := Run{
@@ -589,16 +587,7 @@ func (e *Engine) nextRun(t *Task, last, now time.Time) time.Time {
 // lastScheduled returns the newest run of t's schedule (not of RunNow)
 // among its recent history.
 func (e *Engine) lastScheduled(ctx context.Context, t *Task) (Run, bool) {
-	runs, err := e.store.Runs(ctx, t.TenantID, t.ID, 20)
-	if err != nil {
-		return Run{}, false
-	}
-	for _, r := range runs {
-		if r.ID == RunID(t.ID, r.DueAt) {
-			return r, true
-		}
-	}
-	return Run{}, false
+	return e.recentRun(ctx, t, func(r Run) bool { return r.ID == RunID(t.ID, r.DueAt) })
 }
 
 // ErrStale is what [Engine.HandleDue] returns for a run that is no longer
@@ -698,17 +687,12 @@ func (e *Engine) HandleDue(ctx context.Context, d Due) error {
 	}
 	defer e.notify()
 	defer e.release(k)
-	select {
-	case e.sem <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := e.acquire(ctx); err != nil {
+		return err
 	}
-	defer func() { <-e.sem }()
+	defer e.releaseSlot()
 
-	r := Run{
-		ID: RunID(t.ID, d.DueAt), TaskID: t.ID, TenantID: t.TenantID, DueAt: d.DueAt,
-		Status: RunRunning, StartedAt: e.clock.Now(), Attempt: max(d.Attempt, 1),
-	}
+	r := e.dueRun(t, RunID(t.ID, d.DueAt), d)
 	if _, retry := e.findRun(ctx, t, r.ID); t.Trigger.Kind == KindCondition && !retry {
 		// A poll; a run follows on a false→true edge, and its later
 		// attempts do not poll again.
@@ -716,41 +700,64 @@ func (e *Engine) HandleDue(ctx context.Context, d Due) error {
 			return err
 		}
 	}
-	if err = e.store.AddRun(ctx, r); errors.Is(err, ErrConflict) {
+	moved, err := e.runDue(ctx, disp, t, r, d, func(t *Task) {
+		t.LastRun = r.StartedAt
+		t.NextRun = e.nextRun(t, r.StartedAt, e.clock.Now())
+		t.ConditionMet = t.ConditionMet || t.Trigger.Kind == KindCondition
+	})
+	if moved != nil {
+		e.scheduled(moved)
+	}
+	return err
+}
+
+// dueRun is the run of t with id that d delivers, starting now.
+func (e *Engine) dueRun(t *Task, id string, d Due) Run {
+	return Run{
+		ID: id, TaskID: t.ID, TenantID: t.TenantID, DueAt: d.DueAt,
+		Status: RunRunning, StartedAt: e.clock.Now(), Attempt: max(d.Attempt, 1),
+	}
+}
+
+// runDue carries out one attempt of run r of t that a Dispatcher
+// delivered (d), holding a slot, and records its outcome. An attempt cut
+// short because ctx was cancelled (the engine stopping) is recorded as
+// interrupted; a failure with attempts left is recorded and returned for
+// the dispatcher to try again; the last failure makes the task DEAD;
+// otherwise moveOn updates the task (a one-time task with no time left is
+// COMPLETED, or PENDING_APPROVAL while its run waits), in one Finish with
+// the run's record. It returns the task as it was finished, nil when it
+// was not, and the attempt's error.
+func (e *Engine) runDue(ctx context.Context, disp Dispatcher, t *Task, r Run, d Due, moveOn func(*Task)) (*Task, error) {
+	err := e.store.AddRun(ctx, r)
+	if errors.Is(err, ErrConflict) {
 		err = e.store.UpdateRun(ctx, r) // a later attempt
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
-	r, res, xerr := e.attempt(ctx, t, r, nil, nil)
+	r, res, xerr := e.attempt(ctx, t, r, d.Event, d.Previous)
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	switch {
 	case xerr != nil && errors.Is(ctx.Err(), context.Canceled):
 		// Stopping (a dispatcher's deadline on the attempt is a failure).
 		r.Error = clip("interrupted: " + r.Error)
-		if err := e.store.UpdateRun(wctx, r); err != nil {
-			return errors.Join(xerr, err)
-		}
-		return xerr
+		return nil, errors.Join(xerr, e.store.UpdateRun(wctx, r))
 	case xerr != nil && r.Attempt < d.MaxAttempts:
-		if err := e.store.UpdateRun(wctx, r); err != nil {
-			return errors.Join(xerr, err)
-		}
-		e.ended(ctx, t, r, res, nil)
-		return xerr
+		err := e.store.UpdateRun(wctx, r)
+		e.ended(ctx, t, r, res, d.Previous)
+		return nil, errors.Join(xerr, err)
 	case xerr != nil:
 		r.Status = RunDead
 	}
-	err = e.finishTask(wctx, disp, t, r, func(t *Task) {
+	t, err = e.finishTask(wctx, disp, t, r, func(t *Task) {
 		if r.Status == RunDead {
 			t.Status, t.NextRun = StatusDead, time.Time{}
 			return
 		}
-		t.LastRun = r.StartedAt
-		t.NextRun = e.nextRun(t, r.StartedAt, r.FinishedAt)
-		t.ConditionMet = t.ConditionMet || t.Trigger.Kind == KindCondition
-		if t.NextRun.IsZero() && t.Status == StatusActive {
+		moveOn(t)
+		if t.NextRun.IsZero() && t.Status == StatusActive && t.Trigger.Kind == KindSchedule {
 			t.Status = StatusCompleted
 			if r.Status == RunWaiting {
 				t.Status = StatusPendingApproval
@@ -758,12 +765,24 @@ func (e *Engine) HandleDue(ctx context.Context, d Due) error {
 		}
 	})
 	if err != nil {
-		return errors.Join(xerr, err)
+		return nil, errors.Join(xerr, err)
 	}
-	e.ended(ctx, t, r, res, nil)
-	e.scheduled(t)
-	return xerr
+	e.ended(ctx, t, r, res, d.Previous)
+	return t, xerr
 }
+
+// acquire takes one of the MaxConcurrent slots, or fails when ctx ends
+// first; releaseSlot gives it back.
+func (e *Engine) acquire(ctx context.Context) error {
+	select {
+	case e.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (e *Engine) releaseSlot() { <-e.sem }
 
 // pollEdge polls the condition of t, due at dueAt, and reports a
 // false→true edge, which the caller runs. Otherwise it records what the
@@ -810,12 +829,17 @@ func (e *Engine) check(ctx context.Context, t *Task) (met bool, err error) {
 
 // findRun returns the run id among t's recent runs.
 func (e *Engine) findRun(ctx context.Context, t *Task, id string) (Run, bool) {
+	return e.recentRun(ctx, t, func(r Run) bool { return r.ID == id })
+}
+
+// recentRun returns the newest of t's recent runs that match accepts.
+func (e *Engine) recentRun(ctx context.Context, t *Task, match func(Run) bool) (Run, bool) {
 	runs, err := e.store.Runs(ctx, t.TenantID, t.ID, 20)
 	if err != nil {
 		return Run{}, false
 	}
 	for _, r := range runs {
-		if r.ID == id {
+		if match(r) {
 			return r, true
 		}
 	}
@@ -873,28 +897,32 @@ func (e *Engine) HandleLost(ctx context.Context, d Due, reason string) error {
 	if now.Before(r.StartedAt) {
 		r.FinishedAt = r.StartedAt
 	}
-	return e.finishTask(ctx, disp, t, r, func(t *Task) {
+	_, err = e.finishTask(ctx, disp, t, r, func(t *Task) {
 		t.Status, t.NextRun = StatusDead, time.Time{}
 	})
+	return err
 }
 
 // finishTask records r and applies f to t in one Finish, reading t again
 // on ErrConflict while it is still due at r.DueAt.
-func (e *Engine) finishTask(ctx context.Context, disp Dispatcher, t *Task, r Run, f func(*Task)) error {
+func (e *Engine) finishTask(ctx context.Context, disp Dispatcher, t *Task, r Run, f func(*Task)) (*Task, error) {
 	for i := 0; ; i++ {
 		f(t)
 		err := disp.Finish(ctx, r, t)
-		if err == nil || !errors.Is(err, ErrConflict) || i >= conflictRetries {
-			return err
+		if err == nil {
+			return t, nil
+		}
+		if !errors.Is(err, ErrConflict) || i >= conflictRetries {
+			return nil, err
 		}
 		if t, err = e.store.Get(ctx, r.TenantID, r.TaskID); err != nil {
-			return err
+			return nil, err
 		}
 		if t.Trigger.Kind != KindEvent && !t.NextRun.Equal(r.DueAt) {
 			// Rescheduled meanwhile: keep the change, record the run
 			// alone. A task paused meanwhile still moves on past the
 			// due time that ran, so that Resume does not run it again.
-			return e.store.UpdateRun(ctx, r)
+			return nil, e.store.UpdateRun(ctx, r)
 		}
 	}
 }
@@ -982,7 +1010,7 @@ func (e *Engine) dispatch(ctx context.Context, wg *sync.WaitGroup) (time.Duratio
 				defer wg.Done()
 				defer e.notify()
 				defer e.release(k)
-				defer func() { <-e.sem }()
+				defer e.releaseSlot()
 				e.fire(ctx, t)
 			}()
 		}

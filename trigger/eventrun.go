@@ -128,17 +128,15 @@ func (e *Engine) fireEvent(ctx context.Context, t *Task, ev Event, wg *sync.Wait
 		ID: EventRunID(t.ID, ev.ID), TaskID: t.ID, TenantID: t.TenantID, DueAt: now,
 		Status: RunRunning, StartedAt: now, Attempt: 1,
 	}
-	select {
-	case e.sem <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := e.acquire(ctx); err != nil {
+		return err
 	}
 	if e.seen(t.TenantID + "\x00" + r.ID) {
-		<-e.sem
+		e.releaseSlot()
 		return nil // this event fired this task already
 	}
 	if err := e.store.AddRun(ctx, r); err != nil {
-		<-e.sem
+		e.releaseSlot()
 		if errors.Is(err, ErrConflict) {
 			return nil // this event fired this task already
 		}
@@ -194,7 +192,7 @@ func (e *Engine) runOneOff(ctx context.Context, t *Task, r Run, ev *Event, prev 
 	held := slot
 	defer func() {
 		if held {
-			<-e.sem
+			e.releaseSlot()
 		}
 	}()
 	log := e.log.With("tenant", t.TenantID, "task", t.ID, "run", r.ID)
@@ -215,9 +213,7 @@ func (e *Engine) runOneOff(ctx context.Context, t *Task, r Run, ev *Event, prev 
 		case ctx.Err() != nil:
 			r.Error = clip("interrupted: " + r.Error)
 			err = e.store.UpdateRun(wctx, r)
-			e.mu.Lock()
-			e.interrupted = append(e.interrupted, oneOff{t, r, ev, prev})
-			e.mu.Unlock()
+			e.park(oneOff{t, r, ev, prev})
 		case r.Attempt >= t.Retry.Attempts():
 			r.Status = RunDead
 			if err = e.store.UpdateRun(wctx, r); err == nil {
@@ -243,7 +239,7 @@ func (e *Engine) runOneOff(ctx context.Context, t *Task, r Run, ev *Event, prev 
 			return
 		}
 		if held { // nobody waits on a backoff holding a slot
-			<-e.sem
+			e.releaseSlot()
 			held = false
 		}
 		tm := e.clock.NewTimer(t.Retry.Delay(r.Attempt))
@@ -253,21 +249,15 @@ func (e *Engine) runOneOff(ctx context.Context, t *Task, r Run, ev *Event, prev 
 		}
 		tm.Stop()
 		if ctx.Err() != nil {
-			e.mu.Lock()
-			e.interrupted = append(e.interrupted, oneOff{t, r, ev, prev})
-			e.mu.Unlock()
+			e.park(oneOff{t, r, ev, prev})
 			return
 		}
 		if slot {
-			select {
-			case e.sem <- struct{}{}:
-				held = true
-			case <-ctx.Done():
-				e.mu.Lock()
-				e.interrupted = append(e.interrupted, oneOff{t, r, ev, prev})
-				e.mu.Unlock()
+			if e.acquire(ctx) != nil {
+				e.park(oneOff{t, r, ev, prev})
 				return
 			}
+			held = true
 		}
 		cur, err := e.store.Get(ctx, t.TenantID, t.ID)
 		if err != nil || cur.Status != StatusActive {
@@ -284,6 +274,14 @@ func (e *Engine) runOneOff(ctx context.Context, t *Task, r Run, ev *Event, prev 
 	}
 }
 
+// park keeps a one-off run the engine's stop interrupted for the next
+// Run.
+func (e *Engine) park(o oneOff) {
+	e.mu.Lock()
+	e.interrupted = append(e.interrupted, o)
+	e.mu.Unlock()
+}
+
 // resumeInterrupted starts again, at the start of Run, the one-off runs
 // the previous Run's stop interrupted: as the same attempt, or the next
 // one when it was waiting out a backoff.
@@ -294,17 +292,13 @@ func (e *Engine) resumeInterrupted(ctx context.Context, wg *sync.WaitGroup) {
 	e.mu.Unlock()
 	for _, o := range list {
 		wg.Go(func() {
-			select {
-			case e.sem <- struct{}{}:
-			case <-ctx.Done():
-				e.mu.Lock()
-				e.interrupted = append(e.interrupted, o)
-				e.mu.Unlock()
+			if e.acquire(ctx) != nil {
+				e.park(o)
 				return
 			}
 			t, err := e.store.Get(ctx, o.t.TenantID, o.t.ID)
 			if err != nil || t.Status != StatusActive {
-				<-e.sem // deleted or paused meanwhile: no further attempt
+				e.releaseSlot() // deleted or paused meanwhile: no further attempt
 				return
 			}
 			o.t = t
@@ -315,7 +309,7 @@ func (e *Engine) resumeInterrupted(ctx context.Context, wg *sync.WaitGroup) {
 			r.Status, r.StartedAt, r.FinishedAt = RunRunning, e.clock.Now(), time.Time{}
 			r.Error, r.Result, r.Consumed = "", "", Usage{}
 			if err := e.store.UpdateRun(ctx, r); err != nil {
-				<-e.sem
+				e.releaseSlot()
 				e.log.Error("trigger: resuming an interrupted run", "run", r.ID, "err", err)
 				return
 			}
@@ -345,45 +339,11 @@ func (e *Engine) handleOneOff(ctx context.Context, disp Dispatcher, d Due) error
 	default:
 		id = ChainRunID(t.ID, d.Previous.RunID)
 	}
-	select {
-	case e.sem <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	defer func() { <-e.sem }()
-	r := Run{
-		ID: id, TaskID: t.ID, TenantID: t.TenantID, DueAt: d.DueAt,
-		Status: RunRunning, StartedAt: e.clock.Now(), Attempt: max(d.Attempt, 1),
-	}
-	if err = e.store.AddRun(ctx, r); errors.Is(err, ErrConflict) {
-		err = e.store.UpdateRun(ctx, r) // a later attempt
-	}
-	if err != nil {
+	if err := e.acquire(ctx); err != nil {
 		return err
 	}
-	r, res, xerr := e.attempt(ctx, t, r, d.Event, d.Previous)
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-	defer cancel()
-	switch {
-	case xerr != nil && errors.Is(ctx.Err(), context.Canceled):
-		r.Error = clip("interrupted: " + r.Error)
-		return errors.Join(xerr, e.store.UpdateRun(wctx, r))
-	case xerr != nil && r.Attempt < d.MaxAttempts:
-		err := e.store.UpdateRun(wctx, r)
-		e.ended(ctx, t, r, res, d.Previous)
-		return errors.Join(xerr, err)
-	case xerr != nil:
-		r.Status = RunDead
-	}
-	err = e.finishTask(wctx, disp, t, r, func(t *Task) {
-		if r.Status == RunDead {
-			t.Status, t.NextRun = StatusDead, time.Time{}
-			return
-		}
-		t.LastRun = r.StartedAt
-	})
-	if err == nil {
-		e.ended(ctx, t, r, res, d.Previous)
-	}
-	return errors.Join(xerr, err)
+	defer e.releaseSlot()
+	r := e.dueRun(t, id, d)
+	_, err = e.runDue(ctx, disp, t, r, d, func(t *Task) { t.LastRun = r.StartedAt })
+	return err
 }

@@ -158,12 +158,8 @@ func (e *Engine) chain(ctx context.Context, t *Task, r Run, depth int) error {
 	}
 	if wg := e.runWG.Load(); wg != nil { // under Run: a run of its own
 		wg.Go(func() {
-			select {
-			case e.sem <- struct{}{}:
-			case <-ctx.Done():
-				e.mu.Lock()
-				e.interrupted = append(e.interrupted, oneOff{next, nr, nil, prev})
-				e.mu.Unlock()
+			if e.acquire(ctx) != nil {
+				e.park(oneOff{next, nr, nil, prev})
 				return
 			}
 			e.runOneOff(ctx, next, nr, nil, prev, true)

@@ -39,6 +39,17 @@ type runArgs struct {
 
 func (runArgs) Kind() string { return JobKind }
 
+// due is the run the job of a carries: a one-off run (an event's, a
+// chained one) is due when it was queued, created.
+func (a runArgs) due(attempt, maxAttempts int, created time.Time) trigger.Due {
+	d := trigger.Due{TenantID: a.TenantID, TaskID: a.TaskID, DueAt: a.DueAt,
+		Attempt: attempt, MaxAttempts: maxAttempts, Event: a.Event, Previous: a.Previous}
+	if d.Event != nil || d.Previous != nil {
+		d.DueAt = created
+	}
+	return d
+}
+
 // Priority maps a task's Priority (0–9, higher first) onto River's four
 // levels (1 first): 8–9 → 1, 5–7 → 2, 2–4 → 3, 0–1 → 4. River orders the
 // runs available at once by level, then by due time; within a level
@@ -134,13 +145,7 @@ func (w *worker) Work(ctx context.Context, job *river.Job[runArgs]) error {
 	if hp == nil {
 		return river.JobSnooze(time.Second) // not dispatching: should not happen
 	}
-	d := trigger.Due{
-		TenantID: job.Args.TenantID, TaskID: job.Args.TaskID, DueAt: job.Args.DueAt,
-		Attempt: job.Attempt, MaxAttempts: job.MaxAttempts, Event: job.Args.Event, Previous: job.Args.Previous,
-	}
-	if d.Event != nil || d.Previous != nil {
-		d.DueAt = job.CreatedAt // when it was queued
-	}
+	d := job.Args.due(job.Attempt, job.MaxAttempts, job.CreatedAt)
 	jctx := context.WithValue(ctx, jobKey{}, job)
 	err := (*hp).HandleDue(jctx, d)
 	if errors.Is(err, trigger.ErrStale) && d.Event == nil && d.Previous == nil {
@@ -321,11 +326,7 @@ func (s *Store) reconcileOnce(ctx context.Context, h trigger.DueHandler, since t
 				s.log.Error("rivertrigger: a discarded job's args", "job", l.id, "err", err)
 				continue
 			}
-			d := trigger.Due{TenantID: a.TenantID, TaskID: a.TaskID, DueAt: a.DueAt,
-				Attempt: l.attempt, MaxAttempts: l.max, Event: a.Event, Previous: a.Previous}
-			if d.Event != nil || d.Previous != nil {
-				d.DueAt = l.created
-			}
+			d := a.due(l.attempt, l.max, l.created)
 			reason := "discarded by River"
 			if l.reason != "" {
 				reason += ": " + l.reason
