@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/valetkit/valet/approval"
+	"github.com/valetkit/valet/internal/textsafe"
 	"github.com/valetkit/valet/llm"
 	"github.com/valetkit/valet/pool"
 	"github.com/valetkit/valet/tool"
@@ -197,7 +198,7 @@ func entryFingerprint(e *pool.Entry) string {
 func waitingText(a *agentTool, e *pool.Entry) string {
 	var b strings.Builder
 	if e.Status == pool.StatusWaitingForApproval {
-		fmt.Fprintf(&b, "%s is ready and waits for the user's confirmation (request %s): %s.", a.name, e.ID, strings.TrimRight(e.Approval.ActionSummary, "."))
+		fmt.Fprintf(&b, "%s is ready and waits for the user's confirmation (request %s): %s.", a.name, e.ID, strings.TrimRight(textsafe.Line(e.Approval.ActionSummary), "."))
 		b.WriteString(" The user will be asked to approve, edit or cancel it.")
 	} else {
 		fmt.Fprintf(&b, "%s waits for the user's input (request %s).", a.name, e.ID)
@@ -205,7 +206,7 @@ func waitingText(a *agentTool, e *pool.Entry) string {
 			b.WriteString(" Still needed: " + a.fieldList(e.Missing) + ".")
 		}
 		if len(e.Problems) > 0 {
-			b.WriteString(" Rejected values: " + strings.Join(e.Problems, "; ") + ".")
+			b.WriteString(" Rejected values: " + problemList(e.Problems) + ".")
 		}
 		b.WriteString(" The user will be asked.")
 	}
@@ -365,7 +366,7 @@ func (r *run) usable(e *pool.Entry, now time.Time) (note string, ok bool) {
 		r.settled(e, "", true)
 		what := e.AgentName
 		if e.Approval != nil {
-			what = e.Approval.ActionSummary
+			what = textsafe.Line(e.Approval.ActionSummary)
 		}
 		return fmt.Sprintf("The pending request %s (%s) expired at %s and was not carried out. Tell the user.", e.ID, what, e.ExpiresAt.UTC().Format(time.RFC3339)), false
 	}
@@ -767,12 +768,12 @@ func (r *run) extract(a *agentTool, e *pool.Entry) (json.RawMessage, bool, error
 	var sys strings.Builder
 	fmt.Fprintf(&sys, "A pending action waits for information from the user. Read the user's reply and call %s with the values it gives.\n", ExtractToolName)
 	fmt.Fprintf(&sys, "Action: %s — %s\n", a.name, firstLine(a.description))
-	fmt.Fprintf(&sys, "Collected so far: %s\n", e.Fields)
+	fmt.Fprintf(&sys, "Collected so far: %s\n", textsafe.EscapeJSON(e.Fields)) // NEL left raw by json.Marshal
 	if len(e.Missing) > 0 {
 		fmt.Fprintf(&sys, "Still needed: %s\n", a.fieldList(e.Missing))
 	}
 	if len(e.Problems) > 0 {
-		fmt.Fprintf(&sys, "Rejected earlier: %s\n", strings.Join(e.Problems, "; "))
+		fmt.Fprintf(&sys, "Rejected earlier: %s\n", problemList(e.Problems))
 	}
 	sys.WriteString("Use only what the user said; leave out what they did not give. If the reply is not an answer to this but about something else, call it with only unrelated set to true.")
 	msgs := []llm.Message{llm.SystemMessage(sys.String())}
@@ -828,6 +829,10 @@ func (r *run) replyWaiting() error {
 	return nil
 }
 
+// problemList joins the problems of an agent's fields on one line: a
+// problem may quote what the model or the user wrote.
+func problemList(ps []string) string { return textsafe.Line(strings.Join(ps, "; ")) }
+
 // directPrompt is the agents' own question: the missing fields, and the
 // approvals listed for a decision.
 func directPrompt(o *Orchestrator, waits []Waiting) string {
@@ -837,7 +842,7 @@ func directPrompt(o *Orchestrator, waits []Waiting) string {
 		if w.Approval != nil {
 			reqs = append(reqs, *w.Approval)
 			if len(w.Problems) > 0 {
-				fmt.Fprintf(&b, "The change to %q was not applied: %s.\n", w.Approval.ActionSummary, strings.Join(w.Problems, "; "))
+				fmt.Fprintf(&b, "The change to %q was not applied: %s.\n", w.Approval.ActionSummary, problemList(w.Problems))
 			}
 			continue
 		}
@@ -850,10 +855,10 @@ func directPrompt(o *Orchestrator, waits []Waiting) string {
 		if a != nil && len(w.Missing) > 0 {
 			b.WriteString(a.fieldList(w.Missing))
 		} else {
-			b.WriteString(strings.Join(w.Missing, ", "))
+			b.WriteString(textsafe.Line(strings.Join(w.Missing, ", ")))
 		}
 		if len(w.Problems) > 0 {
-			b.WriteString(" (" + strings.Join(w.Problems, "; ") + ")")
+			b.WriteString(" (" + problemList(w.Problems) + ")")
 		}
 		b.WriteString(".\n")
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/valetkit/valet/internal/textsafe"
 	"github.com/valetkit/valet/llm"
 	"github.com/valetkit/valet/memory"
 	"github.com/valetkit/valet/tool"
@@ -71,10 +72,10 @@ func capabilities(reg *tool.Registry) string {
 
 func firstLine(s string) string {
 	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
+	if i := strings.IndexFunc(s, textsafe.IsBreak); i >= 0 { // any line break, not only LF
 		s = s[:i]
 	}
-	return s
+	return textsafe.Line(s)
 }
 
 // systemPrompt is the orchestrator's system prompt for the run's message
@@ -139,4 +140,16 @@ func background(items []memory.Item) string {
 	return b.String()
 }
 
-var backgroundText = strings.NewReplacer("<", "‹", ">", "›", "\r\n", " ", "\n", " ", "\r", " ", "\u2028", " ", "\u2029", " ")
+// backgroundText puts untrusted text (a recalled item, a quoted message,
+// a summary) on one line of a block: every line break Unicode or a
+// terminal knows becomes a space and other control characters U+FFFD
+// (textsafe.Line), and angle brackets, which could close the block or
+// open another, become ‹ and ›.
+var backgroundText blockLine
+
+type blockLine struct{}
+
+var angleBrackets = strings.NewReplacer("<", "‹", ">", "›")
+
+// Replace returns s as one line of a block.
+func (blockLine) Replace(s string) string { return angleBrackets.Replace(textsafe.Line(s)) }

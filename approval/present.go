@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
+
+	"github.com/valetkit/valet/internal/textsafe"
 )
 
 // Choices returns the actions the user may take on r, in the order they are
@@ -60,7 +63,12 @@ const ExpiryLayout = time.RFC3339
 //
 // Requests are numbered in the order given. Details follow, one per line,
 // sorted by key; strings are written as they are (continuation lines of a
-// multi-line value are indented), other values as JSON. The last line names
+// multi-line value are indented), other values as JSON. Text in a request
+// cannot start a line of its own: the summary and the keys are put on one
+// line, and every line break in a value — LF, CR, CR LF, VT, FF, NEL
+// (U+0085), LS (U+2028), PS (U+2029) — is written as "\n" and indented;
+// other control characters show as U+FFFD and bidirectional override
+// controls are dropped. The last line names
 // the [Request.Choices] and, when ExpiresAt is set, the expiry time in UTC
 // (see [ExpiryLayout]). Request IDs are not shown; [Resolve] gives them to
 // the model separately. Present returns "" for no requests.
@@ -85,9 +93,12 @@ func Present(pending []Request) string {
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
+			// A key is one line; each line of a value is indented under
+			// it, whatever break ended it (textsafe.Lines).
+			key := textsafe.Line(k)
 			v := detailValue(r.Details[k])
-			v = strings.ReplaceAll(v, "\n", "\n"+indent+strings.Repeat(" ", len(k)+2))
-			b.WriteString(indent + k + ": " + v + "\n")
+			v = strings.ReplaceAll(v, "\n", "\n"+indent+strings.Repeat(" ", utf8.RuneCountInString(key)+2))
+			b.WriteString(indent + key + ": " + v + "\n")
 		}
 
 		b.WriteString(indent + "Reply: " + joinChoices(r.Choices()))
@@ -111,25 +122,31 @@ func joinChoices(as []Action) string {
 	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
 }
 
-// oneLine collapses white space, new lines included.
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+// oneLine puts s on one line (textsafe.Line) and collapses white space.
+func oneLine(s string) string { return strings.Join(strings.Fields(textsafe.Line(s)), " ") }
 
 // detailValue writes one Details value: strings as they are (without
-// trailing white space), times in UTC, other values as JSON.
+// trailing white space), times in UTC, other values as JSON. Every line
+// break in it is written as "\n" (textsafe.Lines), so that Present
+// indents each line: a CR, NEL or LS cannot start a line at the margin.
 func detailValue(v any) string {
+	var s string
 	switch x := v.(type) {
 	case nil:
 		return "(none)"
 	case string:
-		return strings.TrimRight(strings.ReplaceAll(x, "\r\n", "\n"), " \t\n")
+		s = x
 	case time.Time:
 		return x.UTC().Format(ExpiryLayout)
 	case fmt.Stringer:
-		return x.String()
+		s = x.String()
+	default:
+		b, err := json.Marshal(v)
+		if err != nil {
+			s = fmt.Sprint(v)
+		} else {
+			s = string(b) // NEL, C1 and bidi controls are left raw by json.Marshal
+		}
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(b)
+	return strings.TrimRight(textsafe.Lines(s), " \t\n")
 }

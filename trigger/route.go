@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/valetkit/valet/internal/textsafe"
 	"github.com/valetkit/valet/memory"
 )
 
@@ -179,7 +180,7 @@ func (e *Engine) askApproval(ctx context.Context, t *Task, r Run) {
 	var ids, lines []string
 	for _, a := range r.Approvals {
 		ids = append(ids, a.ID)
-		lines = append(lines, "- "+a.Summary)
+		lines = append(lines, "- "+textsafe.Line(a.Summary)) // a summary cannot add a line of its own
 	}
 	text := fmt.Sprintf("%q needs your confirmation before it goes on:\n%s", t.Name, strings.Join(lines, "\n"))
 	stop := ctx.Done()

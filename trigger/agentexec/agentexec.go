@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/valetkit/valet/agent"
+	"github.com/valetkit/valet/internal/textsafe"
 	"github.com/valetkit/valet/trigger"
 )
 
@@ -206,7 +207,8 @@ type eventData struct {
 // empty) and, when ev is not nil, appends ev's source, type and data as
 // JSON in an <event_data> block, introduced as untrusted data. The JSON
 // is encoded with '<', '>' and '&' escaped (\u003c, \u003e, \u0026), so
-// nothing in the event can close the block. The header names the task's
+// nothing in the event can close the block, and with every line break and
+// control character escaped, so it is one line. The header names the task's
 // trigger rather than the event's own type, which comes from outside.
 //
 // For a daily task with the instruction "Summarise my unread mail.", the
@@ -254,12 +256,15 @@ func frame(t *trigger.Task, ev *trigger.Event) (string, error) {
 		return text, nil
 	}
 	// json.Marshal escapes '<', '>' and '&' in strings, and map keys are
-	// strings too: the block cannot be closed from inside.
+	// strings too: the block cannot be closed from inside. It escapes
+	// the C0 controls, LS and PS but leaves NEL, the C1 controls and the
+	// bidi controls raw: textsafe.EscapeJSON escapes them, so the data
+	// stays on its one line.
 	data, err := json.Marshal(eventData{Source: ev.Source, Type: ev.Type, Data: ev.Data})
 	if err != nil {
 		return "", fmt.Errorf("%w: agentexec: event %q of task %q: %w", trigger.ErrInvalid, ev.ID, t.ID, err)
 	}
-	return text + "\n\n" + eventNote + "\n" + eventOpen + "\n" + string(data) + "\n" + eventClose, nil
+	return text + "\n\n" + eventNote + "\n" + eventOpen + "\n" + string(textsafe.EscapeJSON(data)) + "\n" + eventClose, nil
 }
 
 // nearLimit reports whether u reached 80% of a limit of b.
@@ -269,11 +274,16 @@ func nearLimit(u trigger.Usage, b trigger.Budget) bool {
 		over(float64(u.Wall), float64(b.MaxWall)) || over(float64(u.ToolCalls), float64(b.MaxToolCalls))
 }
 
-// escapeBlock makes s safe inside a delimited block: '<' and '>' become
-// their \u escapes, so nothing in it closes the block.
+// escapeBlock makes s safe inside a delimited block: every line break
+// Unicode or a terminal knows is written as "\n", so the block has the
+// same lines for every reader, other control characters become U+FFFD
+// (textsafe.Lines), and '<' and '>' become their \u escapes, so nothing
+// in it closes the block.
 func escapeBlock(s string) string {
-	return strings.NewReplacer("<", `\u003c`, ">", `\u003e`).Replace(s)
+	return angleEscapes.Replace(textsafe.Lines(s))
 }
+
+var angleEscapes = strings.NewReplacer("<", `\u003c`, ">", `\u003e`)
 
 // approvalsNote says how many approvals wait for the user (n is 0 when
 // the orchestrator did not list them).

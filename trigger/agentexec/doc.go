@@ -27,7 +27,8 @@
 // type). The event itself — its source, type and data — is untrusted: it
 // follows as JSON in an <event_data> block introduced as data, not
 // instructions, with every '<' and '>' escaped (\u003c, \u003e) so that
-// nothing in it can close the block.
+// nothing in it can close the block, and on one line: every line break
+// and control character in it (NEL, LS and PS included) is a \u escape.
 //
 // # The result
 //
@@ -41,7 +42,9 @@
 //
 // A run of a chained task (trigger.RouteChain with PassOutput) gets the
 // previous run's output after its instruction, in a
-// <previous_task_output> block escaped the same way.
+// <previous_task_output> block, its '<' and '>' escaped the same way and
+// every line break in it (CR, CR LF, VT, FF, NEL, LS, PS) written as LF,
+// so that the block has the same lines for every reader.
 //
 // # Approvals
 //
