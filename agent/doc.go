@@ -110,7 +110,11 @@
 //     actions run in the order the user confirmed them; an edit is merged,
 //     validated again, and runs (still invalid: it is asked again);
 //     a cancelled one gives the result "User cancelled this action.";
-//     expired ones are removed and the model is told;
+//     expired ones are removed and the model is told. A reply decides the
+//     action as the conversation last showed it: one changed since then
+//     (its arguments edited by another writer of the pool) does not run;
+//     the reply shows it as it is now (its listing follows the model's
+//     text), and only then does a bare "yes" approve that version;
 //   - input: one call constrained to the agent's schema extracts the
 //     fields; a reply about something else falls through to the loop with
 //     the waiting agent mentioned.

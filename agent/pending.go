@@ -143,6 +143,7 @@ func (o *Orchestrator) waitingOf(e *pool.Entry) Waiting {
 	if e.Status == pool.StatusWaitingForApproval && e.Approval != nil {
 		w.Status = StatusWaitingForApproval
 		w.Approval = o.shownRequest(e)
+		w.changed = e.Approval.Fingerprint != "" && e.Approval.Fingerprint != w.Approval.Fingerprint
 	}
 	return w
 }
@@ -434,10 +435,15 @@ func (r *run) decideApprovals(entries []*pool.Entry) (rest []*pool.Entry, note s
 		dec.Fingerprint = shownFingerprint(e) // the action the conversation showed the user
 		err := r.applyDecision(e, dec)
 		if errors.Is(err, approval.ErrStale) {
-			// It changed meanwhile: it stays pending and is shown again,
-			// as it is now.
-			stale = true
-			r.representChanged(e)
+			// It changed since the user saw it: it stays pending, and the
+			// reply shows it as it is now (replyWaiting), which makes that
+			// version the one the user's next answer decides.
+			if fresh, err := o.pool.Get(r.ctx, e.TenantID, e.ID); err == nil && fresh.Status == pool.StatusWaitingForApproval && fresh.Approval != nil {
+				r.parked = append(r.parked, o.waitingOf(fresh))
+				decided[d.ID] = true // parked: not among the rest
+			} else {
+				stale = true // among the rest: the model is told
+			}
 			continue
 		}
 		if err != nil {
@@ -463,25 +469,32 @@ func (r *run) decideApprovals(entries []*pool.Entry) (rest []*pool.Entry, note s
 	return rest, note, nil
 }
 
-// representChanged stores e's request as it now stands (rebuilt from the
-// changed arguments), so that it is what the user is shown next and what
-// their next answer is checked against.
-func (r *run) representChanged(e *pool.Entry) {
+// markShown records that the reply the user gets shows the approvals in
+// waits as they are now: each one whose action changed since it was last
+// shown is stored with its current request, so that the user's next
+// answer decides that version. One changed again meanwhile is left as it
+// is stored (the next answer finds it stale and it is shown again), and
+// so is one that cannot be written now.
+func (r *run) markShown(waits []Waiting) {
 	o := r.o
-	for range 3 {
-		fresh, err := o.pool.Get(r.ctx, e.TenantID, e.ID)
-		if err != nil || fresh.Approval == nil {
-			return
+	for _, w := range waits {
+		if !w.changed || w.Approval == nil {
+			continue
 		}
-		fresh.Approval = o.shownRequest(fresh)
-		fresh.UpdatedAt = o.now()
-		err = o.pool.Update(r.ctx, fresh)
-		if err == nil {
-			*e = *fresh
-			return
-		}
-		if !errors.Is(err, pool.ErrConflict) {
-			return // shown as it is stored; the next answer is checked against that
+		for range 3 {
+			fresh, err := o.pool.Get(r.ctx, r.msg.TenantID, w.AgentID)
+			if err != nil || fresh.Approval == nil || entryFingerprint(fresh) != w.Approval.Fingerprint {
+				break // gone, or not the version the reply shows
+			}
+			fresh.Approval = o.shownRequest(fresh)
+			fresh.UpdatedAt = o.now()
+			err = o.pool.Update(r.ctx, fresh)
+			if err != nil && !errors.Is(err, pool.ErrConflict) {
+				o.log.WarnContext(r.ctx, "agent: recording a changed approval as shown failed; the user's next answer will find it stale", "id", w.AgentID, "tenant", r.msg.TenantID, "err", err)
+			}
+			if !errors.Is(err, pool.ErrConflict) {
+				break
+			}
 		}
 	}
 }
@@ -806,14 +819,28 @@ func (r *run) extract(a *agentTool, e *pool.Entry) (json.RawMessage, bool, error
 // replyWaiting ends a run whose agents wait for the user: the model
 // phrases the question in the persona (one call without tools), or the
 // agents' own prompt is the reply.
+//
+// An approval whose action changed since the user last saw it (a decision
+// on it was found stale) is shown as it is now in the reply whatever the
+// model writes: its listing follows the model's text. Only then is that
+// version recorded as shown (markShown), the one a bare "yes" approves.
 func (r *run) replyWaiting() error {
 	waits := append(slices.Clone(r.parked), r.pending...)
 	prompt := directPrompt(r.o, waits)
+	var changed []approval.Request
+	for _, w := range waits {
+		if w.changed && w.Approval != nil {
+			changed = append(changed, *w.Approval)
+		}
+	}
 	text := prompt
 	if !r.o.loop.DirectAgentPrompts {
 		note := "These actions wait for the user:\n" + prompt +
 			"\n\nWrite your reply to the user now, in your own voice, without calling tools. Include any results the user asked for. " +
 			"Ask for exactly the missing information. For actions that need confirmation, show what will be done with its details and ask the user to approve, change or cancel."
+		if len(changed) > 0 {
+			note = "Some of these actions changed after the user was shown them, so the user's decision was not applied to them; they are shown to the user again as they are now. " + note
+		}
 		msgs := append(r.window[:len(r.window):len(r.window)], r.note(note))
 		resp, err := r.callLLM(llm.Request{Messages: msgs})
 		switch {
@@ -823,11 +850,18 @@ func (r *run) replyWaiting() error {
 			r.o.log.WarnContext(r.ctx, "agent: phrasing the question for the user failed; using the agents' prompt", "err", err)
 		case strings.TrimSpace(resp.Message.Content) != "":
 			text = resp.Message.Content
+			if len(changed) > 0 {
+				text = strings.TrimRight(text, "\n") + "\n\n" + changedIntro + "\n" + strings.TrimRight(approval.Present(changed), "\n")
+			}
 		}
 	}
+	r.markShown(waits)
 	r.finish(llm.AssistantMessage(text))
 	return nil
 }
+
+// changedIntro heads the listing of changed actions after a phrased reply.
+const changedIntro = "Changed since you last saw it, so nothing was done yet; as it stands now:"
 
 // problemList joins the problems of an agent's fields on one line: a
 // problem may quote what the model or the user wrote.

@@ -103,6 +103,7 @@ type Waiting struct {
 	Approval  *approval.Request // set when Status is StatusWaitingForApproval
 
 	created time.Time // the entry's CreatedAt: waits are listed in the pool's order
+	changed bool      // an approval whose action changed since a reply last showed it
 }
 
 // ToolCallRecord is the telemetry of one tool call. It never holds secrets:
