@@ -57,6 +57,7 @@ type extraction struct {
 	known        []memory.Item // recalled for the turn: what the model may supersede
 	at           time.Time     // when the turn ended: the facts' CreatedAt
 	info         RunInfo       // the run's, for the SpendGuard
+	epoch        uint64        // bgWork.epoch when it was scheduled (see bgWork.forgot)
 }
 
 // scheduleExtraction starts the extraction of the run's turn in the
@@ -83,6 +84,7 @@ func (r *run) scheduleExtraction() {
 	// corrects.
 	prev, mine := o.bg.tail[key], make(chan struct{})
 	o.bg.tail[key] = mine
+	x.epoch = o.bg.epoch
 	o.bg.pending++
 	o.bg.wg.Add(1)
 	go func() {
@@ -91,6 +93,7 @@ func (r *run) scheduleExtraction() {
 			o.bg.mu.Lock()
 			if o.bg.tail[key] == mine {
 				delete(o.bg.tail, key)
+				delete(o.bg.forgot, key) // later extractions are newer than the Forget
 			}
 			o.bg.pending--
 			o.bg.mu.Unlock()
@@ -174,9 +177,12 @@ func (o *Orchestrator) extractFacts(x extraction) {
 	if len(facts) == 0 {
 		return
 	}
-	// Under the conversation's lock, as Forget: a conversation forgotten
-	// while its facts were being extracted has no history left, and then
-	// its facts are dropped, not written back after the Forget.
+	// Under the conversation's lock, as Forget: the facts of a turn
+	// forgotten while they were being extracted are dropped, not written
+	// back after the Forget — also when the conversation was written to
+	// again since. A Forget of this orchestrator is known by its epoch; one
+	// of another replica leaves the conversation without history, unless
+	// a new turn came in between.
 	key := convKey{x.tenant, x.conv}
 	c, err := o.acquire(ctx, key)
 	if err != nil {
@@ -184,6 +190,10 @@ func (o *Orchestrator) extractFacts(x extraction) {
 		return
 	}
 	defer o.release(key, c)
+	if o.forgottenSince(key, x.epoch) {
+		o.log.InfoContext(ctx, "agent: extracted facts dropped: the conversation was forgotten meanwhile", "tenant", x.tenant, "conversation", x.conv)
+		return
+	}
 	if h, err := o.mem.History(ctx, x.tenant, x.conv, 1); err != nil || len(h) == 0 {
 		if err != nil {
 			o.log.WarnContext(ctx, "agent: storing extracted facts failed", "tenant", x.tenant, "conversation", x.conv, "err", err)
@@ -259,14 +269,40 @@ func (o *Orchestrator) remembered(ctx context.Context, tenant, text, norm string
 
 // bgWork is the orchestrator's work after replies: fact extraction.
 type bgWork struct {
-	ctx     context.Context // cancelled when Close gives up waiting
-	cancel  context.CancelFunc
-	slots   chan struct{}             // extractionWorkers
-	tail    map[convKey]chan struct{} // closed when a conversation's last scheduled extraction ends
+	ctx    context.Context // cancelled when Close gives up waiting
+	cancel context.CancelFunc
+	slots  chan struct{}             // extractionWorkers
+	tail   map[convKey]chan struct{} // closed when a conversation's last scheduled extraction ends
+	// forgot holds, for a conversation with extractions scheduled, the
+	// epoch of its latest Forget: extractions scheduled before it (with a
+	// smaller epoch) store nothing. Its entry goes with the tail's.
+	forgot  map[convKey]uint64
+	epoch   uint64 // counts Forgets of conversations with extractions scheduled
 	mu      sync.Mutex
 	closed  bool
 	pending int
 	wg      sync.WaitGroup
+}
+
+// forgetExtractions records a Forget of the conversation: the extractions scheduled
+// for it so far store nothing. Called under the conversation's lock.
+func (o *Orchestrator) forgetExtractions(key convKey) {
+	o.bg.mu.Lock()
+	defer o.bg.mu.Unlock()
+	if o.bg.tail[key] == nil {
+		return // nothing scheduled
+	}
+	o.bg.epoch++
+	o.bg.forgot[key] = o.bg.epoch
+}
+
+// forgottenSince reports whether the conversation was forgotten after an
+// extraction of epoch was scheduled.
+func (o *Orchestrator) forgottenSince(key convKey, epoch uint64) bool {
+	o.bg.mu.Lock()
+	defer o.bg.mu.Unlock()
+	f, ok := o.bg.forgot[key]
+	return ok && f > epoch
 }
 
 // Close stops starting background work (fact extraction) and waits for
