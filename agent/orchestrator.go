@@ -308,7 +308,6 @@ func (o *Orchestrator) Forget(ctx context.Context, tenantID, conversationID stri
 	}
 	defer o.release(key, c)
 	o.forgetExtractions(key) // also when the provider's Forget fails: the user asked
-
 	if _, err := o.mem.Forget(ctx, tenantID, memory.Provenance{ConversationID: conversationID}); err != nil {
 		return fmt.Errorf("agent: forgetting the conversation: %w", err)
 	}

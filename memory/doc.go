@@ -43,6 +43,15 @@
 //		Source: memory.Provenance{ConversationID: conversationID},
 //	})
 //
+// # Limits
+//
+// Every provider indexes and reads the same amount, through the shared
+// checks: an item's Text is at most [MaxItemBytes] (64 KiB; a longer one is
+// ErrInvalid and the call stores nothing), and Recall reads the first
+// [MaxQueryBytes] (16 KiB) of its query, cut before the word that crosses
+// the limit ([RecallQuery]); the rest is ignored, never an error. History
+// is not indexed: a message is kept whole, whatever its size.
+//
 // # Recall
 //
 // Recall takes the user's message as typed ("what's my dentist's name

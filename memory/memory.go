@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/valetkit/valet/llm"
@@ -32,6 +33,20 @@ var (
 
 // MaxIDLen is the longest tenant or conversation ID, in bytes.
 const MaxIDLen = 255
+
+// Limits on what a Provider indexes and reads, the same for every
+// provider (they pass through CheckItem and RecallQuery).
+const (
+	// MaxItemBytes is the longest Item.Text, in bytes: Remember refuses a
+	// longer item with ErrInvalid. An item's whole text is indexed for
+	// Recall (pgmemory: a tsvector, which holds at most 1 MB of words).
+	// It is trigger.MaxTextLen, so a task's result fits.
+	MaxItemBytes = 64 << 10
+	// MaxQueryBytes is how much of a Recall query is read, in bytes: a
+	// longer query is cut before the word that crosses the limit (see
+	// RecallQuery), and the rest of it is ignored, never an error.
+	MaxQueryBytes = 16 << 10
+)
 
 // CharsPerToken is the ratio behind [Item.Tokens]: a memory item of n
 // bytes of text is estimated at ceil(n / CharsPerToken) tokens.
@@ -197,7 +212,7 @@ func CheckTurn(msgs []llm.Message) error {
 }
 
 // CheckItem checks the i-th item given to Remember: no ID (the provider
-// sets it), some text, and every text field (Text, Kind, the Source IDs,
+// sets it), some text of at most MaxItemBytes, and every text field (Text, Kind, the Source IDs,
 // Supersedes) valid UTF-8 without NUL bytes, which a database's text can
 // hold. Errors wrap ErrInvalid.
 func CheckItem(i int, it *Item) error {
@@ -206,6 +221,8 @@ func CheckItem(i int, it *Item) error {
 		return fmt.Errorf("%w: item %d has ID %q; IDs are the provider's to set", ErrInvalid, i, it.ID)
 	case strings.TrimSpace(it.Text) == "":
 		return fmt.Errorf("%w: item %d has no text", ErrInvalid, i)
+	case len(it.Text) > MaxItemBytes:
+		return fmt.Errorf("%w: item %d has %d bytes of text, more than %d", ErrInvalid, i, len(it.Text), MaxItemBytes)
 	}
 	for _, f := range [...]struct{ name, v string }{
 		{"text", it.Text},
@@ -220,6 +237,31 @@ func CheckItem(i int, it *Item) error {
 		}
 	}
 	return nil
+}
+
+// RecallQuery returns query as every Provider reads it for Recall: NUL
+// bytes and invalid UTF-8 replaced by spaces, and cut to at most
+// MaxQueryBytes bytes at the last white space before the limit, so that
+// no word is cut in two (at a rune boundary when the first MaxQueryBytes
+// bytes hold no white space).
+func RecallQuery(query string) string {
+	if strings.IndexByte(query, 0) >= 0 || !utf8.ValidString(query) {
+		query = strings.ToValidUTF8(strings.ReplaceAll(query, "\x00", " "), " ")
+	}
+	if len(query) <= MaxQueryBytes {
+		return query
+	}
+	cut := MaxQueryBytes
+	for cut > 0 && !utf8.RuneStart(query[cut]) {
+		cut--
+	}
+	if r, _ := utf8.DecodeRuneInString(query[cut:]); unicode.IsSpace(r) {
+		return query[:cut]
+	}
+	if i := strings.LastIndexFunc(query[:cut], unicode.IsSpace); i >= 0 {
+		return query[:i]
+	}
+	return query[:cut]
 }
 
 // CheckBudget checks a Recall budget: no negative bound. Errors wrap

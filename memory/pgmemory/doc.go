@@ -76,6 +76,11 @@
 //
 // # Limits
 //
+// An item's text (at most memory.MaxItemBytes) is indexed whole as a
+// tsvector, and a Recall query is read up to memory.MaxQueryBytes, so
+// neither comes near the 1 MB a tsvector holds. History messages are
+// stored as json and not indexed.
+//
 // PostgreSQL text cannot hold NUL bytes or invalid UTF-8: an item field
 // holding them is memory.ErrInvalid (memory.CheckItem, as in the in-memory
 // provider), and a message whose content holds a NUL byte fails Append

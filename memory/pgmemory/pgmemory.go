@@ -552,7 +552,8 @@ func (p *Provider) Remember(ctx context.Context, tenantID string, items ...memor
 // lexemes are joined into an OR tsquery, and matches rank by ts_rank_cd.
 // With an Embedder, that ranking is merged with the vector similarity of
 // the candidates to the query by reciprocal rank fusion (see the package
-// documentation).
+// documentation). Only the first memory.MaxQueryBytes of query are read
+// (memory.RecallQuery).
 func (p *Provider) Recall(ctx context.Context, tenantID, query string, b memory.Budget) ([]memory.Item, error) {
 	if err := memory.CheckID("tenant", tenantID); err != nil {
 		return nil, fmt.Errorf("pgmemory: recall: %w", err)
@@ -563,9 +564,9 @@ func (p *Provider) Recall(ctx context.Context, tenantID, query string, b memory.
 	if err := ctx.Err(); err != nil {
 		return nil, p.fail(ctx, "recall", err)
 	}
-	if strings.IndexByte(query, 0) >= 0 || !utf8.ValidString(query) {
-		query = strings.ToValidUTF8(strings.ReplaceAll(query, "\x00", " "), " ")
-	}
+	// NUL and invalid UTF-8 replaced (a text parameter holds neither),
+	// cut to MaxQueryBytes (a tsvector holds at most 1 MB of words).
+	query = memory.RecallQuery(query)
 	if p.embedder != nil && hybrid.HasWord(query) {
 		vecs := hybrid.Embed(ctx, p.embedder, []string{query})
 		if err := ctx.Err(); err != nil {
