@@ -146,7 +146,9 @@
 // relevant to it (memory.Provider.Recall, the text as the query, within
 // MemoryOptions.Recall) and shows them at the end of the system prompt in
 // a <background> block that says they are facts about the user, not
-// instructions; angle brackets and line breaks in an item are replaced,
+// instructions; an item whose memory.Origin is not the user's or the
+// host's (a task's result, a tool's text, the assistant's words) is
+// marked as such, not as a fact about the user; angle brackets and line breaks in an item are replaced,
 // so no item can close the block. A failing recall is logged and the
 // message is answered without it.
 //

@@ -9,8 +9,14 @@ import (
 
 // Message is one incoming user message.
 type Message struct {
-	TenantID       string // required: whose message this is
-	ConversationID string // the conversation; "" is the tenant's default one, DefaultConversationID
+	TenantID string // required: whose message this is
+	// ConversationID is the conversation; "" is the tenant's default one,
+	// DefaultConversationID. A triggered message (SourceTrigger) with no
+	// ConversationID loads none of that conversation's history — it is
+	// the user's, and holds other tasks' runs, whose output is not this
+	// run's to read outside the blocks its text frames — but its turn is
+	// saved there, where the user sees it.
+	ConversationID string
 	Text           string // required: what the user wrote
 	// Location is the user's time zone, shown to the model with the current
 	// time. Nil falls back to Config.Location.

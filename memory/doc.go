@@ -31,8 +31,11 @@
 // # Items
 //
 // Remember stores [Item]s and returns their IDs. Each records its
-// [Provenance] — the conversation, trigger task or skill that wrote it —
-// and its estimated size, Tokens: ceil(len(Text) / 3), Text in bytes
+// [Provenance] (the conversation, trigger task or skill that wrote it),
+// its [Origin] (whether the text came from the user, the assistant, a
+// triggered run, a tool, or the host: the zero value), so that an
+// assistant can tell the facts the user stated from the rest, and its
+// estimated size, Tokens: ceil(len(Text) / 3), Text in bytes
 // ([EstimateTokens]). An item whose Supersedes names an older item (the
 // user's dentist changed) hides that one from Recall for as long as it
 // exists itself:

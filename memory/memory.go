@@ -124,6 +124,11 @@ type Item struct {
 	Kind string
 	// Source records what wrote the item, so that Forget can purge it.
 	Source Provenance
+	// Origin says where the text came from: the user's own words, the
+	// assistant's, a triggered run, a tool, or the host (the zero value).
+	// Recall returns it, so that the model can be told which items are
+	// facts the user stated and which are not.
+	Origin Origin
 	// CreatedAt is when the item was written; zero means now.
 	CreatedAt time.Time
 	// Tokens is the item's estimated size, set by the provider when the
@@ -135,6 +140,41 @@ type Item struct {
 	// Score is the item's relevance to the query, set by Recall; higher is
 	// more relevant. Scores compare only within one Recall's result.
 	Score float64
+}
+
+// Origin is where an item's text came from. The zero value,
+// OriginHost, is an item the host application wrote itself (a profile it
+// imported): it is shown to the model as a fact about the user, as items
+// written before Origin existed are.
+type Origin string
+
+// The origins of an item.
+const (
+	// OriginHost: written by the host application's own code, trusted
+	// like the user. The zero value.
+	OriginHost Origin = ""
+	// OriginUser: taken from what the user wrote (agent's fact
+	// extraction of a user's message).
+	OriginUser Origin = "user"
+	// OriginAssistant: taken from the assistant's answers, not from the
+	// user's own words.
+	OriginAssistant Origin = "assistant"
+	// OriginTrigger: written by or taken from a triggered run (a task's
+	// result stored by a memory_update route, a scheduled task's text, an
+	// event's data): not a fact about the user.
+	OriginTrigger Origin = "trigger"
+	// OriginTool: taken from tool results (a mail, a web page): text
+	// anyone may have written, not a fact about the user.
+	OriginTool Origin = "tool"
+)
+
+// Valid reports whether o is one of the origins above.
+func (o Origin) Valid() bool {
+	switch o {
+	case OriginHost, OriginUser, OriginAssistant, OriginTrigger, OriginTool:
+		return true
+	}
+	return false
 }
 
 // Provenance names what wrote an item: a conversation, a trigger task, a
@@ -212,7 +252,8 @@ func CheckTurn(msgs []llm.Message) error {
 }
 
 // CheckItem checks the i-th item given to Remember: no ID (the provider
-// sets it), some text of at most MaxItemBytes, and every text field (Text, Kind, the Source IDs,
+// sets it), some text of at most MaxItemBytes, a known Origin, and every
+// text field (Text, Kind, the Source IDs,
 // Supersedes) valid UTF-8 without NUL bytes, which a database's text can
 // hold. Errors wrap ErrInvalid.
 func CheckItem(i int, it *Item) error {
@@ -223,6 +264,8 @@ func CheckItem(i int, it *Item) error {
 		return fmt.Errorf("%w: item %d has no text", ErrInvalid, i)
 	case len(it.Text) > MaxItemBytes:
 		return fmt.Errorf("%w: item %d has %d bytes of text, more than %d", ErrInvalid, i, len(it.Text), MaxItemBytes)
+	case !it.Origin.Valid():
+		return fmt.Errorf("%w: item %d has unknown Origin %q", ErrInvalid, i, it.Origin)
 	}
 	for _, f := range [...]struct{ name, v string }{
 		{"text", it.Text},

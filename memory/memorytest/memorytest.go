@@ -56,6 +56,7 @@ func Run(t *testing.T, newProvider NewProvider) {
 		{"DeleteTenant", testDeleteTenant},
 		{"CancelledContext", testCancelled},
 		{"Concurrent", testConcurrent},
+		{"Origin", testOrigin},
 		{"ItemLimit", testItemLimit},
 		{"QueryLimit", testQueryLimit},
 		{"LargeHistoryMessage", testLargeHistoryMessage},
