@@ -152,6 +152,16 @@
 // so no item can close the block. A failing recall is logged and the
 // message is answered without it.
 //
+// With MemoryOptions.Extract, the durable facts of each user's message and
+// its answer are remembered after the reply (memory.OriginUser), and may
+// supersede a recalled item. Text the user did not write never counts as
+// the user's: a triggered run is learnt from only with
+// MemoryOptions.ExtractTriggered, and then as the trigger's
+// (memory.OriginTrigger), never superseding; compaction's facts never
+// supersede and carry the origin of what was summarised (a tool's when
+// tool results were among it). A triggered run's message is kept in the
+// history with the Name TriggerMessageName.
+//
 // # Budgets and spend
 //
 // A Budget (Message.Budget, or LoopConfig.Budget by default) bounds one

@@ -128,6 +128,9 @@ func (r *run) handle() error {
 	}
 	r.setSystem(r.systemPrompt())
 	user := llm.UserMessage(msg.Text)
+	if msg.Source != SourceUser {
+		user.Name = TriggerMessageName // the history tells it from the user's words
+	}
 	r.maybeCompact(o.ctxm.MessageTokens(user))
 	r.push(user)
 	if h := o.hooks.PrepareContext; h != nil {

@@ -37,6 +37,16 @@ const (
 	SourceTrigger = approval.SourceTrigger // a triggered (proactive) run
 )
 
+// TriggerMessageName is the Name of a triggered run's message
+// (SourceTrigger) in the history: a user-role message whose text is a
+// task's, not the user's words. Compaction's transcript shows it as a
+// triggered task's, and the facts taken from it are not the user's (see
+// MemoryOptions.ExtractTriggered). llm/openai does not send it.
+const TriggerMessageName = "valet_trigger"
+
+// isTriggered reports whether m is a triggered run's message.
+func isTriggered(m *llm.Message) bool { return m.Role == llm.RoleUser && m.Name == TriggerMessageName }
+
 // DefaultConversationID names the conversation of a Message with no
 // ConversationID: the Result, the pool's entries and the memory provider
 // see this ID.
