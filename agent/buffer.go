@@ -106,9 +106,11 @@ func (r *run) open() error {
 	}
 	msgs := append(b.base[:0], llm.Message{Role: llm.RoleSystem})
 	var err error
-	if ha, ok := o.mem.(historyAppender); ok {
+	switch ha, ok := o.mem.(historyAppender); {
+	case r.noHistory: // a triggered message of no conversation: none is its own
+	case ok:
 		msgs, err = ha.AppendHistory(r.ctx, msgs, r.msg.TenantID, r.msg.ConversationID, o.historyLimit())
-	} else {
+	default:
 		var h []llm.Message
 		h, err = o.mem.History(r.ctx, r.msg.TenantID, r.msg.ConversationID, o.historyLimit())
 		msgs = append(msgs, h...)

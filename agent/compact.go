@@ -83,8 +83,9 @@ func (r *run) maybeCompact(extra int) {
 		b.WriteString(" none")
 	}
 	for _, it := range r.recalled {
-		b.WriteString("\n- [" + it.ID + "] " + backgroundText.Replace(it.Text))
+		b.WriteString("\n- [" + it.ID + "] " + originLabel(it.Origin) + backgroundText.Replace(it.Text))
 	}
+	origin := transcriptOrigin(hist[:cut]) // before the summary takes the messages' place
 	resp, err := r.callAside(llm.Request{
 		Messages:   []llm.Message{llm.SystemMessage(b.String()), llm.UserMessage(o.transcript(hist[:cut], o.loop.ContextTokenLimit/2))},
 		Tools:      []llm.ToolSpec{compactSpec},
@@ -118,14 +119,41 @@ func (r *run) maybeCompact(extra int) {
 	r.window = buf.msgs
 	r.fresh = 0 // the summary and the kept messages are saved with the turn
 	r.res.Compactions++
-	// The transcript holds tool results (a mail, a web page: text anyone
-	// may have written), so the facts it yields are added, never allowed
-	// to replace what the user said (no Supersedes).
+	// The transcript may hold tool results (a mail, a web page: text
+	// anyone may have written) and triggered runs' messages, so the facts
+	// it yields are added, never allowed to replace what the user said (no
+	// Supersedes), with the origin of the least trusted text in it.
 	ctx, cancel := context.WithTimeout(r.ctx, o.memOpts.RecallTimeout)
 	defer cancel()
-	if _, err := o.rememberFacts(ctx, r.msg.TenantID, memory.Provenance{ConversationID: r.msg.ConversationID}, args.Facts, r.recalled, o.now(), false); err != nil {
+	if _, err := o.rememberFacts(ctx, r.msg.TenantID, memory.Provenance{ConversationID: r.msg.ConversationID}, origin,
+		args.Facts, r.recalled, o.now(), false); err != nil {
 		o.log.WarnContext(r.ctx, "agent: storing facts from compaction failed", "tenant", r.msg.TenantID, "err", err)
 	}
+}
+
+// transcriptOrigin is the origin of facts taken from msgs (see
+// MemoryOptions.ExtractTriggered): a tool's when a tool result is among
+// them, else a trigger's when a triggered run's message is, else the
+// assistant's when an earlier summary is, else the user's.
+func transcriptOrigin(msgs []llm.Message) memory.Origin {
+	var triggered, summary bool
+	for i := range msgs {
+		switch m := &msgs[i]; {
+		case m.Role == llm.RoleTool:
+			return memory.OriginTool
+		case memory.IsSummary(m):
+			summary = true
+		case isTriggered(m):
+			triggered = true
+		}
+	}
+	switch {
+	case triggered:
+		return memory.OriginTrigger
+	case summary:
+		return memory.OriginAssistant
+	}
+	return memory.OriginUser
 }
 
 // transcript renders messages for the compaction call, each cut to
@@ -173,6 +201,8 @@ func transcriptLine(m *llm.Message) string {
 	switch {
 	case memory.IsSummary(m):
 		return "[earlier summary] " + quote(strings.TrimSuffix(strings.TrimPrefix(m.Content, summaryPrefix), summarySuffix))
+	case isTriggered(m):
+		return "[triggered task] " + quote(m.Content)
 	case m.Role == llm.RoleUser:
 		return "[user] " + quote(m.Content)
 	case m.Role == llm.RoleAssistant:

@@ -187,17 +187,36 @@ type MemoryOptions struct {
 	// facts): past it the message is answered without recalled items.
 	// Default DefaultRecallTimeout (5s).
 	RecallTimeout time.Duration
-	// Extract learns from each answered message: after the reply, in the
-	// background, one model call (forcing the remember_facts tool) reads
-	// the user's message and the answer — never tool results — and the
-	// durable facts it finds (preferences, people, dates) are remembered
-	// with the conversation as their provenance. A new fact may supersede
-	// one of the items recalled for the message, which it then replaces
-	// in recall. At most 10 facts of at most 300 characters per turn; 4
-	// extractions run at once and at most 256 wait (more are skipped with
-	// a warning). Failures are logged and never fail a reply.
-	// Orchestrator.Close waits for extractions under way.
+	// Extract learns from each answered message of the user: after the
+	// reply, in the background, one model call (forcing the
+	// remember_facts tool) reads the user's message and the answer —
+	// never tool results — and the durable facts it finds (preferences,
+	// people, dates) are remembered with the conversation as their
+	// provenance and memory.OriginUser as their origin. A new fact may
+	// supersede one of the items recalled for the message, which it then
+	// replaces in recall. At most 10 facts of at most 300 characters per
+	// turn; 4 extractions run at once and at most 256 wait (more are
+	// skipped with a warning). Failures are logged and never fail a
+	// reply. Orchestrator.Close waits for extractions under way.
+	// Triggered runs are learnt from only with ExtractTriggered.
 	Extract bool
+	// ExtractTriggered lets Extract learn from triggered runs too
+	// (Message.Source SourceTrigger), whose text is a task's instruction
+	// with event data or another task's output: text anyone may have
+	// written. Their facts are extracted from that text presented as a
+	// task's, never as the user's words, are stored with
+	// memory.OriginTrigger (recall marks them as not facts about the
+	// user), and never supersede an item. Default false: a triggered run
+	// is not learnt from.
+	//
+	// Compaction (LoopConfig.CompactThreshold) also remembers the facts
+	// it finds, and never lets them supersede an item: they are stored
+	// with memory.OriginUser only when the summarised messages are the
+	// user's and the answers alone; with a tool result among them as
+	// memory.OriginTool, else with a triggered run's message as
+	// memory.OriginTrigger, else with an earlier summary as
+	// memory.OriginAssistant.
+	ExtractTriggered bool
 }
 
 func (m MemoryOptions) withDefaults() (MemoryOptions, error) {

@@ -150,9 +150,21 @@
 // relevant to it (memory.Provider.Recall, the text as the query, within
 // MemoryOptions.Recall) and shows them at the end of the system prompt in
 // a <background> block that says they are facts about the user, not
-// instructions; angle brackets and line breaks in an item are replaced,
+// instructions; an item whose memory.Origin is not the user's or the
+// host's (a task's result, a tool's text, the assistant's words) is
+// marked as such, not as a fact about the user; angle brackets and line breaks in an item are replaced,
 // so no item can close the block. A failing recall is logged and the
 // message is answered without it.
+//
+// With MemoryOptions.Extract, the durable facts of each user's message and
+// its answer are remembered after the reply (memory.OriginUser), and may
+// supersede a recalled item. Text the user did not write never counts as
+// the user's: a triggered run is learnt from only with
+// MemoryOptions.ExtractTriggered, and then as the trigger's
+// (memory.OriginTrigger), never superseding; compaction's facts never
+// supersede and carry the origin of what was summarised (a tool's when
+// tool results were among it). A triggered run's message is kept in the
+// history with the Name TriggerMessageName.
 //
 // # Budgets and spend
 //

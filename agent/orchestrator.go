@@ -153,6 +153,7 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 	o.bg.ctx, o.bg.cancel = context.WithCancel(context.Background())
 	o.bg.slots = make(chan struct{}, extractionWorkers)
 	o.bg.tail = make(map[convKey]chan struct{})
+	o.bg.forgot = make(map[convKey]uint64)
 	if o.pool == nil {
 		// On the orchestrator's clock, so a pinned Config.Now and the
 		// pool agree about what has expired.
@@ -292,6 +293,9 @@ func (o *Orchestrator) Tools() []llm.ToolSpec { return append([]llm.ToolSpec(nil
 // Forget erases a conversation (for example when the user deletes it):
 // its history and the long-term items it wrote (memory.Provider.Forget
 // with its ID). It waits for a running message of that conversation.
+// Facts still being extracted from its turns (MemoryOptions.Extract) are
+// dropped when the extraction ends, even when the conversation has new
+// messages by then.
 func (o *Orchestrator) Forget(ctx context.Context, tenantID, conversationID string) error {
 	if tenantID == "" {
 		return ErrNoTenant
@@ -303,6 +307,7 @@ func (o *Orchestrator) Forget(ctx context.Context, tenantID, conversationID stri
 		return err
 	}
 	defer o.release(key, c)
+	o.forgetExtractions(key) // also when the provider's Forget fails: the user asked
 	if _, err := o.mem.Forget(ctx, tenantID, memory.Provenance{ConversationID: conversationID}); err != nil {
 		return fmt.Errorf("agent: forgetting the conversation: %w", err)
 	}

@@ -21,6 +21,9 @@ type run struct {
 	emit  func(Event) bool // nil when not streaming
 	res   Result
 	start time.Time
+	// noHistory: a triggered message without a conversation of its own
+	// loads none (see Message.ConversationID); its turn is still saved.
+	noHistory bool
 
 	window    []llm.Message // what the model is sent; trimmed as needed (see buffer.go)
 	apart     bool          // window is not the buffer
@@ -50,11 +53,12 @@ type run struct {
 }
 
 func (o *Orchestrator) newRun(ctx context.Context, msg Message, emit func(Event) bool) *run {
+	noHistory := msg.Source == SourceTrigger && msg.ConversationID == ""
 	msg.ConversationID = conversationOf(msg.ConversationID)
 	if msg.Source == "" {
 		msg.Source = SourceUser
 	}
-	r := &run{o: o, ctx: ctx, toolCtx: ctx, msg: msg, emit: emit, start: time.Now(), clock: callClock{parent: ctx, d: o.loop.LLMTimeout}}
+	r := &run{o: o, ctx: ctx, toolCtx: ctx, msg: msg, emit: emit, start: time.Now(), clock: callClock{parent: ctx, d: o.loop.LLMTimeout}, noHistory: noHistory}
 	r.res.Source, r.res.TaskID = msg.Source, msg.TaskID
 	return r
 }
@@ -124,6 +128,9 @@ func (r *run) handle() error {
 	}
 	r.setSystem(r.systemPrompt())
 	user := llm.UserMessage(msg.Text)
+	if msg.Source != SourceUser {
+		user.Name = TriggerMessageName // the history tells it from the user's words
+	}
 	r.maybeCompact(o.ctxm.MessageTokens(user))
 	r.push(user)
 	if h := o.hooks.PrepareContext; h != nil {

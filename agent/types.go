@@ -9,8 +9,14 @@ import (
 
 // Message is one incoming user message.
 type Message struct {
-	TenantID       string // required: whose message this is
-	ConversationID string // the conversation; "" is the tenant's default one, DefaultConversationID
+	TenantID string // required: whose message this is
+	// ConversationID is the conversation; "" is the tenant's default one,
+	// DefaultConversationID. A triggered message (SourceTrigger) with no
+	// ConversationID loads none of that conversation's history — it is
+	// the user's, and holds other tasks' runs, whose output is not this
+	// run's to read outside the blocks its text frames — but its turn is
+	// saved there, where the user sees it.
+	ConversationID string
 	Text           string // required: what the user wrote
 	// Location is the user's time zone, shown to the model with the current
 	// time. Nil falls back to Config.Location.
@@ -30,6 +36,16 @@ const (
 	SourceUser    = approval.SourceUser    // a user's message
 	SourceTrigger = approval.SourceTrigger // a triggered (proactive) run
 )
+
+// TriggerMessageName is the Name of a triggered run's message
+// (SourceTrigger) in the history: a user-role message whose text is a
+// task's, not the user's words. Compaction's transcript shows it as a
+// triggered task's, and the facts taken from it are not the user's (see
+// MemoryOptions.ExtractTriggered). llm/openai does not send it.
+const TriggerMessageName = "valet_trigger"
+
+// isTriggered reports whether m is a triggered run's message.
+func isTriggered(m *llm.Message) bool { return m.Role == llm.RoleUser && m.Name == TriggerMessageName }
 
 // DefaultConversationID names the conversation of a Message with no
 // ConversationID: the Result, the pool's entries and the memory provider

@@ -31,8 +31,11 @@
 // # Items
 //
 // Remember stores [Item]s and returns their IDs. Each records its
-// [Provenance] — the conversation, trigger task or skill that wrote it —
-// and its estimated size, Tokens: ceil(len(Text) / 3), Text in bytes
+// [Provenance] (the conversation, trigger task or skill that wrote it),
+// its [Origin] (whether the text came from the user, the assistant, a
+// triggered run, a tool, or the host: the zero value), so that an
+// assistant can tell the facts the user stated from the rest, and its
+// estimated size, Tokens: ceil(len(Text) / 3), Text in bytes
 // ([EstimateTokens]). An item whose Supersedes names an older item (the
 // user's dentist changed) hides that one from Recall for as long as it
 // exists itself:
@@ -42,6 +45,15 @@
 //		Kind:   "fact",
 //		Source: memory.Provenance{ConversationID: conversationID},
 //	})
+//
+// # Limits
+//
+// Every provider indexes and reads the same amount, through the shared
+// checks: an item's Text is at most [MaxItemBytes] (64 KiB; a longer one is
+// ErrInvalid and the call stores nothing), and Recall reads the first
+// [MaxQueryBytes] (16 KiB) of its query, cut before the word that crosses
+// the limit ([RecallQuery]); the rest is ignored, never an error. History
+// is not indexed: a message is kept whole, whatever its size.
 //
 // # Recall
 //

@@ -446,7 +446,8 @@ func (m *InMemory) removeItem(s *storedItem) {
 // [Provider.Recall]. Relevance is BM25 over the tenant's items and, with
 // an Embedder, the cosine similarity of the candidates' vectors to the
 // query's, the two rankings merged by reciprocal rank fusion (see
-// "Hybrid recall" in the package documentation).
+// "Hybrid recall" in the package documentation). Only the first
+// MaxQueryBytes of query are read (RecallQuery).
 func (m *InMemory) Recall(ctx context.Context, tenantID, query string, b Budget) ([]Item, error) {
 	if err := CheckID("tenant", tenantID); err != nil {
 		return nil, err
@@ -466,6 +467,7 @@ func (m *InMemory) Recall(ctx context.Context, tenantID, query string, b Budget)
 	if empty {
 		return nil, nil
 	}
+	query = RecallQuery(query)
 	terms := queryTerms(query)
 	var qvec []float32
 	if m.embedder != nil && hybrid.HasWord(query) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/valetkit/valet/llm"
@@ -32,6 +33,20 @@ var (
 
 // MaxIDLen is the longest tenant or conversation ID, in bytes.
 const MaxIDLen = 255
+
+// Limits on what a Provider indexes and reads, the same for every
+// provider (they pass through CheckItem and RecallQuery).
+const (
+	// MaxItemBytes is the longest Item.Text, in bytes: Remember refuses a
+	// longer item with ErrInvalid. An item's whole text is indexed for
+	// Recall (pgmemory: a tsvector, which holds at most 1 MB of words).
+	// It is trigger.MaxTextLen, so a task's result fits.
+	MaxItemBytes = 64 << 10
+	// MaxQueryBytes is how much of a Recall query is read, in bytes: a
+	// longer query is cut before the word that crosses the limit (see
+	// RecallQuery), and the rest of it is ignored, never an error.
+	MaxQueryBytes = 16 << 10
+)
 
 // CharsPerToken is the ratio behind [Item.Tokens]: a memory item of n
 // bytes of text is estimated at ceil(n / CharsPerToken) tokens.
@@ -109,6 +124,11 @@ type Item struct {
 	Kind string
 	// Source records what wrote the item, so that Forget can purge it.
 	Source Provenance
+	// Origin says where the text came from: the user's own words, the
+	// assistant's, a triggered run, a tool, or the host (the zero value).
+	// Recall returns it, so that the model can be told which items are
+	// facts the user stated and which are not.
+	Origin Origin
 	// CreatedAt is when the item was written; zero means now.
 	CreatedAt time.Time
 	// Tokens is the item's estimated size, set by the provider when the
@@ -120,6 +140,41 @@ type Item struct {
 	// Score is the item's relevance to the query, set by Recall; higher is
 	// more relevant. Scores compare only within one Recall's result.
 	Score float64
+}
+
+// Origin is where an item's text came from. The zero value,
+// OriginHost, is an item the host application wrote itself (a profile it
+// imported): it is shown to the model as a fact about the user, as items
+// written before Origin existed are.
+type Origin string
+
+// The origins of an item.
+const (
+	// OriginHost: written by the host application's own code, trusted
+	// like the user. The zero value.
+	OriginHost Origin = ""
+	// OriginUser: taken from what the user wrote (agent's fact
+	// extraction of a user's message).
+	OriginUser Origin = "user"
+	// OriginAssistant: taken from the assistant's answers, not from the
+	// user's own words.
+	OriginAssistant Origin = "assistant"
+	// OriginTrigger: written by or taken from a triggered run (a task's
+	// result stored by a memory_update route, a scheduled task's text, an
+	// event's data): not a fact about the user.
+	OriginTrigger Origin = "trigger"
+	// OriginTool: taken from tool results (a mail, a web page): text
+	// anyone may have written, not a fact about the user.
+	OriginTool Origin = "tool"
+)
+
+// Valid reports whether o is one of the origins above.
+func (o Origin) Valid() bool {
+	switch o {
+	case OriginHost, OriginUser, OriginAssistant, OriginTrigger, OriginTool:
+		return true
+	}
+	return false
 }
 
 // Provenance names what wrote an item: a conversation, a trigger task, a
@@ -197,7 +252,8 @@ func CheckTurn(msgs []llm.Message) error {
 }
 
 // CheckItem checks the i-th item given to Remember: no ID (the provider
-// sets it), some text, and every text field (Text, Kind, the Source IDs,
+// sets it), some text of at most MaxItemBytes, a known Origin, and every
+// text field (Text, Kind, the Source IDs,
 // Supersedes) valid UTF-8 without NUL bytes, which a database's text can
 // hold. Errors wrap ErrInvalid.
 func CheckItem(i int, it *Item) error {
@@ -206,6 +262,10 @@ func CheckItem(i int, it *Item) error {
 		return fmt.Errorf("%w: item %d has ID %q; IDs are the provider's to set", ErrInvalid, i, it.ID)
 	case strings.TrimSpace(it.Text) == "":
 		return fmt.Errorf("%w: item %d has no text", ErrInvalid, i)
+	case len(it.Text) > MaxItemBytes:
+		return fmt.Errorf("%w: item %d has %d bytes of text, more than %d", ErrInvalid, i, len(it.Text), MaxItemBytes)
+	case !it.Origin.Valid():
+		return fmt.Errorf("%w: item %d has unknown Origin %q", ErrInvalid, i, it.Origin)
 	}
 	for _, f := range [...]struct{ name, v string }{
 		{"text", it.Text},
@@ -220,6 +280,31 @@ func CheckItem(i int, it *Item) error {
 		}
 	}
 	return nil
+}
+
+// RecallQuery returns query as every Provider reads it for Recall: NUL
+// bytes and invalid UTF-8 replaced by spaces, and cut to at most
+// MaxQueryBytes bytes at the last white space before the limit, so that
+// no word is cut in two (at a rune boundary when the first MaxQueryBytes
+// bytes hold no white space).
+func RecallQuery(query string) string {
+	if strings.IndexByte(query, 0) >= 0 || !utf8.ValidString(query) {
+		query = strings.ToValidUTF8(strings.ReplaceAll(query, "\x00", " "), " ")
+	}
+	if len(query) <= MaxQueryBytes {
+		return query
+	}
+	cut := MaxQueryBytes
+	for cut > 0 && !utf8.RuneStart(query[cut]) {
+		cut--
+	}
+	if r, _ := utf8.DecodeRuneInString(query[cut:]); unicode.IsSpace(r) {
+		return query[:cut]
+	}
+	if i := strings.LastIndexFunc(query[:cut], unicode.IsSpace); i >= 0 {
+		return query[:i]
+	}
+	return query[:cut]
 }
 
 // CheckBudget checks a Recall budget: no negative bound. Errors wrap

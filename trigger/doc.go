@@ -145,7 +145,8 @@
 // [Route]: [RouteNotify] (the default with an Output channel) to the
 // [Notifier] of Config.Notifiers for Output.Channel, [RouteSilent] (the
 // default without one) nowhere else, [RouteMemory] into Config.Memory as
-// an item with the task id as its provenance, [RouteChain] to a run of
+// an item with the task id as its provenance and memory.OriginTrigger as
+// its origin (a task's result, not a fact the user stated), [RouteChain] to a run of
 // the tenant's task Route.Next, at once, given the output when
 // Route.PassOutput is set ([ExecRun.Previous]; chains stop at
 // [MaxChainDepth]). A task that becomes DEAD tells its channel

@@ -69,6 +69,7 @@ func (e *Engine) deliver(ctx context.Context, t *Task, r Run, res ExecResult, de
 		mctx, cancel := context.WithTimeout(ctx, deliverTimeout)
 		_, err = e.memory.Remember(mctx, t.TenantID, memory.Item{
 			Text: r.Result, Kind: "task_result", Source: memory.Provenance{TaskID: t.ID, ConversationID: t.ConversationID},
+			Origin: memory.OriginTrigger, // the run's answer, from untrusted input: not a fact about the user
 		})
 		cancel()
 	case t.RouteKind() == RouteChain:

@@ -114,7 +114,9 @@ func TestRouteMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(items) != 1 || items[0].Source.TaskID != "fares" || !strings.Contains(items[0].Text, "212 euros") {
+	// A triggered run wrote it: its origin says so, and recall shows it
+	// as such, not as a fact about the user.
+	if len(items) != 1 || items[0].Source.TaskID != "fares" || !strings.Contains(items[0].Text, "212 euros") || items[0].Origin != memory.OriginTrigger {
 		t.Fatalf("recalled %+v", items)
 	}
 	if other, _ := mem.Recall(context.Background(), "t2", "Lisbon flight", memory.Budget{MaxTokens: 500, MaxEntries: 5}); len(other) != 0 {

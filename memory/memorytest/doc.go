@@ -29,7 +29,10 @@
 // an item while the superseding one exists, Forget by conversation (items
 // and history), task and skill, with counts and an empty Provenance
 // rejected, DeleteTenant when the provider is a memory.TenantDeleter,
-// a done ctx changing nothing, and concurrent use.
+// a done ctx changing nothing, concurrent use, and the limits: an item of
+// memory.MaxItemBytes stored, a longer one (2 MB among them) refused, a 1 MB
+// query read up to memory.MaxQueryBytes and cut between words, and a 2 MB
+// history message kept whole.
 //
 // A provider that takes an llm.Embedder runs [RunHybrid] too, with a
 // constructor that passes it the embedder of each subtest (an

@@ -56,6 +56,10 @@ func Run(t *testing.T, newProvider NewProvider) {
 		{"DeleteTenant", testDeleteTenant},
 		{"CancelledContext", testCancelled},
 		{"Concurrent", testConcurrent},
+		{"Origin", testOrigin},
+		{"ItemLimit", testItemLimit},
+		{"QueryLimit", testQueryLimit},
+		{"LargeHistoryMessage", testLargeHistoryMessage},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

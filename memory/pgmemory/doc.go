@@ -16,14 +16,17 @@
 //	                conversation_id, role, message json, summary, created_at
 //	memory_items    id (identity; Item.ID is its decimal form), tenant_id,
 //	                text, kind, conversation_id, task_id, skill_id,
-//	                created_at, tokens, supersedes,
+//	                created_at, tokens, supersedes, origin,
 //	                tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED,
 //	                embedding real[] (NULL without a vector)
 //
 // with a GIN index on tsv and a B-tree on (tenant_id, created_at, id) for
 // the newest items. Tables made by an earlier version are brought up to
 // date when Migrate runs again: the items gain the embedding column and
-// its index, the history the summary column, and its message column
+// its index and the origin column (their old items read as
+// memory.OriginHost, but a memory_update route's task results — a task
+// id and kind "task_result" — as memory.OriginTrigger), the history the
+// summary column, and its message column
 // becomes json (from jsonb, which rejects the \u0000 and lone surrogate
 // escapes a tool result or the model may produce; the change rewrites the
 // table once, locking it meanwhile). No PostgreSQL extension is needed. Options.Schema and
@@ -75,6 +78,11 @@
 // tenants: the database is the bound.
 //
 // # Limits
+//
+// An item's text (at most memory.MaxItemBytes) is indexed whole as a
+// tsvector, and a Recall query is read up to memory.MaxQueryBytes, so
+// neither comes near the 1 MB a tsvector holds. History messages are
+// stored as json and not indexed.
 //
 // PostgreSQL text cannot hold NUL bytes or invalid UTF-8: an item field
 // holding them is memory.ErrInvalid (memory.CheckItem, as in the in-memory

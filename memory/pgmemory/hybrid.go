@@ -32,7 +32,7 @@ func (p *Provider) recallHybrid(ctx context.Context, tenantID, query string, qve
 		var score *float64
 		var vec []float32
 		if err := rows.Scan(&id, &it.Text, &it.Kind, &it.Source.ConversationID, &it.Source.TaskID, &it.Source.SkillID,
-			&it.CreatedAt, &it.Tokens, &it.Supersedes, &score, &vec); err != nil {
+			&it.CreatedAt, &it.Tokens, &it.Supersedes, &it.Origin, &score, &vec); err != nil {
 			return nil, p.fail(ctx, "recall", err)
 		}
 		it.ID = strconv.FormatInt(id, 10)

@@ -154,7 +154,8 @@ func hashKey(parts ...string) int64 {
 }
 
 type queries struct {
-	migrate                                []string
+	migrate, addOrigin                     []string
+	hasOrigin                              string
 	history, insertMsg, trimHistory        string
 	insertItem, capItems                   string
 	recall, recallHybrid                   string
@@ -197,6 +198,7 @@ func newQueries(history, items string, index func(string) string) queries {
 	created_at      timestamptz NOT NULL DEFAULT now(),
 	tokens          integer NOT NULL,
 	supersedes      text COLLATE "C" NOT NULL DEFAULT '',
+	origin          text NOT NULL DEFAULT '',
 	tsv             tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED
 )`),
 			`CREATE INDEX IF NOT EXISTS ` + index("items_tsv_idx") + ` ON ` + items + ` USING gin (tsv)`,
@@ -211,6 +213,16 @@ func newQueries(history, items string, index func(string) string) queries {
 			r.Replace(`ALTER TABLE {history} ALTER COLUMN message TYPE json`),
 			r.Replace(`ALTER TABLE {history} ADD COLUMN IF NOT EXISTS summary boolean NOT NULL DEFAULT false`),
 			`CREATE INDEX IF NOT EXISTS ` + index("items_recent_idx") + ` ON ` + items + ` (tenant_id, created_at, id)`,
+		},
+		// Whether the items table has its origin column (Migrate adds it
+		// to tables of earlier releases): NULL when there is no table.
+		hasOrigin: `SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = 'origin' AND NOT attisdropped)`,
+		// Items written before the origin column existed read as the
+		// host's (''), but for a memory_update route's task results,
+		// which a triggered run wrote.
+		addOrigin: []string{
+			r.Replace(`ALTER TABLE {items} ADD COLUMN IF NOT EXISTS origin text NOT NULL DEFAULT ''`),
+			r.Replace(`UPDATE {items} SET origin = 'trigger' WHERE origin = '' AND task_id <> '' AND kind = 'task_result'`),
 		},
 		// The newest $3 messages, from the newest summary on.
 		history: r.Replace(`SELECT message FROM {history}
@@ -229,8 +241,8 @@ ORDER BY seq DESC LIMIT $3`),
 )
 DELETE FROM {history} h USING cut
 WHERE h.tenant_id = $1 AND h.conversation_id = $2 AND h.seq < cut.seq`),
-		insertItem: r.Replace(`INSERT INTO {items} (tenant_id, text, kind, conversation_id, task_id, skill_id, created_at, tokens, supersedes, embedding)
-VALUES ($1, $2, $3, $4, $5, $6, coalesce($7, now()), $8, $9, $10) RETURNING id`),
+		insertItem: r.Replace(`INSERT INTO {items} (tenant_id, text, kind, conversation_id, task_id, skill_id, created_at, tokens, supersedes, embedding, origin)
+VALUES ($1, $2, $3, $4, $5, $6, coalesce($7, now()), $8, $9, $10, $11) RETURNING id`),
 		capItems: r.Replace(`DELETE FROM {items} WHERE tenant_id = $1 AND id <= (
 	SELECT id FROM {items} WHERE tenant_id = $1 ORDER BY id DESC OFFSET $2 LIMIT 1
 )`),
@@ -239,7 +251,7 @@ VALUES ($1, $2, $3, $4, $5, $6, coalesce($7, now()), $8, $9, $10) RETURNING id`)
 		// id is never '') lets PostgreSQL use the partial index
 		// items_supersedes_idx rather than hash every item of the tenant.
 		recall: r.Replace(queryCTE + `
-SELECT i.id, i.text, i.kind, i.conversation_id, i.task_id, i.skill_id, i.created_at, i.tokens, i.supersedes,
+SELECT i.id, i.text, i.kind, i.conversation_id, i.task_id, i.skill_id, i.created_at, i.tokens, i.supersedes, i.origin,
 	ts_rank_cd(i.tsv, q.q)::float8 AS score
 FROM {items} i, q
 WHERE i.tenant_id = $1 AND q.q IS NOT NULL AND i.tsv @@ q.q
@@ -263,7 +275,7 @@ LIMIT $3`),
 	ORDER BY i.created_at DESC, i.id DESC
 	LIMIT $4
 )
-SELECT i.id, i.text, i.kind, i.conversation_id, i.task_id, i.skill_id, i.created_at, i.tokens, i.supersedes,
+SELECT i.id, i.text, i.kind, i.conversation_id, i.task_id, i.skill_id, i.created_at, i.tokens, i.supersedes, i.origin,
 	lex.score, i.embedding
 FROM {items} i LEFT JOIN lex ON lex.id = i.id
 WHERE i.tenant_id = $1 AND i.id IN (SELECT id FROM lex UNION SELECT id FROM recent)
@@ -285,9 +297,23 @@ func (p *Provider) Migrate(ctx context.Context) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, p.lockKey); err != nil {
 			return err
 		}
+		// Tables of a release before Item.Origin get the column, and
+		// their task results the trigger's origin, once: under the lock,
+		// a second Migrate finds the column there.
+		var hasOrigin bool
+		if err := tx.QueryRow(ctx, p.q.hasOrigin, p.items).Scan(&hasOrigin); err != nil {
+			return err
+		}
 		for _, q := range p.q.migrate {
 			if _, err := tx.Exec(ctx, q); err != nil {
 				return err
+			}
+		}
+		if !hasOrigin {
+			for _, q := range p.q.addOrigin {
+				if _, err := tx.Exec(ctx, q); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
@@ -528,7 +554,7 @@ func (p *Provider) Remember(ctx context.Context, tenantID string, items ...memor
 				created = &it.CreatedAt
 			}
 			b.Queue(p.q.insertItem, tenantID, it.Text, it.Kind, it.Source.ConversationID, it.Source.TaskID, it.Source.SkillID,
-				created, memory.EstimateTokens(it.Text), it.Supersedes, vecs[i]).QueryRow(func(row pgx.Row) error {
+				created, memory.EstimateTokens(it.Text), it.Supersedes, vecs[i], string(it.Origin)).QueryRow(func(row pgx.Row) error {
 				var id int64
 				if err := row.Scan(&id); err != nil {
 					return err
@@ -552,7 +578,8 @@ func (p *Provider) Remember(ctx context.Context, tenantID string, items ...memor
 // lexemes are joined into an OR tsquery, and matches rank by ts_rank_cd.
 // With an Embedder, that ranking is merged with the vector similarity of
 // the candidates to the query by reciprocal rank fusion (see the package
-// documentation).
+// documentation). Only the first memory.MaxQueryBytes of query are read
+// (memory.RecallQuery).
 func (p *Provider) Recall(ctx context.Context, tenantID, query string, b memory.Budget) ([]memory.Item, error) {
 	if err := memory.CheckID("tenant", tenantID); err != nil {
 		return nil, fmt.Errorf("pgmemory: recall: %w", err)
@@ -563,9 +590,9 @@ func (p *Provider) Recall(ctx context.Context, tenantID, query string, b memory.
 	if err := ctx.Err(); err != nil {
 		return nil, p.fail(ctx, "recall", err)
 	}
-	if strings.IndexByte(query, 0) >= 0 || !utf8.ValidString(query) {
-		query = strings.ToValidUTF8(strings.ReplaceAll(query, "\x00", " "), " ")
-	}
+	// NUL and invalid UTF-8 replaced (a text parameter holds neither),
+	// cut to MaxQueryBytes (a tsvector holds at most 1 MB of words).
+	query = memory.RecallQuery(query)
 	if p.embedder != nil && hybrid.HasWord(query) {
 		vecs := hybrid.Embed(ctx, p.embedder, []string{query})
 		if err := ctx.Err(); err != nil {
@@ -598,7 +625,7 @@ func (p *Provider) Recall(ctx context.Context, tenantID, query string, b memory.
 		var it memory.Item
 		var id int64
 		if err := rows.Scan(&id, &it.Text, &it.Kind, &it.Source.ConversationID, &it.Source.TaskID, &it.Source.SkillID,
-			&it.CreatedAt, &it.Tokens, &it.Supersedes, &it.Score); err != nil {
+			&it.CreatedAt, &it.Tokens, &it.Supersedes, &it.Origin, &it.Score); err != nil {
 			return nil, p.fail(ctx, "recall", err)
 		}
 		if b.MaxTokens > 0 && tokens+it.Tokens > b.MaxTokens {

@@ -11,7 +11,11 @@
 // # The message
 //
 // A run's message belongs to the task's tenant and conversation (the
-// tenant's default conversation when the task names none), has Source
+// tenant's default conversation when the task names none: the run is
+// saved there, for the user to see, but loads none of its history, so
+// that one task's run never reads another's output — or the user's chat
+// — outside the blocks described below; a task that should continue from
+// its earlier runs names a conversation), has Source
 // agent.SourceTrigger and TaskID the task's ID, and its Budget is the
 // task's, field by field (a zero field takes the orchestrator's
 // LoopConfig.Budget). Its time zone is NewWithConfig's Config.Location,

@@ -1,0 +1,65 @@
+package agent_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/valetkit/valet/agent"
+	"github.com/valetkit/valet/llm"
+	"github.com/valetkit/valet/llm/llmtest"
+	"github.com/valetkit/valet/memory"
+)
+
+// Forget wins over an extraction of the forgotten turn that is still
+// running, also when the conversation is written to again before the
+// extraction stores: the new turn's history is no sign that the forgotten
+// turn's facts may come back.
+func TestForgetWinsOverExtractionWhenConversationContinues(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.NewInMemory(memory.Options{})
+	started, release := make(chan struct{}), make(chan struct{})
+	var extractions atomic.Int32
+	s := llmtest.NewScriptFunc(func(req llm.Request) llmtest.Reply {
+		if req.ToolChoice == agent.RememberToolName {
+			if extractions.Add(1) == 1 {
+				close(started)
+				<-release
+				return remember(`[{"text":"The user's dentist is Dr. Kim.","kind":"person"}]`)
+			}
+			return remember(`[{"text":"The user likes green tea.","kind":"preference"}]`)
+		}
+		return llmtest.Text("Noted.")
+	})
+	o := newOrch(t, s, agent.Config{Memory: mem, MemoryOptions: agent.MemoryOptions{Extract: true}})
+	if _, err := o.HandleMessage(ctx, msg("My dentist is Dr. Kim.")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-started:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the extraction did not start")
+	}
+	if err := o.Forget(ctx, "u1", "c1"); err != nil {
+		t.Fatal(err)
+	}
+	// The user writes to the conversation again: it has history anew.
+	if _, err := o.HandleMessage(ctx, msg("I like green tea.")); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	closeOrch(t, o)
+	items, err := mem.Recall(ctx, "u1", "dentist Kim", memory.Budget{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(items) != 0 {
+		t.Fatalf("the forgotten turn's facts were stored after Forget: %+v", items)
+	}
+	// The turn after the Forget is learnt from as usual.
+	items, err = mem.Recall(ctx, "u1", "green tea", memory.Budget{})
+	if err != nil || len(items) != 1 || items[0].Text != "The user likes green tea." {
+		t.Fatalf("the new turn's fact: %+v, %v", items, err)
+	}
+}
