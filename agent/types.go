@@ -121,10 +121,13 @@ type ToolCallRecord struct {
 	Name         string
 	ArgsSummary  string
 	Duration     time.Duration
-	ResultStatus string    // completed, error, or interrupted (the run was cancelled while the call ran); for Agent-Tools also waiting_for_input, waiting_for_approval
-	ResultChars  int       // size of the result before truncation
-	Error        string    // why the call failed, when it did
-	Usage        llm.Usage // usage of the model call that asked for this tool
+	ResultStatus string // completed, error, or interrupted (the run was cancelled while the call ran); for Agent-Tools also waiting_for_input, waiting_for_approval
+	ResultChars  int    // size of the result before truncation
+	// Error is why the call failed, when it did: the text the model read,
+	// with secret-looking spans masked; a panic reads "internal error"
+	// (what it said is logged through Config.Logger only).
+	Error string
+	Usage llm.Usage // usage of the model call that asked for this tool
 	// Attempts is how many times a plain tool ran: more than 1 when a
 	// transient failure was retried (tool.WithRetries), 0 when it never ran
 	// (unknown tool, arguments rejected) and for Agent-Tools.
