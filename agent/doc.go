@@ -48,7 +48,10 @@
 //     returned at once;
 //   - no tool calls: that is the answer;
 //   - otherwise every tool call runs concurrently (up to
-//     LoopConfig.MaxParallelTools at once) with its own timeout. A
+//     LoopConfig.MaxParallelTools at once) with its own timeout. A reply
+//     may ask for at most LoopConfig.MaxToolCallsPerReply calls (128),
+//     whatever the client: the calls past it are dropped from the reply
+//     and the model is told they did not run. A
 //     failure — bad arguments, an unknown tool, an error, a panic, a timeout —
 //     becomes an error tool result the model reads and can recover from; it
 //     never aborts the loop. A panic of a tool or an Agent-Tool reads
