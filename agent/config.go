@@ -322,7 +322,9 @@ var (
 	ErrBudgetExceeded = errors.New("agent: the run's budget is spent")
 	// ErrNoPrice: a cost budget on a model Config.Prices does not price.
 	ErrNoPrice = errors.New("agent: a cost budget needs the model's price")
-	// ErrSpendRefused wraps the error of a SpendGuard that refused a run.
+	// ErrSpendRefused wraps the error of a SpendGuard that refused a run;
+	// the Result returned with it has StatusRefused and the reason for
+	// the user as its Response (see SpendGuard).
 	ErrSpendRefused = errors.New("agent: the spend guard refused the run")
 	// ErrHistoryNotLoaded: the memory provider failed to load the
 	// conversation's history; nothing was sent to the model.

@@ -75,6 +75,7 @@ func (r *run) execute(body func(*run) error) (*Result, error) {
 	case err == nil, r.saveErr != nil && err == r.saveErr: // answered; only saving failed
 	case r.ctx.Err() != nil: // the caller's ctx ended (or a Stream consumer left)
 		res.Status = StatusCancelled
+	case res.Status == StatusRefused && errors.Is(err, ErrSpendRefused): // Response says why
 	default:
 		res.Status = StatusError
 	}

@@ -54,13 +54,16 @@ const (
 	StatusWaitingForApproval Status = "waiting_for_approval"
 	StatusError              Status = "error"
 	StatusCancelled          Status = "cancelled"
-	StatusRefused            Status = "refused" // the ShouldProcess hook declined the message
+	// StatusRefused: the ShouldProcess hook declined the message (with a
+	// nil error), or the SpendGuard refused the run (with an error
+	// wrapping ErrSpendRefused); Result.Response says why, for the user.
+	StatusRefused Status = "refused"
 )
 
 // Result reports what handling one message did. It is returned also when
 // handling fails, so telemetry is never lost.
 type Result struct {
-	Response  string           // the answer for the user
+	Response  string           // the answer for the user; with StatusRefused, why the run was refused (to show as it is)
 	Status    Status           // how handling ended
 	Turns     int              // model calls that were part of the loop
 	ToolCalls []ToolCallRecord // every tool call, in the order the model made them

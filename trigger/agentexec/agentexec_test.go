@@ -373,6 +373,28 @@ func TestModelError(t *testing.T) {
 	}
 }
 
+// A run the orchestrator's SpendGuard refuses fails with the guard's
+// error (the engine records it, with the figures, and retries by the
+// task's Retry); nothing is sent to the model.
+func TestSpendRefused(t *testing.T) {
+	model := llmtest.NewScript(llmtest.Text("never"))
+	g, err := agent.NewSpendLimits(agent.SpendLimitsConfig{Tenant: agent.Limits{DailyUSD: 0.01}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Record(context.Background(), "u1", agent.Consumed{CostUSD: 0.02}); err != nil {
+		t.Fatal(err)
+	}
+	o := newOrch(t, model, nil, agent.Config{SpendGuard: g})
+	res, err := execute(t, agentexec.New(o), trigger.ExecRun{Task: scheduleTask("daily", "Summarise.")})
+	if !errors.Is(err, agent.ErrSpendRefused) || !errors.Is(err, agent.ErrSpendLimit) || !strings.Contains(err.Error(), "$0.02") {
+		t.Fatalf("err = %v, want the guard's refusal with its figures", err)
+	}
+	if res.Result != "" || res.Usage.Tokens != 0 || model.Calls() != 0 {
+		t.Fatalf("result = %+v, %d model calls", res, model.Calls())
+	}
+}
+
 // The run ends with its context: a model that takes longer than the
 // run's timeout is cut off.
 func TestContext(t *testing.T) {

@@ -61,5 +61,8 @@
 //
 // A run whose Agent-Tools wait for the user's input, or that the
 // orchestrator's ShouldProcess hook refuses, succeeds with the
-// orchestrator's answer (the question, or the reason).
+// orchestrator's answer (the question, or the reason). A run the
+// orchestrator's SpendGuard refuses fails with its error (errors.Is
+// agent.ErrSpendRefused; the text names the limit and the spend) before
+// any model call: the engine records a failed attempt, as for any error.
 package agentexec
