@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -297,30 +296,12 @@ func (m *meter) describe() string {
 
 // startBudget checks the message's Budget and sets up the run's meter.
 func (r *run) startBudget() error {
-	o, b := r.o, r.msg.Budget
-	if err := b.Check(); err != nil {
+	o := r.o
+	b, err := o.runBudget(r.msg.Budget)
+	if err != nil || b.IsZero() {
 		return err
 	}
-	// Each limit the message leaves at zero takes LoopConfig.Budget's: a
-	// message setting only MaxToolCalls keeps the default cost limit.
-	d := o.loop.Budget
-	b.MaxTokens = cmp.Or(b.MaxTokens, d.MaxTokens)
-	b.MaxCostUSD = cmp.Or(b.MaxCostUSD, d.MaxCostUSD)
-	b.MaxWall = cmp.Or(b.MaxWall, d.MaxWall)
-	b.MaxToolCalls = cmp.Or(b.MaxToolCalls, d.MaxToolCalls)
-	if b.IsZero() {
-		return nil
-	}
-	m := &meter{b: b, start: r.start, used: &r.res.Consumed}
-	if b.MaxCostUSD > 0 {
-		if !o.priced {
-			if o.model == "" {
-				return fmt.Errorf("%w: the model client does not name its model (a Model() string method), so its price is unknown", ErrNoPrice)
-			}
-			return fmt.Errorf("%w: model %q is not in Config.Prices", ErrNoPrice, o.model)
-		}
-		m.price = o.price
-	}
+	m := &meter{b: b, start: r.start, used: &r.res.Consumed, price: o.price}
 	r.meter = m
 	if b.MaxWall > 0 {
 		// Tools and Agent-Tools, whatever their own timeouts, end with

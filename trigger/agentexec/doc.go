@@ -29,6 +29,16 @@
 // instructions, with every '<' and '>' escaped (\u003c, \u003e) so that
 // nothing in it can close the block.
 //
+// # Checking a task
+//
+// The executor is a trigger.TaskChecker: when a task is created
+// (trigger.Engine.CreateTask), a task that could never run is refused at
+// once with trigger.ErrInvalid instead of failing at its first run — one
+// without an instruction or of an unknown trigger kind, and one whose
+// Budget the orchestrator cannot run (agent.Orchestrator.CheckBudget: a
+// dollar budget on a model with no price in agent.Config.Prices, which
+// also wraps agent.ErrNoPrice).
+//
 // # The result
 //
 // The run's result is the orchestrator's answer, and its usage the run's
