@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -21,6 +20,21 @@ import (
 // gathered (Result.BudgetExceeded, Status completed); when even that
 // call cannot be afforded, the run ends with ErrBudgetExceeded. Each model
 // call's llm.Request.MaxTokens is capped at what the budget leaves.
+//
+// Calls are planned before they are made: a call's input is its estimate
+// (characters / 4, or Config.CountTokens) scaled by how many times its
+// own estimate the input count the model last reported was, when that is
+// more than once — a model that counts more tokens than the estimate is
+// planned at its own count. A call is made only when its planned input
+// and 64 output tokens fit what is left; a call with tools only when, after
+// it, the last call without tools over the same window still would (it
+// may write at most half of what is left once both inputs are counted).
+// So the tokens and cost a run consumes stay within the budget, over it
+// only by what a call's reported input exceeds its plan (when the
+// model's count grows faster than the estimate); and a call with tools
+// never spends the answer's share: the run ends with ErrBudgetExceeded
+// only when what the tools returned makes the last call's window larger
+// than what is left.
 type Budget struct {
 	// MaxTokens caps input plus output tokens of every model call of the
 	// run, as the model reports them (estimated when it reports none).
@@ -169,6 +183,29 @@ type meter struct {
 	start  time.Time
 	used   *Consumed // the run's Result.Consumed
 	warned bool
+	// scale is how many times the estimate of its request the last input
+	// count a model reported was (at least 1; 0 before any report): the
+	// estimates of later calls are scaled by it (see plan).
+	scale float64
+}
+
+// plan returns the input tokens a call whose input is estimated at est
+// is planned with: est scaled by what the model last reported against
+// its estimate, so a model that counts more tokens than characters / 4
+// (another tokenizer, a hidden prompt) is planned at its own count.
+func (m *meter) plan(est int) int {
+	if m.scale <= 1 {
+		return est
+	}
+	return int(min(math.Ceil(float64(est)*m.scale), math.MaxInt32))
+}
+
+// reported learns from a call whose request was estimated at est input
+// tokens and whose model reported input.
+func (m *meter) reported(est, input int) {
+	if input > 0 && est > 0 {
+		m.scale = max(1, float64(input)/float64(est))
+	}
 }
 
 // afford reports whether a call sending input tokens can be made with at
@@ -259,30 +296,12 @@ func (m *meter) describe() string {
 
 // startBudget checks the message's Budget and sets up the run's meter.
 func (r *run) startBudget() error {
-	o, b := r.o, r.msg.Budget
-	if err := b.Check(); err != nil {
+	o := r.o
+	b, err := o.runBudget(r.msg.Budget)
+	if err != nil || b.IsZero() {
 		return err
 	}
-	// Each limit the message leaves at zero takes LoopConfig.Budget's: a
-	// message setting only MaxToolCalls keeps the default cost limit.
-	d := o.loop.Budget
-	b.MaxTokens = cmp.Or(b.MaxTokens, d.MaxTokens)
-	b.MaxCostUSD = cmp.Or(b.MaxCostUSD, d.MaxCostUSD)
-	b.MaxWall = cmp.Or(b.MaxWall, d.MaxWall)
-	b.MaxToolCalls = cmp.Or(b.MaxToolCalls, d.MaxToolCalls)
-	if b.IsZero() {
-		return nil
-	}
-	m := &meter{b: b, start: r.start, used: &r.res.Consumed}
-	if b.MaxCostUSD > 0 {
-		if !o.priced {
-			if o.model == "" {
-				return fmt.Errorf("%w: the model client does not name its model (a Model() string method), so its price is unknown", ErrNoPrice)
-			}
-			return fmt.Errorf("%w: model %q is not in Config.Prices", ErrNoPrice, o.model)
-		}
-		m.price = o.price
-	}
+	m := &meter{b: b, start: r.start, used: &r.res.Consumed, price: o.price}
 	r.meter = m
 	if b.MaxWall > 0 {
 		// Tools and Agent-Tools, whatever their own timeouts, end with
@@ -306,8 +325,23 @@ func (r *run) budgetAllows(req *llm.Request) bool {
 		r.addNote(budgetWrapUpNote)
 		req.Messages = r.window
 	}
-	ok, _ := m.afford(r.windowTokens(req.Messages) + r.o.specTokens)
-	return ok
+	// The call with tools is made only when the last call without tools
+	// could still follow it: its input is this window (planned without
+	// the tools) plus what this call writes, and it needs
+	// budgetReserveTokens of output. So this call may write at most half
+	// of what is left once both inputs and that reserve are counted.
+	w := r.windowTokens(req.Messages)
+	ok, maxOut := m.afford(m.plan(w+r.o.specTokens) + m.plan(w) + budgetReserveTokens)
+	if !ok {
+		return false
+	}
+	if maxOut > 0 {
+		if maxOut/2 < budgetReserveTokens {
+			return false
+		}
+		req.MaxTokens = maxOut / 2
+	}
+	return true
 }
 
 // capCall fits a model call to the run's budget (callLLM calls it for
@@ -320,7 +354,7 @@ func (r *run) capCall(req *llm.Request) error {
 	if len(req.Tools) > 0 {
 		input += toolTokens(r.o, req.Tools)
 	}
-	ok, maxOut := m.afford(input)
+	ok, maxOut := m.afford(m.plan(input))
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrBudgetExceeded, m.describe())
 	}
@@ -372,8 +406,11 @@ func (r *run) account(req *llm.Request, resp *llm.Response) {
 	// What the model does not report (input, output or both) is
 	// estimated, so a budget is never spent unseen.
 	u := resp.Usage
+	est := r.windowTokens(req.Messages) + toolTokens(o, req.Tools)
 	if u.InputTokens == 0 {
-		u.InputTokens = r.windowTokens(req.Messages) + toolTokens(o, req.Tools)
+		u.InputTokens = est
+	} else if m := r.meter; m != nil {
+		m.reported(est, u.InputTokens)
 	}
 	if u.OutputTokens == 0 {
 		u.OutputTokens = o.ctxm.MessageTokens(resp.Message)

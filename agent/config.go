@@ -33,6 +33,8 @@ const (
 	DefaultApprovalTimeout     = 30 * time.Minute
 	DefaultInputTimeout        = 24 * time.Hour
 	DefaultCompactKeepMessages = 10
+	// DefaultMaxToolCallsPerReply matches llm/openai's MaxToolCallsPerReply.
+	DefaultMaxToolCallsPerReply = 128
 )
 
 // LoopConfig holds every number of the ReAct loop. A zero field takes the
@@ -50,6 +52,13 @@ type LoopConfig struct {
 	// MaxParallelTools caps how many tool calls of one turn run at the same
 	// time; further calls wait for a free slot. Default 16.
 	MaxParallelTools int
+	// MaxToolCallsPerReply caps the tool calls of one model reply, for
+	// every llm.Client: the first MaxToolCallsPerReply calls are kept and
+	// run, the others are dropped from the reply before it enters the
+	// conversation (so every call kept has its result), and the model is
+	// told in a note how many were not run. Default
+	// DefaultMaxToolCallsPerReply (128, llm/openai's own limit).
+	MaxToolCallsPerReply int
 	// MaxToolResultShare is the largest share of ContextTokenLimit a single
 	// tool result may take before it is truncated. Default 0.3.
 	MaxToolResultShare float64
@@ -118,7 +127,7 @@ func (c LoopConfig) withDefaults() (LoopConfig, error) {
 	if c.MaxTurns < 0 || c.ToolTimeout < 0 || c.AgentToolTimeout < 0 || c.MaxParallelTools < 0 || share(c.MaxToolResultShare) ||
 		c.MaxToolResultChars < 0 || c.ContextTokenLimit < 0 || share(c.TrimThreshold) || c.MaxHistoryMessages < 0 || c.LLMTimeout < 0 || c.LLMMaxRetries < 0 || c.LLMRetryBaseDelay < 0 ||
 		c.LLMMaxRetryDelay < 0 || c.ApprovalTimeout < 0 || c.InputTimeout < 0 || share(c.CompactThreshold) ||
-		c.CompactKeepMessages < 0 {
+		c.CompactKeepMessages < 0 || c.MaxToolCallsPerReply < 0 {
 		return c, fmt.Errorf("%w: LoopConfig has a negative value or a share above 1: %+v", ErrInvalidConfig, c)
 	}
 	def := func(v *int, d int) {
@@ -140,6 +149,7 @@ func (c LoopConfig) withDefaults() (LoopConfig, error) {
 	defD(&c.ToolTimeout, DefaultToolTimeout)
 	defD(&c.AgentToolTimeout, DefaultAgentToolTimeout)
 	def(&c.MaxParallelTools, DefaultMaxParallelTools)
+	def(&c.MaxToolCallsPerReply, DefaultMaxToolCallsPerReply)
 	defF(&c.MaxToolResultShare, DefaultMaxToolResultShare)
 	def(&c.MaxToolResultChars, DefaultMaxToolResultChars)
 	def(&c.ContextTokenLimit, DefaultContextTokenLimit)
@@ -331,7 +341,9 @@ var (
 	ErrBudgetExceeded = errors.New("agent: the run's budget is spent")
 	// ErrNoPrice: a cost budget on a model Config.Prices does not price.
 	ErrNoPrice = errors.New("agent: a cost budget needs the model's price")
-	// ErrSpendRefused wraps the error of a SpendGuard that refused a run.
+	// ErrSpendRefused wraps the error of a SpendGuard that refused a run;
+	// the Result returned with it has StatusRefused and the reason for
+	// the user as its Response (see SpendGuard).
 	ErrSpendRefused = errors.New("agent: the spend guard refused the run")
 	// ErrHistoryNotLoaded: the memory provider failed to load the
 	// conversation's history; nothing was sent to the model.

@@ -48,10 +48,19 @@
 //     returned at once;
 //   - no tool calls: that is the answer;
 //   - otherwise every tool call runs concurrently (up to
-//     LoopConfig.MaxParallelTools at once) with its own timeout. A
+//     LoopConfig.MaxParallelTools at once) with its own timeout. A reply
+//     may ask for at most LoopConfig.MaxToolCallsPerReply calls (128),
+//     whatever the client: the calls past it are dropped from the reply
+//     and the model is told they did not run. A
 //     failure — bad arguments, an unknown tool, an error, a panic, a timeout —
 //     becomes an error tool result the model reads and can recover from; it
-//     never aborts the loop. Each result is cut to its share of the window.
+//     never aborts the loop. A panic of a tool or an Agent-Tool reads
+//     "internal error" (its value and stack are logged through
+//     Config.Logger, nowhere else); the text of any other failure has its
+//     secret-looking spans masked (as in argument summaries: an
+//     access_token=… in a URL, a bearer token) before it reaches the
+//     model, the history, ToolCallRecord.Error and the stream's events.
+//     Each result is cut to its share of the window.
 //
 // After LoopConfig.MaxTurns tool turns, one last call without tools asks for
 // a final answer. The exchange is saved to the conversation's history and

@@ -72,7 +72,10 @@ type conversation struct {
 }
 
 // NewOrchestrator checks cfg and returns an orchestrator ready to handle
-// messages.
+// messages. A cost limit on a model Config.Prices does not price (a
+// LoopConfig.Budget.MaxCostUSD, or a SpendLimits with dollar limits as
+// the SpendGuard) is refused here, wrapping ErrInvalidConfig and
+// ErrNoPrice.
 func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 	if cfg.LLM == nil {
 		return nil, ErrNoLLM
@@ -150,6 +153,9 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 		o.specTokens += o.ctxm.MessageTokens(llm.Message{Content: sp.Name + sp.Description + string(sp.Parameters)})
 	}
 	o.guard = cfg.SpendGuard
+	if err := o.checkCostLimits(); err != nil {
+		return nil, err
+	}
 	o.bg.ctx, o.bg.cancel = context.WithCancel(context.Background())
 	o.bg.slots = make(chan struct{}, extractionWorkers)
 	o.bg.tail = make(map[convKey]chan struct{})

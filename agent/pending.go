@@ -37,7 +37,7 @@ const cancelledText = "User cancelled this action."
 func (r *run) startAgent(a *agentTool, c llm.ToolCall, created time.Time) callOutcome {
 	col := a.collect(nil, c.Arguments)
 	if col.err != nil {
-		return agentFailed(a, col.err)
+		return r.agentFailed(a, col.err)
 	}
 	if !col.complete() {
 		return r.park(a, c.ID, col, nil, created)
@@ -45,7 +45,7 @@ func (r *run) startAgent(a *agentTool, c llm.ToolCall, created time.Time) callOu
 	if a.approval != nil {
 		req, err := a.approval(col.fields)
 		if err != nil {
-			return agentFailed(a, err)
+			return r.agentFailed(a, err)
 		}
 		if req != nil {
 			return r.park(a, c.ID, col, req, created)
@@ -59,9 +59,9 @@ func (r *run) startAgent(a *agentTool, c llm.ToolCall, created time.Time) callOu
 	return out
 }
 
-func agentFailed(a *agentTool, err error) callOutcome {
+func (r *run) agentFailed(a *agentTool, err error) callOutcome {
 	return callOutcome{
-		result: tool.Result{Content: fmt.Sprintf("agent %q failed: %s", a.name, err), IsError: true, Err: err},
+		result: tool.Result{Content: r.agentFailure(a.name, err), IsError: true, Err: err},
 		status: resultError,
 	}
 }
@@ -94,7 +94,7 @@ func (r *run) park(a *agentTool, callID string, col collected, req *approval.Req
 	if err := o.pool.Create(r.ctx, e); err != nil {
 		o.log.WarnContext(r.ctx, "agent: could not park an Agent-Tool", "agent", a.name, "tenant", e.TenantID, "err", err)
 		return callOutcome{
-			result: tool.Result{Content: fmt.Sprintf("agent %q could not wait for the user: %s", a.name, err), IsError: true, Err: err},
+			result: tool.Result{Content: maskText(fmt.Sprintf("agent %q could not wait for the user: %s", a.name, err)), IsError: true, Err: err},
 			status: resultError,
 		}
 	}
@@ -261,7 +261,7 @@ func (r *run) runAgent(a *agentTool, callID string, fields json.RawMessage) (con
 	case r.ctx.Err() == nil && ctx.Err() == context.DeadlineExceeded:
 		return fmt.Sprintf("agent %q timed out after %s", a.name, timeout), true
 	default:
-		return fmt.Sprintf("agent %q failed: %s", a.name, err), true
+		return r.agentFailure(a.name, err), true
 	}
 }
 
@@ -546,7 +546,7 @@ func (r *run) applyDecision(e *pool.Entry, d approval.Decision) error {
 		col := a.collect(taken.Fields, d.Fields)
 		if col.err != nil {
 			r.settled(taken, d.Action, false)
-			r.endTaken(a, taken, fmt.Sprintf("agent %q failed: %s", a.name, col.err))
+			r.endTaken(a, taken, r.agentFailure(a.name, col.err))
 			return nil
 		}
 		if !col.complete() {
@@ -665,7 +665,7 @@ func (r *run) failPooled(a *agentTool, e *pool.Entry, cause error) error {
 	if err != nil {
 		return fmt.Errorf("agent: taking %s from the pool: %w", e.ID, err)
 	}
-	r.endTaken(a, taken, fmt.Sprintf("agent %q failed: %s", a.name, cause))
+	r.endTaken(a, taken, r.agentFailure(a.name, cause))
 	return nil
 }
 

@@ -79,6 +79,7 @@ func (r *run) execute(body func(*run) error) (*Result, error) {
 	case err == nil, r.saveErr != nil && err == r.saveErr: // answered; only saving failed
 	case r.ctx.Err() != nil: // the caller's ctx ended (or a Stream consumer left)
 		res.Status = StatusCancelled
+	case res.Status == StatusRefused && errors.Is(err, ErrSpendRefused): // Response says why
 	default:
 		res.Status = StatusError
 	}
@@ -250,10 +251,17 @@ func (r *run) loop() error {
 			r.finish(m)
 			return nil
 		}
+		asked := len(m.ToolCalls)
+		if asked > o.loop.MaxToolCallsPerReply {
+			m.ToolCalls = m.ToolCalls[:o.loop.MaxToolCallsPerReply:o.loop.MaxToolCallsPerReply]
+		}
 		m.ToolCalls = uniqueCallIDs(m.ToolCalls, r.res.Turns)
 		r.push(m)
 		r.runTools(m.ToolCalls, resp.Usage)
 		r.commit()
+		if asked > len(m.ToolCalls) {
+			r.tooManyCalls(asked, len(m.ToolCalls))
+		}
 		if err := r.ctx.Err(); err != nil {
 			return err
 		}
@@ -288,6 +296,16 @@ func (r *run) lastCall(note string, budget bool) error {
 // note is a note for the model, in LoopConfig.NoteRole.
 func (r *run) note(text string) llm.Message {
 	return llm.Message{Role: r.o.loop.NoteRole, Content: text}
+}
+
+// tooManyCalls tells the model (and the log) that of the asked tool calls
+// of its last reply only the first kept ran: the others were dropped from
+// the reply.
+func (r *run) tooManyCalls(asked, kept int) {
+	r.o.log.WarnContext(r.ctx, "agent: a model reply asked for more tool calls than LoopConfig.MaxToolCallsPerReply; the others were dropped",
+		"tenant", r.msg.TenantID, "conversation", r.msg.ConversationID, "asked", asked, "run", kept)
+	r.addNote(fmt.Sprintf("Your last reply asked for %d tool calls; at most %d are run per reply, so only the first %d ran and the other %d were not run. "+
+		"Call again only those still needed.", asked, kept, kept, asked-kept))
 }
 
 const maxTurnsNote = "You have used every step available for this request. Do not call tools. " +

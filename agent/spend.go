@@ -6,14 +6,19 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
 
 // SpendGuard limits spending across runs (Config.SpendGuard). Check runs
-// before a run makes any model call: an error refuses the run (the error
-// wraps ErrSpendRefused and Check's error) — a guard that fails refuses,
-// it never lets runs go unlimited. Record runs after each run Check
+// before a run makes any model call: an error refuses the run — a guard
+// that fails refuses, it never lets runs go unlimited. A refused run's
+// Result has Status StatusRefused and, as Response, the Reason of a
+// *RefusalError in Check's error, else DefaultRefusalReason: text for the
+// user, to show as it is. HandleMessage (and ResolveApproval) return that
+// Result with an error wrapping ErrSpendRefused and Check's error. (When
+// the caller's ctx ended during Check, the run is cancelled instead.) Record runs after each run Check
 // allowed that used anything, with what it used; its error is logged.
 // RunInfoFrom(ctx) tells both about the run. Implementations must be safe
 // for concurrent use. SpendLimits is the in-memory one; the trigger
@@ -22,6 +27,30 @@ type SpendGuard interface {
 	Check(ctx context.Context, tenantID string) error
 	Record(ctx context.Context, tenantID string, c Consumed) error
 }
+
+// RefusalError is an error a SpendGuard's Check may return to refuse a
+// run with a reason for the user: Reason becomes the Result's Response as
+// it is, for the host to show; Err is the cause, for errors.Is and the
+// logs (SpendLimits' wraps ErrSpendLimit). Error returns Err's text (or
+// Reason when Err is nil).
+type RefusalError struct {
+	Reason string
+	Err    error
+}
+
+func (e *RefusalError) Error() string {
+	if e.Err == nil {
+		return e.Reason
+	}
+	return e.Err.Error()
+}
+
+// Unwrap returns Err.
+func (e *RefusalError) Unwrap() error { return e.Err }
+
+// DefaultRefusalReason is the Response of a run a SpendGuard refused
+// with an error that carries no RefusalError (a guard that failed, say).
+const DefaultRefusalReason = "Sorry, this request was not run: the spending limits do not allow it right now."
 
 // RunInfo describes the run a SpendGuard is asked about.
 type RunInfo struct {
@@ -49,6 +78,13 @@ func (r *run) checkSpend() error {
 		return nil
 	}
 	if err := g.Check(context.WithValue(r.ctx, runInfoKey{}, r.info()), r.msg.TenantID); err != nil {
+		if r.ctx.Err() != nil {
+			return err // the caller left: cancelled, not refused
+		}
+		r.res.Status, r.res.Response = StatusRefused, DefaultRefusalReason
+		if re := (*RefusalError)(nil); errors.As(err, &re) && strings.TrimSpace(re.Reason) != "" {
+			r.res.Response = re.Reason
+		}
 		return fmt.Errorf("%w: %w", ErrSpendRefused, err)
 	}
 	r.guarded = true
@@ -213,8 +249,11 @@ func reached(spent, limit float64) bool {
 	return limit > 0 && math.Round(spent*1e6) >= math.Round(limit*1e6)
 }
 
-// Check refuses the run (ErrSpendLimit) when the tenant's or the global
-// daily or monthly limit is reached, as OnLimit says.
+// Check refuses the run when the tenant's or the global daily or monthly
+// limit is reached, as OnLimit says, with a *RefusalError whose Reason is
+// for the user ("Your daily spending limit of $2.00 is reached. Please
+// try again tomorrow."; a global limit names no amount) and whose Err
+// wraps ErrSpendLimit with the figures, for the logs.
 func (s *SpendLimits) Check(ctx context.Context, tenantID string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -238,15 +277,22 @@ func (s *SpendLimits) Check(ctx context.Context, tenantID string) error {
 		t.roll(day, month)
 		st = *t
 	}
+	refuse := func(reason, format string, args ...any) error {
+		return &RefusalError{Reason: reason, Err: fmt.Errorf("%w: "+format, append([]any{ErrSpendLimit}, args...)...)}
+	}
 	switch {
 	case reached(s.global.dayUSD, s.cfg.Global.DailyUSD):
-		return fmt.Errorf("%w: all tenants spent $%.2f today, the daily limit is $%.2f", ErrSpendLimit, s.global.dayUSD, s.cfg.Global.DailyUSD)
+		return refuse("The service's daily spending limit is reached. Please try again tomorrow.",
+			"all tenants spent $%.2f today, the daily limit is $%.2f", s.global.dayUSD, s.cfg.Global.DailyUSD)
 	case reached(s.global.monthUSD, s.cfg.Global.MonthlyUSD):
-		return fmt.Errorf("%w: all tenants spent $%.2f this month, the monthly limit is $%.2f", ErrSpendLimit, s.global.monthUSD, s.cfg.Global.MonthlyUSD)
+		return refuse("The service's monthly spending limit is reached. Please try again next month.",
+			"all tenants spent $%.2f this month, the monthly limit is $%.2f", s.global.monthUSD, s.cfg.Global.MonthlyUSD)
 	case reached(st.dayUSD, lim.DailyUSD):
-		return fmt.Errorf("%w: tenant %s spent $%.2f today, its daily limit is $%.2f", ErrSpendLimit, tenantID, st.dayUSD, lim.DailyUSD)
+		return refuse(fmt.Sprintf("Your daily spending limit of $%.2f is reached. Please try again tomorrow.", lim.DailyUSD),
+			"tenant %s spent $%.2f today, its daily limit is $%.2f", tenantID, st.dayUSD, lim.DailyUSD)
 	case reached(st.monthUSD, lim.MonthlyUSD):
-		return fmt.Errorf("%w: tenant %s spent $%.2f this month, its monthly limit is $%.2f", ErrSpendLimit, tenantID, st.monthUSD, lim.MonthlyUSD)
+		return refuse(fmt.Sprintf("Your monthly spending limit of $%.2f is reached. Please try again next month.", lim.MonthlyUSD),
+			"tenant %s spent $%.2f this month, its monthly limit is $%.2f", tenantID, st.monthUSD, lim.MonthlyUSD)
 	}
 	return nil
 }

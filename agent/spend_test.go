@@ -73,7 +73,7 @@ func TestSpendLimitsPerTenant(t *testing.T) {
 	}
 	calls := s.Calls()
 	res, err := send(o, "alice", agent.SourceUser)
-	if !errors.Is(err, agent.ErrSpendRefused) || !errors.Is(err, agent.ErrSpendLimit) || s.Calls() != calls || res.Status != agent.StatusError {
+	if !errors.Is(err, agent.ErrSpendRefused) || !errors.Is(err, agent.ErrSpendLimit) || s.Calls() != calls || res.Status != agent.StatusRefused || res.Response != "Your daily spending limit of $1.00 is reached. Please try again tomorrow." {
 		t.Fatalf("over the limit: err = %v, calls %d→%d", err, calls, s.Calls())
 	}
 	if _, err := send(o, "bob", agent.SourceUser); err != nil {

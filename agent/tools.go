@@ -169,6 +169,7 @@ func (t *turn) exec(i int) {
 	})
 	t0 := time.Now()
 	res := o.tools.Execute(ctx, c, 0)
+	r.scrubToolResult(&res)
 	if res.IsError && r.ctx.Err() == nil && errors.Is(res.Err, context.DeadlineExceeded) {
 		switch {
 		case r.toolCtx.Err() != nil:

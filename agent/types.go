@@ -70,13 +70,16 @@ const (
 	StatusWaitingForApproval Status = "waiting_for_approval"
 	StatusError              Status = "error"
 	StatusCancelled          Status = "cancelled"
-	StatusRefused            Status = "refused" // the ShouldProcess hook declined the message
+	// StatusRefused: the ShouldProcess hook declined the message (with a
+	// nil error), or the SpendGuard refused the run (with an error
+	// wrapping ErrSpendRefused); Result.Response says why, for the user.
+	StatusRefused Status = "refused"
 )
 
 // Result reports what handling one message did. It is returned also when
 // handling fails, so telemetry is never lost.
 type Result struct {
-	Response  string           // the answer for the user
+	Response  string           // the answer for the user; with StatusRefused, why the run was refused (to show as it is)
 	Status    Status           // how handling ended
 	Turns     int              // model calls that were part of the loop
 	ToolCalls []ToolCallRecord // every tool call, in the order the model made them
@@ -138,10 +141,13 @@ type ToolCallRecord struct {
 	Name         string
 	ArgsSummary  string
 	Duration     time.Duration
-	ResultStatus string    // completed, error, or interrupted (the run was cancelled while the call ran); for Agent-Tools also waiting_for_input, waiting_for_approval
-	ResultChars  int       // size of the result before truncation
-	Error        string    // why the call failed, when it did
-	Usage        llm.Usage // usage of the model call that asked for this tool
+	ResultStatus string // completed, error, or interrupted (the run was cancelled while the call ran); for Agent-Tools also waiting_for_input, waiting_for_approval
+	ResultChars  int    // size of the result before truncation
+	// Error is why the call failed, when it did: the text the model read,
+	// with secret-looking spans masked; a panic reads "internal error"
+	// (what it said is logged through Config.Logger only).
+	Error string
+	Usage llm.Usage // usage of the model call that asked for this tool
 	// Attempts is how many times a plain tool ran: more than 1 when a
 	// transient failure was retried (tool.WithRetries), 0 when it never ran
 	// (unknown tool, arguments rejected) and for Agent-Tools.

@@ -21,7 +21,10 @@
 // DEAD; only ACTIVE tasks are due. Priority (0–9, higher first) orders
 // tasks due at the same time; Retry and Budget bound a run's attempts
 // and spending. [Task.Check] validates a task; its errors wrap
-// [ErrInvalid].
+// [ErrInvalid]. An Executor that is also a [TaskChecker] is asked about a
+// task when [Engine.CreateTask] creates it, and its refusal is
+// ErrInvalid: a task that could never run fails then, not at its first
+// run (trigger/agentexec refuses a dollar budget its model cannot price).
 //
 // # Stores
 //

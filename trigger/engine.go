@@ -335,7 +335,9 @@ func (e *Engine) busy() int {
 // now (ErrInvalid when there is none: a one-time task in the past is
 // refused); for a condition, now (its first poll; a condition that holds
 // already then fires once); for events, none. It clears t.LastRun and
-// t.ConditionMet and sets what Store.Create sets.
+// t.ConditionMet and sets what Store.Create sets. When the task's executor
+// is a TaskChecker, it is asked about the task before it is stored; its
+// refusal is ErrInvalid.
 func (e *Engine) CreateTask(ctx context.Context, t *Task) error {
 	if t == nil {
 		return fmt.Errorf("%w: nil task", ErrInvalid)
@@ -356,6 +358,9 @@ func (e *Engine) CreateTask(ctx context.Context, t *Task) error {
 		return fmt.Errorf("%w: task %q: created %s", ErrInvalid, t.ID, t.Status)
 	}
 	if err := t.Check(); err != nil {
+		return err
+	}
+	if err := e.checkTask(ctx, t); err != nil {
 		return err
 	}
 	now := e.clock.Now()

@@ -84,12 +84,7 @@ func (x *executor) Execute(ctx context.Context, run trigger.ExecRun) (trigger.Ex
 		Location:       x.location(t),
 		Source:         agent.SourceTrigger,
 		TaskID:         t.ID,
-		Budget: agent.Budget{
-			MaxTokens:    t.Budget.MaxTokens,
-			MaxCostUSD:   t.Budget.MaxCostUSD,
-			MaxWall:      t.Budget.MaxWall,
-			MaxToolCalls: t.Budget.MaxToolCalls,
-		},
+		Budget:         budgetOf(t),
 	})
 	var out trigger.ExecResult
 	if res != nil {
@@ -118,6 +113,35 @@ func (x *executor) Execute(ctx context.Context, run trigger.ExecRun) (trigger.Ex
 		out.Result = joinLines(out.Result, approvalsNote(n))
 	}
 	return out, nil
+}
+
+// CheckTask implements trigger.TaskChecker: the engine asks it about a
+// task when the task is created. A task that cannot be framed (see
+// Execute) is refused, and so is one whose Budget the orchestrator could
+// never run (agent.Orchestrator.CheckBudget: a dollar budget on a model
+// with no price in agent.Config.Prices); the errors wrap
+// trigger.ErrInvalid and the orchestrator's error (agent.ErrNoPrice).
+func (x *executor) CheckTask(ctx context.Context, t *trigger.Task) error {
+	if x == nil || x.o == nil {
+		return fmt.Errorf("%w: agentexec: no orchestrator", trigger.ErrInvalid)
+	}
+	if _, err := frame(t, nil); err != nil {
+		return err
+	}
+	if err := x.o.CheckBudget(budgetOf(t)); err != nil {
+		return fmt.Errorf("%w: agentexec: task %q: %w", trigger.ErrInvalid, t.ID, err)
+	}
+	return nil
+}
+
+// budgetOf is the agent.Budget of a run of t: the task's, field by field.
+func budgetOf(t *trigger.Task) agent.Budget {
+	return agent.Budget{
+		MaxTokens:    t.Budget.MaxTokens,
+		MaxCostUSD:   t.Budget.MaxCostUSD,
+		MaxWall:      t.Budget.MaxWall,
+		MaxToolCalls: t.Budget.MaxToolCalls,
+	}
 }
 
 // Approvals tells a trigger engine how the approvals of its runs ended:

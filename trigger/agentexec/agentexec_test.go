@@ -373,6 +373,67 @@ func TestModelError(t *testing.T) {
 	}
 }
 
+// A task that could never run is refused when it is created, not at its
+// first run: a dollar budget on a model with no price, an instruction
+// that is empty.
+func TestCreateTaskRefusesWhatCannotRun(t *testing.T) {
+	ctx := context.Background()
+	model := llmtest.NewScript()
+	o := newOrch(t, model, nil, agent.Config{}) // llmtest's model has no price
+	e, err := trigger.New(trigger.Config{
+		Executors: map[string]trigger.Executor{trigger.DefaultExecutor: agentexec.New(o)},
+		Logger:    slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	costly := scheduleTask("costly", "Summarise my unread mail.")
+	costly.Status = ""
+	costly.Budget = trigger.Budget{MaxCostUSD: 0.05}
+	if err := e.CreateTask(ctx, costly); !errors.Is(err, trigger.ErrInvalid) || !errors.Is(err, agent.ErrNoPrice) {
+		t.Fatalf("CreateTask with a dollar budget on an unpriced model = %v, want ErrInvalid and agent.ErrNoPrice", err)
+	}
+	empty := scheduleTask("empty", " ")
+	empty.Status = ""
+	if err := e.CreateTask(ctx, empty); !errors.Is(err, trigger.ErrInvalid) {
+		t.Fatalf("CreateTask without an instruction = %v, want ErrInvalid", err)
+	}
+	if tasks, err := e.List(ctx, "u1"); err != nil || len(tasks) != 0 {
+		t.Fatalf("refused tasks were stored: %v, %v", tasks, err)
+	}
+	ok := scheduleTask("tokens", "Summarise my unread mail.")
+	ok.Status = ""
+	ok.Budget = trigger.Budget{MaxTokens: 5000}
+	if err := e.CreateTask(ctx, ok); err != nil {
+		t.Fatal(err)
+	}
+	if model.Calls() != 0 {
+		t.Fatal("checking a task called the model")
+	}
+}
+
+// A run the orchestrator's SpendGuard refuses fails with the guard's
+// error (the engine records it, with the figures, and retries by the
+// task's Retry); nothing is sent to the model.
+func TestSpendRefused(t *testing.T) {
+	model := llmtest.NewScript(llmtest.Text("never"))
+	g, err := agent.NewSpendLimits(agent.SpendLimitsConfig{Tenant: agent.Limits{DailyUSD: 0.01}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Record(context.Background(), "u1", agent.Consumed{CostUSD: 0.02}); err != nil {
+		t.Fatal(err)
+	}
+	o := newOrch(t, model, nil, agent.Config{SpendGuard: g, Prices: agent.Prices{llmtest.ModelName: {InputPerMillion: 1, OutputPerMillion: 2}}})
+	res, err := execute(t, agentexec.New(o), trigger.ExecRun{Task: scheduleTask("daily", "Summarise.")})
+	if !errors.Is(err, agent.ErrSpendRefused) || !errors.Is(err, agent.ErrSpendLimit) || !strings.Contains(err.Error(), "$0.02") {
+		t.Fatalf("err = %v, want the guard's refusal with its figures", err)
+	}
+	if res.Result != "" || res.Usage.Tokens != 0 || model.Calls() != 0 {
+		t.Fatalf("result = %+v, %d model calls", res, model.Calls())
+	}
+}
+
 // The run ends with its context: a model that takes longer than the
 // run's timeout is cut off.
 func TestContext(t *testing.T) {

@@ -34,6 +34,16 @@
 // nothing in it can close the block, and on one line: every line break
 // and control character in it (NEL, LS and PS included) is a \u escape.
 //
+// # Checking a task
+//
+// The executor is a trigger.TaskChecker: when a task is created
+// (trigger.Engine.CreateTask), a task that could never run is refused at
+// once with trigger.ErrInvalid instead of failing at its first run — one
+// without an instruction or of an unknown trigger kind, and one whose
+// Budget the orchestrator cannot run (agent.Orchestrator.CheckBudget: a
+// dollar budget on a model with no price in agent.Config.Prices, which
+// also wraps agent.ErrNoPrice).
+//
 // # The result
 //
 // The run's result is the orchestrator's answer, and its usage the run's
@@ -68,5 +78,8 @@
 //
 // A run whose Agent-Tools wait for the user's input, or that the
 // orchestrator's ShouldProcess hook refuses, succeeds with the
-// orchestrator's answer (the question, or the reason).
+// orchestrator's answer (the question, or the reason). A run the
+// orchestrator's SpendGuard refuses fails with its error (errors.Is
+// agent.ErrSpendRefused; the text names the limit and the spend) before
+// any model call: the engine records a failed attempt, as for any error.
 package agentexec

@@ -1,0 +1,54 @@
+package agent_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/valetkit/valet/agent"
+	"github.com/valetkit/valet/llm/llmtest"
+)
+
+// A cost limit on a model without a price is refused when the
+// orchestrator is built, not at its first run: a default cost budget, and
+// a SpendLimits with dollar limits (whose runs would all cost $0).
+// CheckBudget tells a caller (trigger/agentexec, when a task is created)
+// the same about a Budget of its own.
+func TestCostLimitOnUnpricedModelRefusedEarly(t *testing.T) {
+	limits, err := agent.NewSpendLimits(agent.SpendLimitsConfig{Tenant: agent.Limits{DailyUSD: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, cfg := range map[string]agent.Config{
+		"default budget": {Loop: agent.LoopConfig{Budget: agent.Budget{MaxCostUSD: 0.5}}},
+		"spend limits":   {SpendGuard: limits},
+	} {
+		cfg.LLM = llmtest.NewScript() // names the model "llmtest", which has no price
+		if _, err := agent.NewOrchestrator(cfg); !errors.Is(err, agent.ErrInvalidConfig) || !errors.Is(err, agent.ErrNoPrice) {
+			t.Errorf("%s: err = %v, want ErrInvalidConfig and ErrNoPrice", name, err)
+		}
+		cfg.Prices = agent.Prices{llmtest.ModelName: {InputPerMillion: 1, OutputPerMillion: 2}}
+		if _, err := agent.NewOrchestrator(cfg); err != nil {
+			t.Errorf("%s, priced: %v", name, err)
+		}
+	}
+	// Limits that set no dollar amount need no price.
+	free, _ := agent.NewSpendLimits(agent.SpendLimitsConfig{})
+	if _, err := agent.NewOrchestrator(agent.Config{LLM: llmtest.NewScript(), SpendGuard: free, Loop: agent.LoopConfig{Budget: agent.Budget{MaxTokens: 100}}}); err != nil {
+		t.Fatal(err)
+	}
+
+	o := newOrch(t, llmtest.NewScript(), agent.Config{})
+	if err := o.CheckBudget(agent.Budget{MaxCostUSD: 1}); !errors.Is(err, agent.ErrNoPrice) {
+		t.Fatalf("CheckBudget(cost) = %v, want ErrNoPrice", err)
+	}
+	if err := o.CheckBudget(agent.Budget{MaxTokens: -1}); !errors.Is(err, agent.ErrInvalidBudget) {
+		t.Fatalf("CheckBudget(negative) = %v, want ErrInvalidBudget", err)
+	}
+	if err := o.CheckBudget(agent.Budget{MaxTokens: 1000, MaxToolCalls: 3}); err != nil {
+		t.Fatalf("CheckBudget(tokens) = %v", err)
+	}
+	priced := newOrch(t, llmtest.NewScript(), agent.Config{Prices: agent.Prices{llmtest.ModelName: {InputPerMillion: 1}}})
+	if err := priced.CheckBudget(agent.Budget{MaxCostUSD: 1}); err != nil {
+		t.Fatalf("CheckBudget on a priced model = %v", err)
+	}
+}

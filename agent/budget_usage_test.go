@@ -1,0 +1,66 @@
+package agent_test
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/valetkit/valet/agent"
+	"github.com/valetkit/valet/llm"
+	"github.com/valetkit/valet/llm/llmtest"
+	"github.com/valetkit/valet/tool"
+)
+
+// A model that reports far more input tokens than valet's estimate
+// (characters / 4; a real tokenizer, a provider's hidden prompt): the
+// budget plans each call from the last reported input count, so the run
+// does not make a call with tools it cannot follow with the answer. It
+// ends completed with the answer of one last call without tools, within
+// the budget, instead of "used 3660 of 3000" and no answer.
+//
+// The guarantee: a call is made only when its planned input (the
+// estimate scaled by how far the last reported count exceeded its own
+// estimate) and budgetReserve output tokens fit what is left, and a call
+// with tools only when the last call without tools would still fit after
+// it; so Consumed.Tokens stays within MaxTokens unless a call's real input
+// exceeds its plan (here it never does: every call reports 1200).
+func TestBudgetTokensPlannedFromReportedUsage(t *testing.T) {
+	var runs atomic.Int32
+	reported := llm.Usage{InputTokens: 1200, OutputTokens: 20}
+	s := llmtest.NewScriptFunc(func(req llm.Request) llmtest.Reply {
+		if err := llm.CheckPairing(req.Messages); err != nil {
+			t.Errorf("request breaks pairing: %v", err)
+		}
+		if len(req.Tools) == 0 {
+			return llmtest.Reply{Text: "Paris is sunny; I did not get to Rome.", Usage: reported}
+		}
+		r := weatherCalls("Paris")
+		if strings.Contains(req.Messages[len(req.Messages)-1].Content, "Sunny in Paris") {
+			r = weatherCalls("Rome")
+		}
+		r.Usage = reported
+		return r
+	})
+	o := newOrch(t, s, agent.Config{Tools: []tool.Tool{countedWeather(&runs)}})
+	m := msg("Weather in Paris and Rome?")
+	m.Budget = agent.Budget{MaxTokens: 3000}
+	res, err := o.HandleMessage(context.Background(), m)
+	if err != nil || res.Status != agent.StatusCompleted || !res.BudgetExceeded || res.Response != "Paris is sunny; I did not get to Rome." {
+		t.Fatalf("res = %+v, err = %v", res, err)
+	}
+	if res.Consumed.Tokens > m.Budget.MaxTokens {
+		t.Fatalf("Consumed.Tokens = %d, over the budget of %d", res.Consumed.Tokens, m.Budget.MaxTokens)
+	}
+	reqs := s.Requests()
+	if len(reqs) != 2 || len(reqs[0].Tools) == 0 || len(reqs[1].Tools) != 0 {
+		t.Fatalf("%d model calls; want one with tools, then the last one without", len(reqs))
+	}
+	if !hasNote(reqs[1].Messages, "The budget for this request is spent") {
+		t.Fatal("the last call has no spent note")
+	}
+	// The last call may write at most what the budget leaves.
+	if mt := reqs[1].MaxTokens; mt <= 0 || mt > 3000-1220-1200 {
+		t.Fatalf("last call MaxTokens = %d", mt)
+	}
+}

@@ -1,0 +1,50 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/valetkit/valet/tool"
+)
+
+// The failure of a tool or an Agent-Tool reaches the model, the history,
+// ToolCallRecord.Error and the stream's events. What a panic said (a URL
+// with its access token, a connection string) goes to the logger only:
+// everywhere else a panic is "internal error". Any other failure text is
+// shown with its secret spans masked, as summarizeArgs masks them in
+// arguments, so the model still learns what failed.
+
+// internalError is what a panic becomes outside the logger.
+const internalError = "internal error"
+
+// agentFailure is the tool result of an Agent-Tool whose own code (Run,
+// Validate or Approval) failed with err.
+func (r *run) agentFailure(name string, err error) string {
+	var pe *tool.PanicError
+	if errors.As(err, &pe) {
+		r.logPanic(pe)
+		return fmt.Sprintf("agent %q failed: %s", name, internalError)
+	}
+	return maskText(fmt.Sprintf("agent %q failed: %s", name, err))
+}
+
+// scrubToolResult masks the secret spans of a failed plain tool call's
+// text and logs a panic in full (the registry already hides its text
+// from the result).
+func (r *run) scrubToolResult(res *tool.Result) {
+	if !res.IsError {
+		return
+	}
+	var pe *tool.PanicError
+	if errors.As(res.Err, &pe) {
+		r.logPanic(pe)
+	}
+	res.Content = maskText(res.Content)
+}
+
+// logPanic logs what a tool or an Agent-Tool panicked with, and where.
+func (r *run) logPanic(pe *tool.PanicError) {
+	r.o.log.ErrorContext(r.ctx, "agent: a tool panicked", "tool", pe.Tool,
+		"tenant", r.msg.TenantID, "conversation", r.msg.ConversationID, "source", r.msg.Source, "task_id", r.msg.TaskID,
+		"panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))
+}
