@@ -823,7 +823,8 @@ func (r *run) extract(a *agentTool, e *pool.Entry) (json.RawMessage, bool, error
 // An approval whose action changed since the user last saw it (a decision
 // on it was found stale) is shown as it is now in the reply whatever the
 // model writes: its listing follows the model's text. Only then is that
-// version recorded as shown (markShown), the one a bare "yes" approves.
+// version recorded as shown (markShown), the one a bare "yes" approves —
+// by a user's run only, never by a triggered one's.
 func (r *run) replyWaiting() error {
 	waits := append(slices.Clone(r.parked), r.pending...)
 	prompt := directPrompt(r.o, waits)
@@ -855,7 +856,12 @@ func (r *run) replyWaiting() error {
 			}
 		}
 	}
-	r.markShown(waits)
+	if r.msg.Source == SourceUser {
+		// Only a user's run replies to the user: a triggered run's text is
+		// the task's result, which goes along the task's route (a memory
+		// update, a chained task) and may never reach the user.
+		r.markShown(waits)
+	}
 	r.finish(llm.AssistantMessage(text))
 	return nil
 }
