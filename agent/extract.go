@@ -60,6 +60,7 @@ type extraction struct {
 	tenant, conv string
 	user, answer string        // the message's text (a user's, or a triggered run's) and the answer
 	triggered    bool          // the message is a triggered run's (ExtractTriggered)
+	tooled       bool          // tools ran in the turn: the answer may relay their text
 	known        []memory.Item // recalled for the turn: what the model may supersede
 	at           time.Time     // when the turn ended: the facts' CreatedAt
 	info         RunInfo       // the run's, for the SpendGuard
@@ -80,8 +81,10 @@ func (r *run) scheduleExtraction() {
 	if triggered && !o.memOpts.ExtractTriggered {
 		return
 	}
+	// An answer after tool calls may relay what they returned (a mail, a
+	// web page): its facts never supersede what the user said.
 	x := extraction{tenant: r.msg.TenantID, conv: r.msg.ConversationID, user: r.msg.Text, answer: r.res.Response, triggered: triggered,
-		known: r.recalled, at: o.now(), info: r.info()}
+		tooled: len(r.res.ToolCalls) > 0, known: r.recalled, at: o.now(), info: r.info()}
 	key := convKey{x.tenant, x.conv}
 	o.bg.mu.Lock()
 	defer o.bg.mu.Unlock()
@@ -220,7 +223,7 @@ func (o *Orchestrator) extractFacts(x extraction) {
 		}
 		return
 	}
-	if _, err := o.rememberFacts(ctx, x.tenant, memory.Provenance{ConversationID: x.conv}, origin, facts, x.known, x.at, !x.triggered); err != nil {
+	if _, err := o.rememberFacts(ctx, x.tenant, memory.Provenance{ConversationID: x.conv}, origin, facts, x.known, x.at, !x.triggered && !x.tooled); err != nil {
 		o.log.WarnContext(ctx, "agent: storing extracted facts failed", "tenant", x.tenant, "conversation", x.conv, "err", err)
 	}
 }
