@@ -60,7 +60,7 @@ type extraction struct {
 	tenant, conv string
 	user, answer string        // the message's text (a user's, or a triggered run's) and the answer
 	triggered    bool          // the message is a triggered run's (ExtractTriggered)
-	tooled       bool          // tools ran in the turn: the answer may relay their text
+	tooled       bool          // the model saw text the user did not write (tools ran, ...): the answer may relay it
 	known        []memory.Item // recalled for the turn: what the model may supersede
 	at           time.Time     // when the turn ended: the facts' CreatedAt
 	info         RunInfo       // the run's, for the SpendGuard
@@ -81,10 +81,11 @@ func (r *run) scheduleExtraction() {
 	if triggered && !o.memOpts.ExtractTriggered {
 		return
 	}
-	// An answer after tool calls may relay what they returned (a mail, a
-	// web page): its facts never supersede what the user said.
+	// An answer may relay text the user did not write that the model was
+	// given (a tool's result, an event in the history): then its facts
+	// never supersede what the user said.
 	x := extraction{tenant: r.msg.TenantID, conv: r.msg.ConversationID, user: r.msg.Text, answer: r.res.Response, triggered: triggered,
-		tooled: len(r.res.ToolCalls) > 0, known: r.recalled, at: o.now(), info: r.info()}
+		tooled: len(r.res.ToolCalls) > 0 || r.untrusted, known: r.recalled, at: o.now(), info: r.info()}
 	key := convKey{x.tenant, x.conv}
 	o.bg.mu.Lock()
 	defer o.bg.mu.Unlock()
@@ -228,6 +229,24 @@ func (o *Orchestrator) extractFacts(x extraction) {
 	if _, err := o.rememberFacts(ctx, x.tenant, memory.Provenance{ConversationID: x.conv}, origin, facts, x.known, x.at, !x.triggered && !x.tooled); err != nil {
 		o.log.WarnContext(ctx, "agent: storing extracted facts failed", "tenant", x.tenant, "conversation", x.conv, "err", err)
 	}
+}
+
+// untrustedIn reports whether window (what the model was sent) or the
+// recalled items hold text the user did not write: a tool result, a
+// triggered run's message, an earlier summary (made from such text too),
+// or an item of another origin than the user's or the host's.
+func untrustedIn(window []llm.Message, recalled []memory.Item) bool {
+	for i := range window {
+		if m := &window[i]; m.Role == llm.RoleTool || isTriggered(m) || memory.IsSummary(m) {
+			return true
+		}
+	}
+	for _, it := range recalled {
+		if it.Origin != memory.OriginUser && it.Origin != memory.OriginHost {
+			return true
+		}
+	}
+	return false
 }
 
 // turnLookback is how many of a conversation's newest messages turnKept
