@@ -514,10 +514,17 @@ func (r *run) recent(n int) []llm.Message {
 }
 
 // plainMessages keeps the user and assistant texts of msgs: context for an
-// aside call, without tool calls whose pairing it would have to keep.
+// aside call, without tool calls whose pairing it would have to keep. A
+// triggered run's message is left out: it would read as the user's words
+// there (an aside call decides approvals and reads fields from what the
+// user said), and its text holds event data anyone may have written.
 func plainMessages(msgs []llm.Message) []llm.Message {
 	var out []llm.Message
-	for _, m := range msgs {
+	for i := range msgs {
+		m := &msgs[i]
+		if isTriggered(m) {
+			continue
+		}
 		if (m.Role == llm.RoleUser || m.Role == llm.RoleAssistant) && len(m.ToolCalls) == 0 && m.Content != "" {
 			out = append(out, llm.Message{Role: m.Role, Content: m.Content})
 		}
