@@ -67,3 +67,49 @@ func TestStaleChatDecisionShowsTheChangedActionBeforeAYesRunsIt(t *testing.T) {
 		})
 	}
 }
+
+// A triggered run's reply is the task's result, which goes along the
+// task's route (a memory_update route, a chained task), not to the user:
+// when it lists an approval whose action changed since the user saw it,
+// that version is not recorded as shown, and the user's next bare "yes"
+// in chat does not approve it.
+func TestTriggeredReplyDoesNotCountAsShowingAChangedApproval(t *testing.T) {
+	rt := &router{loop: []llmtest.Reply{
+		llmtest.Calls(llmtest.Call("send_email", `{"to":"team@example.com","subject":"Plan"}`)),
+		// The triggered run starts a note that waits for its day.
+		llmtest.Calls(llmtest.Call("save_note", `{"title":"Plan"}`)),
+		llmtest.Text("Done."),
+		llmtest.Text("Done."),
+	}}
+	email := &emailAgent{}
+	store := pool.NewMemory()
+	o := agentsOrch(t, rt.script(t), agent.Config{Pool: store}, email, &noteAgent{})
+	ctx := context.Background()
+	first, err := o.HandleMessage(ctx, msg("mail the team"))
+	if err != nil || len(first.PendingApprovals) != 1 {
+		t.Fatalf("res=%+v err=%v", first, err)
+	}
+	e, err := store.Get(ctx, "u1", first.PendingApprovals[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Fields = json.RawMessage(`{"to":"everyone@example.com","subject":"Plan"}`)
+	if err := store.Update(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	trig := msg("[Scheduled Task] Plan the week.")
+	trig.Source, trig.TaskID = agent.SourceTrigger, "t1"
+	if _, err := o.HandleMessage(ctx, trig); err != nil {
+		t.Fatal(err)
+	}
+	res, err := o.HandleMessage(ctx, msg("yes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range email.Sent() {
+		if !strings.Contains(first.Response, m.To) {
+			t.Fatalf("a bare yes sent the email to %s, which only a triggered run's result listed; the user was shown:\n%s\nreply: %s",
+				m.To, first.Response, res.Response)
+		}
+	}
+}

@@ -204,7 +204,10 @@ type MemoryOptions struct {
 	// people, dates) are remembered with the conversation as their
 	// provenance and memory.OriginUser as their origin. A new fact may
 	// supersede one of the items recalled for the message, which it then
-	// replaces in recall. At most 10 facts of at most 300 characters per
+	// replaces in recall — but not when the model answered from text the
+	// user did not write, which the answer may relay: a tool result (a
+	// mail, a web page), a triggered run's message or a summary in the
+	// history, an item recalled of another origin. At most 10 facts of at most 300 characters per
 	// turn; 4 extractions run at once and at most 256 wait (more are
 	// skipped with a warning). Failures are logged and never fail a
 	// reply. Orchestrator.Close waits for extractions under way.

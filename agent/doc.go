@@ -167,7 +167,9 @@
 //
 // With MemoryOptions.Extract, the durable facts of each user's message and
 // its answer are remembered after the reply (memory.OriginUser), and may
-// supersede a recalled item. Text the user did not write never counts as
+// supersede a recalled item unless the model answered from text the user
+// did not write (a tool result, a triggered run's message or a summary in
+// the history, an item of another origin), which the answer may relay. Text the user did not write never counts as
 // the user's: a triggered run is learnt from only with
 // MemoryOptions.ExtractTriggered, and then as the trigger's
 // (memory.OriginTrigger), never superseding; compaction's facts never

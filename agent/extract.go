@@ -60,6 +60,7 @@ type extraction struct {
 	tenant, conv string
 	user, answer string        // the message's text (a user's, or a triggered run's) and the answer
 	triggered    bool          // the message is a triggered run's (ExtractTriggered)
+	tooled       bool          // the model saw text the user did not write (tools ran, ...): the answer may relay it
 	known        []memory.Item // recalled for the turn: what the model may supersede
 	at           time.Time     // when the turn ended: the facts' CreatedAt
 	info         RunInfo       // the run's, for the SpendGuard
@@ -80,8 +81,11 @@ func (r *run) scheduleExtraction() {
 	if triggered && !o.memOpts.ExtractTriggered {
 		return
 	}
+	// An answer may relay text the user did not write that the model was
+	// given (a tool's result, an event in the history): then its facts
+	// never supersede what the user said.
 	x := extraction{tenant: r.msg.TenantID, conv: r.msg.ConversationID, user: r.msg.Text, answer: r.res.Response, triggered: triggered,
-		known: r.recalled, at: o.now(), info: r.info()}
+		tooled: len(r.res.ToolCalls) > 0 || r.untrusted, known: r.recalled, at: o.now(), info: r.info()}
 	key := convKey{x.tenant, x.conv}
 	o.bg.mu.Lock()
 	defer o.bg.mu.Unlock()
@@ -200,9 +204,9 @@ func (o *Orchestrator) extractFacts(x extraction) {
 	// Under the conversation's lock, as Forget: the facts of a turn
 	// forgotten while they were being extracted are dropped, not written
 	// back after the Forget — also when the conversation was written to
-	// again since. A Forget of this orchestrator is known by its epoch; one
-	// of another replica leaves the conversation without history, unless
-	// a new turn came in between.
+	// again since. A Forget of this orchestrator is known by its epoch;
+	// one of another replica (sharing the memory provider) by the turn
+	// missing from the history (turnKept).
 	key := convKey{x.tenant, x.conv}
 	c, err := o.acquire(ctx, key)
 	if err != nil {
@@ -214,15 +218,66 @@ func (o *Orchestrator) extractFacts(x extraction) {
 		o.log.InfoContext(ctx, "agent: extracted facts dropped: the conversation was forgotten meanwhile", "tenant", x.tenant, "conversation", x.conv)
 		return
 	}
-	if h, err := o.mem.History(ctx, x.tenant, x.conv, 1); err != nil || len(h) == 0 {
+	if kept, err := o.turnKept(ctx, x); err != nil || !kept {
 		if err != nil {
 			o.log.WarnContext(ctx, "agent: storing extracted facts failed", "tenant", x.tenant, "conversation", x.conv, "err", err)
+		} else {
+			o.log.InfoContext(ctx, "agent: extracted facts dropped: the turn is no longer in the conversation's history", "tenant", x.tenant, "conversation", x.conv)
 		}
 		return
 	}
-	if _, err := o.rememberFacts(ctx, x.tenant, memory.Provenance{ConversationID: x.conv}, origin, facts, x.known, x.at, !x.triggered); err != nil {
+	if _, err := o.rememberFacts(ctx, x.tenant, memory.Provenance{ConversationID: x.conv}, origin, facts, x.known, x.at, !x.triggered && !x.tooled); err != nil {
 		o.log.WarnContext(ctx, "agent: storing extracted facts failed", "tenant", x.tenant, "conversation", x.conv, "err", err)
 	}
+}
+
+// untrustedIn reports whether window (what the model was sent) or the
+// recalled items hold text the user did not write: a tool result, a
+// triggered run's message, an earlier summary (made from such text too),
+// or an item of another origin than the user's or the host's.
+func untrustedIn(window []llm.Message, recalled []memory.Item) bool {
+	for i := range window {
+		if m := &window[i]; m.Role == llm.RoleTool || isTriggered(m) || memory.IsSummary(m) {
+			return true
+		}
+	}
+	for _, it := range recalled {
+		if it.Origin != memory.OriginUser && it.Origin != memory.OriginHost {
+			return true
+		}
+	}
+	return false
+}
+
+// turnLookback is how many of a conversation's newest messages turnKept
+// reads, first turnLookback[0], then, when the turn is not among them,
+// turnLookback[1].
+var turnLookback = [2]int{16, 256}
+
+// turnKept reports whether x's turn (its message and its answer) is still
+// among the conversation's newest messages: after a Forget, on any
+// replica, it is not, even when the conversation was written to again.
+// A turn compacted away or pushed out by many later messages is not
+// either: its facts are dropped (compaction remembers its own).
+func (o *Orchestrator) turnKept(ctx context.Context, x extraction) (bool, error) {
+	user, answer := strings.ToValidUTF8(x.user, "\uFFFD"), strings.ToValidUTF8(x.answer, "\uFFFD")
+	for _, n := range turnLookback {
+		h, err := o.mem.History(ctx, x.tenant, x.conv, n)
+		if err != nil {
+			return false, err
+		}
+		asked := false // the turn's message came before its answer
+		for i := range h {
+			m := &h[i]
+			switch {
+			case m.Role == llm.RoleUser && strings.ToValidUTF8(m.Content, "\uFFFD") == user:
+				asked = true
+			case asked && m.Role == llm.RoleAssistant && strings.ToValidUTF8(m.Content, "\uFFFD") == answer:
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }
 
 // rememberFacts checks facts the model wrote and stores those that pass,

@@ -63,3 +63,55 @@ func TestForgetWinsOverExtractionWhenConversationContinues(t *testing.T) {
 		t.Fatalf("the new turn's fact: %+v, %v", items, err)
 	}
 }
+
+// Forget wins over an extraction still running on another replica (two
+// orchestrators sharing the memory provider), also when the conversation
+// is written to again, through either replica, before that extraction
+// stores.
+func TestForgetOnAnotherReplicaWinsOverExtraction(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.NewInMemory(memory.Options{})
+	started, release := make(chan struct{}), make(chan struct{})
+	var extractions atomic.Int32
+	s := llmtest.NewScriptFunc(func(req llm.Request) llmtest.Reply {
+		if req.ToolChoice == agent.RememberToolName {
+			if extractions.Add(1) == 1 {
+				close(started)
+				<-release
+				return remember(`[{"text":"The user's dentist is Dr. Kim.","kind":"person"}]`)
+			}
+			return remember(`[{"text":"The user likes green tea.","kind":"preference"}]`)
+		}
+		return llmtest.Text("Noted.")
+	})
+	o1 := newOrch(t, s, agent.Config{Memory: mem, MemoryOptions: agent.MemoryOptions{Extract: true}})
+	o2 := newOrch(t, s, agent.Config{Memory: mem, MemoryOptions: agent.MemoryOptions{Extract: true}})
+	if _, err := o1.HandleMessage(ctx, msg("My dentist is Dr. Kim.")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-started:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the extraction did not start")
+	}
+	if err := o2.Forget(ctx, "u1", "c1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o2.HandleMessage(ctx, msg("I like green tea.")); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	closeOrch(t, o1)
+	closeOrch(t, o2)
+	items, err := mem.Recall(ctx, "u1", "dentist Kim", memory.Budget{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(items) != 0 {
+		t.Fatalf("the forgotten turn's facts were stored after another replica's Forget: %+v", items)
+	}
+	items, err = mem.Recall(ctx, "u1", "green tea", memory.Budget{})
+	if err != nil || len(items) != 1 {
+		t.Fatalf("the new turn's fact: %+v, %v", items, err)
+	}
+}

@@ -301,7 +301,9 @@ func (o *Orchestrator) Tools() []llm.ToolSpec { return append([]llm.ToolSpec(nil
 // with its ID). It waits for a running message of that conversation.
 // Facts still being extracted from its turns (MemoryOptions.Extract) are
 // dropped when the extraction ends, even when the conversation has new
-// messages by then.
+// messages by then, also when the extraction runs on another replica
+// sharing the memory provider (it finds its turn gone from the history;
+// with a Config.Locker the two never interleave).
 func (o *Orchestrator) Forget(ctx context.Context, tenantID, conversationID string) error {
 	if tenantID == "" {
 		return ErrNoTenant

@@ -514,10 +514,17 @@ func (r *run) recent(n int) []llm.Message {
 }
 
 // plainMessages keeps the user and assistant texts of msgs: context for an
-// aside call, without tool calls whose pairing it would have to keep.
+// aside call, without tool calls whose pairing it would have to keep. A
+// triggered run's message is left out: it would read as the user's words
+// there (an aside call decides approvals and reads fields from what the
+// user said), and its text holds event data anyone may have written.
 func plainMessages(msgs []llm.Message) []llm.Message {
 	var out []llm.Message
-	for _, m := range msgs {
+	for i := range msgs {
+		m := &msgs[i]
+		if isTriggered(m) {
+			continue
+		}
 		if (m.Role == llm.RoleUser || m.Role == llm.RoleAssistant) && len(m.ToolCalls) == 0 && m.Content != "" {
 			out = append(out, llm.Message{Role: m.Role, Content: m.Content})
 		}
@@ -823,7 +830,8 @@ func (r *run) extract(a *agentTool, e *pool.Entry) (json.RawMessage, bool, error
 // An approval whose action changed since the user last saw it (a decision
 // on it was found stale) is shown as it is now in the reply whatever the
 // model writes: its listing follows the model's text. Only then is that
-// version recorded as shown (markShown), the one a bare "yes" approves.
+// version recorded as shown (markShown), the one a bare "yes" approves —
+// by a user's run only, never by a triggered one's.
 func (r *run) replyWaiting() error {
 	waits := append(slices.Clone(r.parked), r.pending...)
 	prompt := directPrompt(r.o, waits)
@@ -855,7 +863,12 @@ func (r *run) replyWaiting() error {
 			}
 		}
 	}
-	r.markShown(waits)
+	if r.msg.Source == SourceUser {
+		// Only a user's run replies to the user: a triggered run's text is
+		// the task's result, which goes along the task's route (a memory
+		// update, a chained task) and may never reach the user.
+		r.markShown(waits)
+	}
 	r.finish(llm.AssistantMessage(text))
 	return nil
 }

@@ -24,6 +24,10 @@ type run struct {
 	// noHistory: a triggered message without a conversation of its own
 	// loads none (see Message.ConversationID); its turn is still saved.
 	noHistory bool
+	// untrusted: the model was sent text the user did not write (a tool
+	// result, a triggered run's message, a summary, an item recalled from
+	// elsewhere), which its answer may relay (see untrustedIn).
+	untrusted bool
 
 	window    []llm.Message // what the model is sent; trimmed as needed (see buffer.go)
 	apart     bool          // window is not the buffer
@@ -177,6 +181,10 @@ func (r *run) end(err error) error {
 	o, res := r.o, &r.res
 	r.clock.close()
 	serr := r.save()
+	r.untrusted = untrustedIn(r.window, r.recalled)
+	if r.buf != nil && !r.untrusted {
+		r.untrusted = untrustedIn(r.buf.msgs, nil) // also what a trimmed window no longer holds
+	}
 	if r.buf != nil {
 		o.putBuffers(r.buf)
 		r.buf, r.window, r.early = nil, nil, nil
