@@ -155,6 +155,12 @@ func (o *Orchestrator) extractFacts(x extraction) {
 		turn, origin = "The task's text (not written by the user):\n"+x.user, memory.OriginTrigger
 	}
 	turn += "\n\nThe assistant answered:\n" + x.answer
+	// An answer that may relay text the user did not write (x.tooled)
+	// makes the turn's facts the answer's, not the user's: the code cannot
+	// tell which of the two a fact came from.
+	if x.tooled && !x.triggered {
+		origin = memory.OriginAssistant
+	}
 	// The call is spent like a run's: the SpendGuard may refuse it, and
 	// records it.
 	gctx := context.WithValue(ctx, runInfoKey{}, x.info)
