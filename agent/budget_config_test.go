@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -50,5 +51,21 @@ func TestCostLimitOnUnpricedModelRefusedEarly(t *testing.T) {
 	priced := newOrch(t, llmtest.NewScript(), agent.Config{Prices: agent.Prices{llmtest.ModelName: {InputPerMillion: 1}}})
 	if err := priced.CheckBudget(agent.Budget{MaxCostUSD: 1}); err != nil {
 		t.Fatalf("CheckBudget on a priced model = %v", err)
+	}
+}
+
+// A token budget too small for any model call (not even the reserve of
+// output tokens a call needs) can never run: CheckBudget refuses it, so a
+// task is refused when it is created, instead of every run ending with
+// "used 0 of 50 tokens", status error and no answer.
+func TestCheckBudgetRefusesATokenBudgetNoCallFits(t *testing.T) {
+	s := llmtest.NewScript(llmtest.Text("hi"))
+	o := newOrch(t, s, agent.Config{})
+	b := agent.Budget{MaxTokens: 50}
+	if err := o.CheckBudget(b); err == nil {
+		m := msg("hello")
+		m.Budget = b
+		res, herr := o.HandleMessage(context.Background(), m)
+		t.Fatalf("CheckBudget(%+v) = nil, yet a run with it ends %s, %q, %v after %d model calls", b, res.Status, res.Response, herr, s.Calls())
 	}
 }

@@ -64,3 +64,37 @@ func TestBudgetTokensPlannedFromReportedUsage(t *testing.T) {
 		t.Fatalf("last call MaxTokens = %d", mt)
 	}
 }
+
+// What a model reported about its input count is not forgotten between
+// runs: a model counting far more input tokens than the estimate (a
+// provider's hidden prompt) leaves no room for a last answer once its
+// first call with tools is made, but the next message with the same
+// budget is planned from that report from its first call, so it skips the
+// call with tools and answers in one call without tools (completed,
+// BudgetExceeded) instead of ending, like every message before, with
+// ErrBudgetExceeded and no answer.
+func TestBudgetTokensPlannedFromReportedUsageOfEarlierRuns(t *testing.T) {
+	var runs atomic.Int32
+	reported := llm.Usage{InputTokens: 1800, OutputTokens: 20}
+	s := llmtest.NewScriptFunc(func(req llm.Request) llmtest.Reply {
+		if len(req.Tools) == 0 {
+			return llmtest.Reply{Text: "I could not look it up within the budget.", Usage: reported}
+		}
+		r := weatherCalls("Paris")
+		r.Usage = reported
+		return r
+	})
+	o := newOrch(t, s, agent.Config{Tools: []tool.Tool{countedWeather(&runs)}})
+	first := msg("Weather in Paris?")
+	first.Budget = agent.Budget{MaxTokens: 3000}
+	_, _ = o.HandleMessage(context.Background(), first) // learns how the model counts
+	second := msg("And in Rome?")
+	second.Budget = first.Budget
+	res, err := o.HandleMessage(context.Background(), second)
+	if err != nil || res.Status != agent.StatusCompleted || !res.BudgetExceeded || res.Response != "I could not look it up within the budget." {
+		t.Fatalf("the second message: res = %+v, err = %v", res, err)
+	}
+	if res.Consumed.Tokens > second.Budget.MaxTokens {
+		t.Fatalf("Consumed.Tokens = %d, over the budget of %d", res.Consumed.Tokens, second.Budget.MaxTokens)
+	}
+}

@@ -562,7 +562,7 @@ func (r *run) applyDecision(e *pool.Entry, d approval.Decision) error {
 		if a.approval != nil {
 			req, err := a.approval(col.fields)
 			if err != nil {
-				return r.repark(taken, []string{err.Error()})
+				return r.repark(taken, []string{r.agentFailure(a.name, err)})
 			}
 			if req != nil {
 				// The edit is the user's confirmation of the changed action;

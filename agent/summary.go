@@ -298,13 +298,17 @@ func withheld(n int) string {
 //     ?api_key=v, user=ann&password=v, user[password]=v, api%5Fkey=v. The
 //     name is the longest run of ASCII letters and digits, bytes of
 //     non-ASCII runes and - _ . [ ] % + that ends right before the = or :,
-//     past blanks (space, tab) and one closing quote (" or '), as in
-//     {"password": v}. The value starts after the = or : and blanks. After
-//     : it runs to the end of the line (CR, LF or the end of the string),
-//     so that a header line keeps only its name: "Authorization: ***".
-//     After = it runs to the next &, white space or the end; a value that
-//     starts with " or ' runs, inside the quotes, to the matching quote or
-//     the end of the line. An empty value is left alone.
+//     past blanks (space, tab) and a closing quote (" or ') with any
+//     backslashes escaping it, as in {"password": v} and in the same JSON
+//     quoted by Go's %q ({\"password\":v}). The separator may be
+//     percent-encoded (%3D or %3A, any case), as in a URL nested in a
+//     query parameter: ...%3Faccess_token%3Dv. The value starts after the
+//     separator and blanks. After : it runs to the end of the line (CR, LF
+//     or the end of the string), so that a header line keeps only its
+//     name: "Authorization: ***". After = it runs to the next &, white
+//     space or the end (after %3D, also to the next %26); a value that
+//     starts with " or ' (escaped or not) runs, inside the quotes, to the
+//     matching quote or the end of the line. An empty value is left alone.
 //   - URL passwords: in scheme://user:password@host, what lies between the
 //     first : of the user information and the last @ of the authority, which
 //     ends at the first /, ?, #, white space or the end of the string.
@@ -549,10 +553,12 @@ func hasSecretSpan[S ~string | ~[]byte](s S) bool {
 const (
 	textSep   = 1 // = or :
 	textToken = 2 // first byte of a token prefix
+	textPct   = 3 // % (%3D and %3A are = and :)
 )
 
 var textByte = func() (t [256]uint8) {
 	t['='], t[':'] = textSep, textSep
+	t['%'] = textPct
 	for _, c := range "esgxA" {
 		t[c] = textToken
 	}
@@ -575,8 +581,14 @@ func secretSpan[S ~string | ~[]byte](s S, from int) (start, end int) {
 	for i := from; i < len(s); i++ {
 		switch textByte[s[i]] {
 		case textSep:
-			if start, end = pairSpan(s, i); start < end {
+			if start, end = pairSpan(s, i, s[i], 1); start < end {
 				return start, end
+			}
+		case textPct:
+			if c := encodedSep(s, i); c != 0 {
+				if start, end = pairSpan(s, i, c, 3); start < end {
+					return start, end
+				}
 			}
 		case textToken:
 			if i == 0 || !isAlnum(s[i-1]) {
@@ -589,10 +601,27 @@ func secretSpan[S ~string | ~[]byte](s S, from int) (start, end int) {
 	return -1, -1
 }
 
-// pairSpan returns the value of the pair whose = or : is s[sep] when its
-// name isSecretKey, or the password of a URL when s[sep:] starts with ://.
-func pairSpan[S ~string | ~[]byte](s S, sep int) (start, end int) {
-	if s[sep] == ':' && sep+2 < len(s) && s[sep+1] == '/' && s[sep+2] == '/' {
+// encodedSep returns the = or : that s[i:] starts with percent-encoded
+// (%3D, %3A, any case), or 0.
+func encodedSep[S ~string | ~[]byte](s S, i int) byte {
+	if i+2 >= len(s) || s[i+1] != '3' {
+		return 0
+	}
+	switch s[i+2] {
+	case 'D', 'd':
+		return '='
+	case 'A', 'a':
+		return ':'
+	}
+	return 0
+}
+
+// pairSpan returns the value of the pair whose separator c (= or :),
+// written in w bytes (3 when percent-encoded), is s[sep:sep+w] when its
+// name isSecretKey, or the password of a URL when a literal : is followed
+// by //.
+func pairSpan[S ~string | ~[]byte](s S, sep int, c byte, w int) (start, end int) {
+	if w == 1 && c == ':' && sep+2 < len(s) && s[sep+1] == '/' && s[sep+2] == '/' {
 		return userinfoSpan(s, sep+3)
 	}
 	j := sep
@@ -601,6 +630,9 @@ func pairSpan[S ~string | ~[]byte](s S, sep int) (start, end int) {
 	}
 	if j > 0 && (s[j-1] == '"' || s[j-1] == '\'') {
 		j--
+		for j > 0 && s[j-1] == '\\' { // a quote escaped, by %q say
+			j--
+		}
 	}
 	e := j
 	for j > 0 && nameByte[s[j-1]] {
@@ -609,23 +641,29 @@ func pairSpan[S ~string | ~[]byte](s S, sep int) (start, end int) {
 	if j == e || !secretName(s[j:e]) {
 		return -1, -1
 	}
-	v := sep + 1
+	v := sep + w
 	for v < len(s) && isBlank(s[v]) {
 		v++
 	}
+	q := v // the opening quote, past any backslashes escaping it
+	for q < len(s) && s[q] == '\\' {
+		q++
+	}
 	e = v
 	switch {
-	case s[sep] == ':':
+	case c == ':':
 		for e < len(s) && s[e] != '\n' && s[e] != '\r' {
 			e++
 		}
-	case v < len(s) && (s[v] == '"' || s[v] == '\''):
-		q := s[v]
-		v++
-		for e = v; e < len(s) && s[e] != q && s[e] != '\n' && s[e] != '\r'; e++ {
+	case q < len(s) && (s[q] == '"' || s[q] == '\''):
+		v = q + 1
+		for e = v; e < len(s) && s[e] != s[q] && s[e] != '\n' && s[e] != '\r'; e++ {
+		}
+		for e > v && s[e-1] == '\\' { // the backslashes escaping the closing quote
+			e--
 		}
 	default:
-		for e < len(s) && s[e] != '&' && !isSpace(s[e]) {
+		for e < len(s) && s[e] != '&' && !isSpace(s[e]) && (w == 1 || !hasPrefixS(s[e:], "%26")) {
 			e++
 		}
 	}

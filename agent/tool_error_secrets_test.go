@@ -161,3 +161,47 @@ func TestToolFailureSecretsScrubbed(t *testing.T) {
 		}
 	}
 }
+
+// A tool's failure text that quotes a secret the way Go errors do — a
+// response body quoted with %q (JSON with escaped quotes), or a URL nested
+// in a query parameter with its = and ? percent-encoded — still has the
+// secret masked before the model, the history and the telemetry see it.
+func TestToolFailureSecretsInQuotedOrEncodedText(t *testing.T) {
+	for name, failure := range map[string]string{
+		"body quoted with %q":  fmt.Sprintf("token exchange failed: %q", `{"access_token":"`+leakySecret+`","token_type":"bearer"}`),
+		"encoded redirect url": "redirect to https://app.example/cb?next=https%3A%2F%2Fx.example%2Fcb%3Faccess_token%3D" + leakySecret + " refused",
+		"encoded lower-case =": "GET https://x.example/?u=https%3a%2f%2fy%3fapi_key%3d" + leakySecret + " failed",
+		"double quoted by %q":  fmt.Sprintf("%q", fmt.Sprintf("body %q", `{"password":"`+leakySecret+`"}`)),
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := llmtest.NewStrictScript(t,
+				llmtest.Calls(llmtest.Call("fetch", `{"what":"y"}`)),
+				llmtest.Text("The fetch failed."),
+			)
+			mem := memory.NewInMemory(memory.Options{})
+			o := newOrch(t, paired{t, s}, agent.Config{Memory: mem, Tools: []tool.Tool{
+				tool.New("fetch", "Fetch something", func(ctx context.Context, in FetchIn) (string, error) {
+					return "", errors.New(failure)
+				}),
+			}})
+			res, err := o.HandleMessage(context.Background(), msg("Fetch y"))
+			if err != nil || len(res.ToolCalls) != 1 || res.ToolCalls[0].Success {
+				t.Fatalf("res = %+v, err = %v", res, err)
+			}
+			if e := res.ToolCalls[0].Error; strings.Contains(e, leakySecret) {
+				t.Errorf("ToolCallRecord.Error leaks the secret: %q", e)
+			}
+			for _, m := range s.Requests()[1].Messages {
+				if strings.Contains(m.Content, leakySecret) {
+					t.Errorf("the model reads the secret: %q", m.Content)
+				}
+			}
+			h, _ := mem.History(context.Background(), "u1", "c1", 100)
+			for _, m := range h {
+				if strings.Contains(m.Content, leakySecret) {
+					t.Errorf("the history keeps the secret: %q", m.Content)
+				}
+			}
+		})
+	}
+}
