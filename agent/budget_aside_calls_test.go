@@ -14,7 +14,7 @@ import (
 // neither checked against the budget nor capped: with 50 of 1000 tokens
 // left it is sent with MaxTokens 0 (no cap) and the run consumes far more
 // than its MaxTokens budget.
-func TestReview3BudgetPhrasingCallNotCapped(t *testing.T) {
+func TestBudgetPhrasingCallNotCapped(t *testing.T) {
 	s := llmtest.NewScriptFunc(func(req llm.Request) llmtest.Reply {
 		if len(req.Tools) == 0 { // phrasing
 			return llmtest.Reply{Text: "Shall I send it?", Usage: llm.Usage{InputTokens: 900, OutputTokens: 4000}}
@@ -45,7 +45,7 @@ func TestReview3BudgetPhrasingCallNotCapped(t *testing.T) {
 // and, in a message, the resolve_approvals aside call are not gated. Here:
 // a message answering a pending approval with the token budget already
 // below the reserve still sends the forced resolve_approvals call uncapped.
-func TestReview3BudgetResolveAsideCallNotCapped(t *testing.T) {
+func TestBudgetResolveAsideCallNotCapped(t *testing.T) {
 	rt := &router{
 		loop: []llmtest.Reply{
 			llmtest.Calls(llmtest.Call("send_email", `{"to":"team@example.com","subject":"Plan"}`)),

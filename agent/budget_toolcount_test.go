@@ -12,7 +12,7 @@ import (
 // An approved Agent-Tool run by ResolveApproval (resume → runAgent) is not
 // counted in Result.Consumed.ToolCalls (only runTools counts), so
 // Consumed under-reports and MaxToolCalls never sees resumed actions.
-func TestReview3ToolCallsResumedAgentNotCounted(t *testing.T) {
+func TestToolCallsResumedAgentNotCounted(t *testing.T) {
 	email := &emailAgent{}
 	s := llmtest.NewScript(
 		llmtest.Calls(llmtest.Call("send_email", `{"to":"team@example.com","subject":"Plan"}`)),

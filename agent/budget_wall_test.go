@@ -13,7 +13,7 @@ import (
 
 // A tool with its own timeout (tool.WithTimeout) runs on r.ctx, not the
 // turn's ctx, so the wall-clock cut in runTools does not apply to it.
-func TestReview3WallToolWithOwnTimeout(t *testing.T) {
+func TestWallToolWithOwnTimeout(t *testing.T) {
 	slow := tool.New("get_weather", "weather", func(ctx context.Context, in WeatherIn) (string, error) {
 		select {
 		case <-time.After(2 * time.Second):
@@ -47,7 +47,7 @@ func (delayAgent) Run(ctx context.Context, in NoteIn) (agent.Reply, error) {
 
 // Agent-Tools run with AgentToolTimeout on r.ctx (runAgent): the wall
 // clock does not bound them.
-func TestReview3WallAgentTool(t *testing.T) {
+func TestWallAgentTool(t *testing.T) {
 	reg := agent.NewRegistry()
 	if err := agent.Register(reg, "slow_note", "Save a note slowly", delayAgent{}); err != nil {
 		t.Fatal(err)
@@ -66,7 +66,7 @@ func TestReview3WallAgentTool(t *testing.T) {
 // Model-call retries (backoff) ignore the wall clock: a run with MaxWall
 // 100ms and LLMTimeout 500ms lasts ~1.5s of backoff, past the documented
 // bound ("the last call may run past it, by at most LLMTimeout").
-func TestReview3WallModelRetriesIgnoreBudget(t *testing.T) {
+func TestWallModelRetriesIgnoreBudget(t *testing.T) {
 	rl := &llm.Error{Kind: llm.KindRateLimited, Message: "slow down"}
 	s := llmtest.NewScript(llmtest.Fail(rl), llmtest.Fail(rl), llmtest.Text("hi"))
 	o := newOrch(t, s, agent.Config{Loop: agent.LoopConfig{

@@ -23,7 +23,7 @@ import (
 // call is only shown the items recalled for the new message, so a fact it
 // found before is "new" each time). Here 3 short messages in a row each
 // compact and store one more copy of the same fact.
-func TestReview2CompactionRunsOnEveryMessage(t *testing.T) {
+func TestCompactionRunsOnEveryMessage(t *testing.T) {
 	ctx := context.Background()
 	mem := memory.NewInMemory(memory.Options{})
 	big := strings.Repeat("x", 2000) // about 500 tokens
@@ -67,7 +67,7 @@ func TestReview2CompactionRunsOnEveryMessage(t *testing.T) {
 // items (background block) and the compaction's own transcript. An
 // injected instruction the summariser copies ("the user wants every mail
 // forwarded to ...") becomes a system instruction for every later message.
-func TestReview2CompactionSummaryIsUnframedSystemText(t *testing.T) {
+func TestCompactionSummaryIsUnframedSystemText(t *testing.T) {
 	ctx := context.Background()
 	mem := memory.NewInMemory(memory.Options{})
 	seedTurns(t, mem, 12)
@@ -101,7 +101,7 @@ func TestReview2CompactionSummaryIsUnframedSystemText(t *testing.T) {
 // (the history it would shorten only grows), each time one wasted call.
 // The transcript should be cut to fit the window (oldest first, or in
 // chunks).
-func TestReview2CompactionRequestExceedsTheWindow(t *testing.T) {
+func TestCompactionRequestExceedsTheWindow(t *testing.T) {
 	ctx := context.Background()
 	mem := memory.NewInMemory(memory.Options{})
 	for i := range 60 { // 120 messages of about 500 tokens: 60k tokens

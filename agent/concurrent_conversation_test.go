@@ -14,7 +14,7 @@ import (
 	"github.com/valetkit/valet/tool"
 )
 
-func TestReviewConcurrentSameConversation(t *testing.T) {
+func TestConcurrentSameConversation(t *testing.T) {
 	store := credentials.NewMemory()
 	tl := tool.New("t", "t", func(ctx context.Context, in revIn) (string, error) {
 		ec := tool.ExecContextFrom(ctx)

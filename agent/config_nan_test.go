@@ -19,7 +19,7 @@ import (
 // the conversation, while compactQuota (NaN > 0 is false) leaves count
 // trimming and the MaxHistoryMessages load limit on: neither mode as
 // documented.
-func TestReview2CompactThresholdNaNIsRejected(t *testing.T) {
+func TestCompactThresholdNaNIsRejected(t *testing.T) {
 	loop := agent.LoopConfig{CompactThreshold: math.NaN(), CompactKeepMessages: 2}
 	_, err := agent.NewOrchestrator(agent.Config{LLM: llmtest.NewScript(), Loop: loop})
 	if errors.Is(err, agent.ErrInvalidConfig) {

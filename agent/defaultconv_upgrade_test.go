@@ -18,7 +18,7 @@ import (
 // nothing were pending, and the approval expires unexecuted. servePending
 // and collectPending compare e.ConversationID with the normalised ID
 // without normalising the entry's.
-func TestReview2PreUpgradeEntryOfDefaultConversationIsNeverServed(t *testing.T) {
+func TestPreUpgradeEntryOfDefaultConversationIsNeverServed(t *testing.T) {
 	ctx := context.Background()
 	store := pool.NewMemory()
 	rt := &router{loop: []llmtest.Reply{

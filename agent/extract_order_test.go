@@ -20,7 +20,7 @@ import (
 // could not recall the first fact: it was not stored yet). Recall puts
 // the stale fact first among equals. Extractions of a conversation should
 // run in order (or items carry the turn's time).
-func TestReview2ExtractionsLandOutOfOrder(t *testing.T) {
+func TestExtractionsLandOutOfOrder(t *testing.T) {
 	ctx := context.Background()
 	mem := memory.NewInMemory(memory.Options{})
 	slowFirst := make(chan struct{})

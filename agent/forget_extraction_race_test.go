@@ -16,7 +16,7 @@ import (
 // waiting in the queue) when Forget returns writes its items afterwards,
 // with the forgotten conversation as their provenance: the facts of a
 // conversation the user deleted come back in every later conversation.
-func TestReview2ForgetRacesBackgroundExtraction(t *testing.T) {
+func TestForgetRacesBackgroundExtraction(t *testing.T) {
 	ctx := context.Background()
 	mem := memory.NewInMemory(memory.Options{})
 	started, release := make(chan struct{}), make(chan struct{})

@@ -101,7 +101,7 @@ func (c fuzzClient) Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.C
 	}
 }
 
-func TestReviewFuzzRuns(t *testing.T) {
+func TestFuzzRuns(t *testing.T) {
 	echo := tool.New("echo", "echo", func(ctx context.Context, in fuzzIn) (string, error) {
 		return strings.Repeat("r", in.N*4), nil
 	})

@@ -13,7 +13,7 @@ import (
 // A failing PrepareContext hook returns before r.end: the user message
 // stays committed and keepHistory never runs, so the history grows past
 // MaxHistoryMessages with every message (and holds consecutive user turns).
-func TestReviewFailingHookBoundsHistory(t *testing.T) {
+func TestFailingHookBoundsHistory(t *testing.T) {
 	o, _ := agent.NewOrchestrator(agent.Config{LLM: llmtest.NewScript(),
 		Loop: agent.LoopConfig{MaxHistoryMessages: 4},
 		Hooks: agent.Hooks{PrepareContext: func(context.Context, agent.Message, []llm.Message) ([]llm.Message, error) {

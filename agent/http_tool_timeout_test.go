@@ -14,7 +14,7 @@ import (
 )
 
 // A tool doing an HTTP request that outlives ToolTimeout is reported as timed out.
-func TestReviewHTTPToolTimeout(t *testing.T) {
+func TestHTTPToolTimeout(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():

@@ -15,7 +15,7 @@ import (
 // as o3 ($2/$8 vs the list $20/$80), "gpt-5-pro" as gpt-5, "o3-deep-research"
 // as o3. A cost budget on them is enforced at a tenth of the real cost
 // instead of being refused (ErrNoPrice).
-func TestReview3PricesPrefixUnderprices(t *testing.T) {
+func TestPricesPrefixUnderprices(t *testing.T) {
 	p := agent.DefaultPrices()
 	for _, m := range []string{"o3-pro", "gpt-5-pro", "o3-deep-research", "o4-mini-deep-research"} {
 		if pr, ok := p.Lookup(m); ok {
@@ -39,7 +39,7 @@ func (n named) Complete(ctx context.Context, req llm.Request) (*llm.Response, er
 	return resp, err
 }
 
-func TestReview3PricesCostBudgetOnProModelRefused(t *testing.T) {
+func TestPricesCostBudgetOnProModelRefused(t *testing.T) {
 	s := llmtest.NewScript(llmtest.Text("never"))
 	o := newOrch(t, named{Script: s, model: "o3-pro"}, agent.Config{})
 	m := msg("hi")
@@ -53,7 +53,7 @@ func TestReview3PricesCostBudgetOnProModelRefused(t *testing.T) {
 // The meter caps every call with the client's model price, while account
 // prices by the model the response names. A client (a router, a fallback)
 // whose responses name a pricier model gets caps ~16x too generous.
-func TestReview3PricesMeterIgnoresResponseModel(t *testing.T) {
+func TestPricesMeterIgnoresResponseModel(t *testing.T) {
 	r1 := weatherCalls("Paris")
 	r1.Usage = llm.Usage{InputTokens: 1000, OutputTokens: 10} // $0.0026 at gpt-4o
 	s := llmtest.NewScript(r1, llmtest.Reply{Text: "Sunny.", Usage: llm.Usage{InputTokens: 1000, OutputTokens: 10}})

@@ -30,7 +30,7 @@ func (e *stalledEmbedder) Embed(ctx context.Context, texts []string) ([][]float3
 // every tenant that has items — and its conversation's lock — until the
 // caller's ctx ends (forever with context.Background), although "a
 // failing recall is logged and the message is answered without it".
-func TestReview2StalledEmbedderBlocksEveryMessage(t *testing.T) {
+func TestStalledEmbedderBlocksEveryMessage(t *testing.T) {
 	emb := &stalledEmbedder{}
 	mem := memory.NewInMemory(memory.Options{Embedder: emb})
 	if _, err := mem.Remember(context.Background(), "u1", memory.Item{Text: "The user's dentist is Dr. Kim."}); err != nil {

@@ -32,7 +32,7 @@ func (c *cancelOnAppend) Append(ctx context.Context, tenant, conv string, msgs .
 // answer, but the turn is not in the history, so the next message's model
 // does not know the mail was sent. The completed turn must be saved
 // whatever happens to the caller's ctx after the run is done.
-func TestReview2CancelDuringSaveLosesCompletedTurn(t *testing.T) {
+func TestCancelDuringSaveLosesCompletedTurn(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	inner := memory.NewInMemory(memory.Options{})

@@ -14,7 +14,7 @@ import (
 // o.llm.Complete directly: its cost is in no Result.Consumed and never
 // reaches the SpendGuard, so a tenant's daily/monthly limit undercounts
 // (here by half: one loop call + one extraction call per message).
-func TestReview3SpendBackgroundExtractionNotRecorded(t *testing.T) {
+func TestSpendBackgroundExtractionNotRecorded(t *testing.T) {
 	s := llmtest.NewScriptFunc(func(req llm.Request) llmtest.Reply {
 		if req.ToolChoice == agent.RememberToolName {
 			return llmtest.Reply{ToolCalls: []llm.ToolCall{llmtest.Call(agent.RememberToolName, `{"facts":[]}`)}, Usage: llm.Usage{InputTokens: 1000, OutputTokens: 200}}

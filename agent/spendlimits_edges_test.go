@@ -18,7 +18,7 @@ import (
 
 // Floating-point totals: ten runs of $0.10 sum to 0.9999999999999999, so
 // a $1 daily limit is not "reached" and an 11th run is let through.
-func TestReview3SpendFloatSumMissesLimit(t *testing.T) {
+func TestSpendFloatSumMissesLimit(t *testing.T) {
 	g, err := agent.NewSpendLimits(agent.SpendLimitsConfig{Tenant: agent.Limits{DailyUSD: 1}})
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +37,7 @@ func TestReview3SpendFloatSumMissesLimit(t *testing.T) {
 
 // Alerts are collected under the lock but delivered after it, per Record:
 // concurrent Records deliver them out of order (90% before 50%).
-func TestReview3SpendAlertOrder(t *testing.T) {
+func TestSpendAlertOrder(t *testing.T) {
 	var mu sync.Mutex
 	var got []float64
 	first := make(chan struct{})
@@ -78,7 +78,7 @@ func TestReview3SpendAlertOrder(t *testing.T) {
 // Under PauseNonCritical a user's decision on an approval a triggered run
 // raised is refused (resolve takes the entry's Source): the user cannot
 // even Cancel the pending action until the period ends.
-func TestReview3SpendPauseNonCriticalBlocksUserCancel(t *testing.T) {
+func TestSpendPauseNonCriticalBlocksUserCancel(t *testing.T) {
 	s := llmtest.NewScriptFunc(func(req llm.Request) llmtest.Reply {
 		if len(req.Tools) > 0 && len(req.Messages) > 0 && strings.Contains(req.Messages[len(req.Messages)-1].Content, "mail") {
 			r := llmtest.Calls(llmtest.Call("send_email", `{"to":"team@example.com","subject":"Plan"}`))
@@ -115,7 +115,7 @@ func (r3RecordFails) Record(context.Context, string, agent.Consumed) error {
 
 // Message.Source and TaskID are documented to reach the logs; the run's
 // log lines (here: recording the spend failed) carry neither.
-func TestReview3SourceTaskInLogs(t *testing.T) {
+func TestSourceTaskInLogs(t *testing.T) {
 	var buf bytes.Buffer
 	var mu sync.Mutex
 	h := slog.NewTextHandler(&lockedWriter{w: &buf, mu: &mu}, nil)

@@ -18,7 +18,7 @@ import (
 // tool that does not exist); the unknown-tool error result keeps the
 // name, both are saved, and the next compaction's transcript can be
 // closed early and followed by text outside the data block.
-func TestReview2TranscriptEscapesThroughToolName(t *testing.T) {
+func TestTranscriptEscapesThroughToolName(t *testing.T) {
 	ctx := context.Background()
 	mem := memory.NewInMemory(memory.Options{})
 	seedTurns(t, mem, 12)

@@ -20,7 +20,7 @@ type revIn struct {
 // A tool that derives a ctx (as database/sql, grpc, errgroup... do) sees
 // context.Canceled when the turn times out, not DeadlineExceeded, and the
 // model is told "failed: context canceled" instead of "timed out".
-func TestReviewDerivedCtxTimeoutIsDeadlineExceeded(t *testing.T) {
+func TestDerivedCtxTimeoutIsDeadlineExceeded(t *testing.T) {
 	var got error
 	slow := tool.New("slow", "slow", func(ctx context.Context, in revIn) (string, error) {
 		c2, cancel := context.WithCancel(ctx)
@@ -47,7 +47,7 @@ func TestReviewDerivedCtxTimeoutIsDeadlineExceeded(t *testing.T) {
 }
 
 // Deadline must not be later than the parent's.
-func TestReviewDeadlineNotAfterParent(t *testing.T) {
+func TestDeadlineNotAfterParent(t *testing.T) {
 	var dl time.Time
 	tl := tool.New("dl", "dl", func(ctx context.Context, in revIn) (string, error) {
 		dl, _ = ctx.Deadline()
@@ -68,7 +68,7 @@ func TestReviewDeadlineNotAfterParent(t *testing.T) {
 
 // The turn's ctx outlives its turn: work a tool started on ctx is not
 // cancelled when the turn ends, and the next turn re-arms the same ctx.
-func TestReviewTurnCtxEndsWithTurn(t *testing.T) {
+func TestTurnCtxEndsWithTurn(t *testing.T) {
 	var first context.Context
 	var aliveDuringTurn2 bool
 	tl := tool.New("t1", "t1", func(ctx context.Context, in revIn) (string, error) {

@@ -24,7 +24,7 @@ func (n outputOnly) Complete(ctx context.Context, req llm.Request) (*llm.Respons
 // account falls back to the estimate only when Usage is entirely zero: a
 // partial report (output only) is taken as is, so every input token — the
 // bulk of an agent's spend — goes uncounted and unpriced.
-func TestReview3UsagePartialNotEstimated(t *testing.T) {
+func TestUsagePartialNotEstimated(t *testing.T) {
 	s := llmtest.NewScript(llmtest.Text("ok"))
 	o := newOrch(t, outputOnly{s}, agent.Config{SystemPrompt: "You are a helpful assistant with a long persona. "})
 	res, err := o.HandleMessage(context.Background(), msg("Please summarise everything we discussed about the quarterly plan in detail."))
@@ -39,7 +39,7 @@ func TestReview3UsagePartialNotEstimated(t *testing.T) {
 // afford converts the remaining cost to tokens with int(float): a large
 // but finite MaxCostUSD (valid per Budget.Check) overflows to a negative
 // int on amd64 and the run fails at once with ErrBudgetExceeded.
-func TestReview3BudgetHugeCostOverflows(t *testing.T) {
+func TestBudgetHugeCostOverflows(t *testing.T) {
 	s := llmtest.NewScript(llmtest.Reply{Text: "ok", Usage: llm.Usage{InputTokens: 10, OutputTokens: 2}})
 	o := newOrch(t, s, agent.Config{Prices: testPrices})
 	m := msg("hi")

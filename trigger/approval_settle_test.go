@@ -16,7 +16,7 @@ import (
 // RunRunning), so the run waits for a decision that already came: the
 // sweeper then marks it EXPIRED ("nothing ran") although the email was
 // sent, and the one-time task goes back to ACTIVE.
-func TestReview6ApprovalDecidedBeforeRunRecordedWaiting(t *testing.T) {
+func TestApprovalDecidedBeforeRunRecordedWaiting(t *testing.T) {
 	h := newHarness(t, trigger.Config{})
 	h.exec.setFn(func(ctx context.Context, run trigger.ExecRun) (trigger.ExecResult, error) {
 		id := "ap-" + run.RunID
@@ -53,7 +53,7 @@ func TestReview6ApprovalDecidedBeforeRunRecordedWaiting(t *testing.T) {
 // RunWaiting, but RunNow neither tells the channel (no approval notice),
 // nor watches it for the sweeper (it never expires), and the Observer
 // hears LifecycleFailed.
-func TestReview6RunNowWaitingRun(t *testing.T) {
+func TestRunNowWaitingRun(t *testing.T) {
 	chat := &notes{}
 	var mu sync.Mutex
 	var steps []trigger.LifecycleKind
@@ -121,7 +121,7 @@ func (b *blockingNotes) Notify(ctx context.Context, n trigger.Notification) erro
 // each) while holding the engine-wide settleMu: a slow channel of tenant
 // t1 holds up every other tenant's approvals (and the user's reply that
 // carries them, as Hooks.Decided runs inside the assistant's run).
-func TestReview6SettleHoldsGlobalLockDuringDelivery(t *testing.T) {
+func TestSettleHoldsGlobalLockDuringDelivery(t *testing.T) {
 	slow := &blockingNotes{release: make(chan struct{})}
 	defer close(slow.release)
 	h := newHarness(t, trigger.Config{Notifiers: map[string]trigger.Notifier{"slow": slow}})
@@ -159,7 +159,7 @@ func TestReview6SettleHoldsGlobalLockDuringDelivery(t *testing.T) {
 // given to ApprovalSettled, i.e. the ctx of the assistant's run that
 // carried the user's decision (an HTTP request). When that request ends,
 // the chained run is interrupted and parked until the engine's next Run.
-func TestReview6ChainAfterApprovalUsesCallersCtx(t *testing.T) {
+func TestChainAfterApprovalUsesCallersCtx(t *testing.T) {
 	release := make(chan struct{})
 	var bCalls atomic.Int32
 	h := newHarness(t, trigger.Config{})
@@ -206,7 +206,7 @@ func TestReview6ChainAfterApprovalUsesCallersCtx(t *testing.T) {
 // An event run the engine's stop interrupted runs again at the next Run
 // even though the user paused the task in between: resumeInterrupted
 // uses the task as it was and never reads it again.
-func TestReview6ResumeInterruptedIgnoresPause(t *testing.T) {
+func TestResumeInterruptedIgnoresPause(t *testing.T) {
 	var calls atomic.Int32
 	h := newHarness(t, trigger.Config{})
 	h.exec.setFn(func(ctx context.Context, run trigger.ExecRun) (trigger.ExecResult, error) {

@@ -20,7 +20,7 @@ import (
 // MaxConcurrent slots for the whole backoff (runOneOff sleeps inside the
 // goroutine that fireEvent gave the slot to). One tenant's failing
 // webhook task starves every other run, and the event subscriber too.
-func TestReviewEventBackoffHoldsASlot(t *testing.T) {
+func TestEventBackoffHoldsASlot(t *testing.T) {
 	h := newHarness(t, trigger.Config{MaxConcurrent: 1})
 	h.exec.setFn(func(ctx context.Context, run trigger.ExecRun) (trigger.ExecResult, error) {
 		if run.Task.ID == "hook" {
@@ -52,7 +52,7 @@ func TestReviewEventBackoffHoldsASlot(t *testing.T) {
 // context.WithoutCancel ctx of deliver: Engine.Run does not return when
 // its ctx ends while the chained task waits out a backoff (or while its
 // executor waits for ctx).
-func TestReviewChainedRunIgnoresStop(t *testing.T) {
+func TestChainedRunIgnoresStop(t *testing.T) {
 	h := newHarness(t, trigger.Config{})
 	h.exec.setFn(func(ctx context.Context, run trigger.ExecRun) (trigger.ExecResult, error) {
 		if run.Task.ID == "b" {
@@ -112,7 +112,7 @@ func (m *blockingMemory) Remember(ctx context.Context, tenantID string, items ..
 // deliver hands the memory writer context.WithoutCancel(ctx) with no
 // deadline at all: a slow memory store keeps Engine.Run from returning,
 // forever (a notifier similarly, for RunTimeout: 10 minutes by default).
-func TestReviewMemoryRouteBlocksStop(t *testing.T) {
+func TestMemoryRouteBlocksStop(t *testing.T) {
 	mem := &blockingMemory{called: make(chan struct{}), release: make(chan struct{})}
 	h := newHarness(t, trigger.Config{Memory: mem})
 	task := scheduleTask("t1", "fares", trigger.Schedule{Cron: "0 9 * * *"})
@@ -139,7 +139,7 @@ func TestReviewMemoryRouteBlocksStop(t *testing.T) {
 // Dedupe of an event rests on the run history, which a MemoryStore
 // bounds (MaxRuns, 100 by default): an event redelivered after MaxRuns
 // other events of the task fires again.
-func TestReviewEventDedupeForgetsAfterMaxRuns(t *testing.T) {
+func TestEventDedupeForgetsAfterMaxRuns(t *testing.T) {
 	h := newHarness(t, trigger.Config{Store: &trigger.MemoryStore{MaxRuns: 2}, MaxConcurrent: 1})
 	h.create(t, eventTask("t1", "hook", trigger.Trigger{Type: "push"}))
 	h.start()
@@ -174,7 +174,7 @@ func TestReviewEventDedupeForgetsAfterMaxRuns(t *testing.T) {
 // URL) for a task with a longish id is accepted by Publish and never
 // fires; AddRun fails with ErrInvalid on every delivery until the bus
 // drops it.
-func TestReviewLongEventIDNeverFires(t *testing.T) {
+func TestLongEventIDNeverFires(t *testing.T) {
 	bus := &trigger.MemoryBus{MaxDeliveries: 1}
 	h := newHarness(t, trigger.Config{Bus: bus})
 	id := strings.Repeat("t", 150)
@@ -194,7 +194,7 @@ func TestReviewLongEventIDNeverFires(t *testing.T) {
 // ChainRunID nests the previous run's id, so run ids grow with each hop:
 // a chain of three tasks with 100-byte ids breaks at its second hop
 // (the run id is over MaxIDLen), far below MaxChainDepth.
-func TestReviewChainRunIDOverflows(t *testing.T) {
+func TestChainRunIDOverflows(t *testing.T) {
 	h := newHarness(t, trigger.Config{})
 	ids := []string{strings.Repeat("a", 100), strings.Repeat("b", 100), strings.Repeat("c", 100)}
 	for i := len(ids) - 1; i >= 0; i-- {
@@ -217,7 +217,7 @@ func TestReviewChainRunIDOverflows(t *testing.T) {
 // &ev, and ev's Data is one map): what one task's executor does to it
 // the next task's executor sees (and two running at once race on the
 // map, a fatal error in Go).
-func TestReviewEventDataSharedAcrossTasks(t *testing.T) {
+func TestEventDataSharedAcrossTasks(t *testing.T) {
 	h := newHarness(t, trigger.Config{MaxConcurrent: 1})
 	var mu sync.Mutex
 	seen := map[string]any{}
@@ -249,7 +249,7 @@ func TestReviewEventDataSharedAcrossTasks(t *testing.T) {
 // failed because it exceeded its budget (ExecResult.BudgetExceeded) is
 // never reported as budget_exceeded (fireOnce and runOneOff go through
 // ended, which does).
-func TestReviewRunNowFailureDropsBudgetStep(t *testing.T) {
+func TestRunNowFailureDropsBudgetStep(t *testing.T) {
 	var mu sync.Mutex
 	var steps []string
 	h := newHarness(t, trigger.Config{Observer: func(l trigger.Lifecycle) {
@@ -280,7 +280,7 @@ func TestReviewRunNowFailureDropsBudgetStep(t *testing.T) {
 // ("interrupted") after the bus acknowledged the event: when Run starts
 // again nothing tries it again (a scheduled run in the same spot is kept
 // due and retried at the next start).
-func TestReviewInterruptedEventRunIsLost(t *testing.T) {
+func TestInterruptedEventRunIsLost(t *testing.T) {
 	h := newHarness(t, trigger.Config{})
 	var first sync.Once
 	started := make(chan struct{})
@@ -318,7 +318,7 @@ func TestReviewInterruptedEventRunIsLost(t *testing.T) {
 // KB) passes Publish, which only encodes it, and then fails to decode
 // on every delivery until the bus drops it: Publish said nil, the event
 // never fires. (MemoryBus, 73e0107; Publish should refuse it.)
-func TestReviewDeeplyNestedEventAcceptedThenDropped(t *testing.T) {
+func TestDeeplyNestedEventAcceptedThenDropped(t *testing.T) {
 	bus := &trigger.MemoryBus{MaxDeliveries: 1}
 	h := newHarness(t, trigger.Config{Bus: bus})
 	h.create(t, eventTask("t1", "hook", trigger.Trigger{Type: "push"}))

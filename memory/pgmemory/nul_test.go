@@ -13,7 +13,7 @@ import (
 // in-memory provider takes it, and memory.CheckTurn lets it through. jsonb
 // rejects the \u0000 escape json.Marshal writes for it, so the whole turn
 // is lost (ErrHistoryNotSaved at the orchestrator, every time).
-func TestReview2AppendTurnWithNULByte(t *testing.T) {
+func TestAppendTurnWithNULByte(t *testing.T) {
 	db := testDB(t)
 	p := open(t, db, pgmemory.Options{})
 	turn := []llm.Message{
@@ -44,7 +44,7 @@ func TestReview2AppendTurnWithNULByte(t *testing.T) {
 // valid JSON, into jsonb. JSON that Go accepts but jsonb does not — a lone
 // surrogate escape (an emoji cut in half by the model), \u0000 — fails the
 // whole Append.
-func TestReview2AppendArgumentsJSONBRejects(t *testing.T) {
+func TestAppendArgumentsJSONBRejects(t *testing.T) {
 	db := testDB(t)
 	p := open(t, db, pgmemory.Options{})
 	turn := []llm.Message{

@@ -20,7 +20,7 @@ import (
 // run (ApprovalSettled takes the newest waiting run holding that id):
 // the first run keeps waiting (and the sweeper later marks it EXPIRED,
 // "nothing ran", though the email was sent).
-func TestReview6SecondRunClaimsFirstRunsApproval(t *testing.T) {
+func TestSecondRunClaimsFirstRunsApproval(t *testing.T) {
 	mail := &mailer{}
 	reg := agent.NewRegistry()
 	if err := agent.Register(reg, "send_email", "Send an email", mail); err != nil {
@@ -86,7 +86,7 @@ func TestReview6SecondRunClaimsFirstRunsApproval(t *testing.T) {
 // Whatever the model then decides runs as the user's decision (Decided
 // reports it, the engine books it as approved) without the user ever
 // answering.
-func TestReview6TriggerMessageDecidesPendingApproval(t *testing.T) {
+func TestTriggerMessageDecidesPendingApproval(t *testing.T) {
 	mail := &mailer{}
 	reg := agent.NewRegistry()
 	if err := agent.Register(reg, "send_email", "Send an email", mail); err != nil {

@@ -21,7 +21,7 @@ import (
 // by Publish and never fires: Enqueue fails on every delivery until the
 // bus drops it. (The in-memory backend runs it.) Fixed: Publish refuses
 // it, on every backend.
-func TestReviewEventWithNULNeverFiresOnRiver(t *testing.T) {
+func TestEventWithNULNeverFiresOnRiver(t *testing.T) {
 	s, _ := newStore(t, rivertrigger.Config{FetchPollInterval: 100 * time.Millisecond})
 	var calls atomic.Int32
 	bus := &trigger.MemoryBus{MaxDeliveries: 1}

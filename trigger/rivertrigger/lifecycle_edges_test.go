@@ -39,7 +39,7 @@ func liveJobs(st map[string]int) int {
 // (completed is a unique state) drops the insert, so the task stays
 // ACTIVE, due, with no job, forever. (Were the key free, the run that
 // already succeeded would run again.)
-func TestReviewPauseDuringSuccessfulRunStrandsTask(t *testing.T) {
+func TestPauseDuringSuccessfulRunStrandsTask(t *testing.T) {
 	s, pool := newStore(t, rivertrigger.Config{FetchPollInterval: 100 * time.Millisecond})
 	started := make(chan struct{}, 1)
 	release := make(chan struct{})
@@ -121,7 +121,7 @@ func (h *resumeOnStale) HandleLost(ctx context.Context, d trigger.Due, reason st
 // committed in between re-queues the same due time, but the job is still
 // running, so River's unique key drops the insert; then the job is
 // cancelled. The task is ACTIVE, due, with no job: it never runs.
-func TestReviewResumeRacingStaleCancelLosesRun(t *testing.T) {
+func TestResumeRacingStaleCancelLosesRun(t *testing.T) {
 	s, pool := newStore(t, rivertrigger.Config{FetchPollInterval: 100 * time.Millisecond})
 	var calls atomic.Int32
 	e, err := trigger.New(trigger.Config{Store: s, Executors: map[string]trigger.Executor{
@@ -164,7 +164,7 @@ func TestReviewResumeRacingStaleCancelLosesRun(t *testing.T) {
 // run never failed. River's snooze does not use up an attempt, so the
 // guard is not needed. The discarded job is a dead letter, and the
 // reconciler makes the task DEAD unless a later write re-queues it first.
-func TestReviewConflictOnLastAttemptDiscardsJob(t *testing.T) {
+func TestConflictOnLastAttemptDiscardsJob(t *testing.T) {
 	s, pool := newStore(t, rivertrigger.Config{FetchPollInterval: 100 * time.Millisecond})
 	release := make(chan struct{})
 	nowStarted := make(chan struct{})
@@ -221,7 +221,7 @@ func TestReviewConflictOnLastAttemptDiscardsJob(t *testing.T) {
 // (the engine's RunTimeout above it, or the run waiting for an engine
 // slot) is thus executed again and again as attempt 1: never DEAD, never
 // rescued, an endless loop of executions.
-func TestReviewJobTimeoutSnoozesForever(t *testing.T) {
+func TestJobTimeoutSnoozesForever(t *testing.T) {
 	s, pool := newStore(t, rivertrigger.Config{
 		FetchPollInterval:    100 * time.Millisecond,
 		JobTimeout:           time.Second,
@@ -281,7 +281,7 @@ func discard(t *testing.T, pool *pgxpool.Pool, taskID, offset string) {
 // commits), not PostgreSQL's. A job discarded by a replica whose clock is
 // a little behind, or committed after a later one, lands below the
 // watermark and is never reconciled: its task stays ACTIVE with no job.
-func TestReviewReconcilerWatermarkMissesEarlierFinalizedAt(t *testing.T) {
+func TestReconcilerWatermarkMissesEarlierFinalizedAt(t *testing.T) {
 	s, pool := newStore(t, rivertrigger.Config{ReconcileInterval: 200 * time.Millisecond})
 	e, _ := engineOn(t, s, trigger.ExecutorFunc(func(context.Context, trigger.ExecRun) (trigger.ExecResult, error) {
 		return trigger.ExecResult{}, nil
@@ -318,7 +318,7 @@ func TestReviewReconcilerWatermarkMissesEarlierFinalizedAt(t *testing.T) {
 // reconciliation of every later discarded job for good. Here the first
 // job's task has a MaxWall that the store's JobTimeout (lowered by the
 // operator) refuses, so its Finish is ErrInvalid on every pass.
-func TestReviewReconcilerStuckBehindPoisonJob(t *testing.T) {
+func TestReconcilerStuckBehindPoisonJob(t *testing.T) {
 	schema := newSchema(t)
 	ctx := context.Background()
 	old, err := rivertrigger.New(poolIn(t, schema), rivertrigger.Config{JobTimeout: 2 * time.Hour})
@@ -367,7 +367,7 @@ func TestReviewReconcilerStuckBehindPoisonJob(t *testing.T) {
 // Migrate holds a pooled connection for the advisory lock while River's
 // migrator takes other connections from the same pool: with a pool of one
 // connection it waits for itself until ctx ends.
-func TestReviewMigrateWithOneConnection(t *testing.T) {
+func TestMigrateWithOneConnection(t *testing.T) {
 	cfg, err := pgxpool.ParseConfig(postgresURL(t))
 	if err != nil {
 		t.Fatal(err)

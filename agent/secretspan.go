@@ -1,0 +1,304 @@
+package agent
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// hasSecretSpan reports whether s holds a secret span (see summarizeArgs).
+// It allocates only to fold a non-ASCII name (see isSecretKey).
+func hasSecretSpan[S ~string | ~[]byte](s S) bool {
+	a, _ := secretSpan(s, 0)
+	return a >= 0
+}
+
+// Bytes at which secretSpan looks closer.
+const (
+	textSep   = 1 // = or :
+	textToken = 2 // first byte of a token prefix
+	textPct   = 3 // % (%3D and %3A are = and :)
+)
+
+var textByte = func() (t [256]uint8) {
+	t['='], t[':'] = textSep, textSep
+	t['%'] = textPct
+	for _, c := range "esgxA" {
+		t[c] = textToken
+	}
+	return t
+}()
+
+// nameByte marks the bytes of the name of a pair (see summarizeArgs).
+var nameByte = func() (t [256]bool) {
+	for c := range t {
+		t[c] = isAlnum(byte(c)) || c >= utf8.RuneSelf || strings.IndexByte("-_.[]%+", byte(c)) >= 0
+	}
+	return t
+}()
+
+// secretSpan returns the first secret span of s (see summarizeArgs) that
+// starts at or after from, as s[start:end], non-empty; -1, -1 if there is
+// none.
+func secretSpan[S ~string | ~[]byte](s S, from int) (start, end int) {
+	var short tokenRuns
+	for i := from; i < len(s); i++ {
+		switch textByte[s[i]] {
+		case textSep:
+			if start, end = pairSpan(s, i, s[i], 1); start < end {
+				return start, end
+			}
+		case textPct:
+			if c := encodedSep(s, i); c != 0 {
+				if start, end = pairSpan(s, i, c, 3); start < end {
+					return start, end
+				}
+			}
+		case textToken:
+			if i == 0 || !isAlnum(s[i-1]) {
+				if n := tokenLen(s, i, &short); n > 0 {
+					return i, i + n
+				}
+			}
+		}
+	}
+	return -1, -1
+}
+
+// encodedSep returns the = or : that s[i:] starts with percent-encoded
+// (%3D, %3A, any case), or 0.
+func encodedSep[S ~string | ~[]byte](s S, i int) byte {
+	if i+2 >= len(s) || s[i+1] != '3' {
+		return 0
+	}
+	switch s[i+2] {
+	case 'D', 'd':
+		return '='
+	case 'A', 'a':
+		return ':'
+	}
+	return 0
+}
+
+// pairSpan returns the value of the pair whose separator c (= or :),
+// written in w bytes (3 when percent-encoded), is s[sep:sep+w] when its
+// name isSecretKey, or the password of a URL when a literal : is followed
+// by //.
+func pairSpan[S ~string | ~[]byte](s S, sep int, c byte, w int) (start, end int) {
+	if w == 1 && c == ':' && sep+2 < len(s) && s[sep+1] == '/' && s[sep+2] == '/' {
+		return userinfoSpan(s, sep+3)
+	}
+	j := sep
+	for j > 0 && isBlank(s[j-1]) {
+		j--
+	}
+	if j > 0 && (s[j-1] == '"' || s[j-1] == '\'') {
+		j--
+		for j > 0 && s[j-1] == '\\' { // a quote escaped, by %q say
+			j--
+		}
+	}
+	e := j
+	for j > 0 && nameByte[s[j-1]] {
+		j--
+	}
+	if j == e || !secretName(s[j:e]) {
+		return -1, -1
+	}
+	v := sep + w
+	for v < len(s) && isBlank(s[v]) {
+		v++
+	}
+	q := v // the opening quote, past any backslashes escaping it
+	for q < len(s) && s[q] == '\\' {
+		q++
+	}
+	e = v
+	switch {
+	case c == ':':
+		for e < len(s) && s[e] != '\n' && s[e] != '\r' {
+			e++
+		}
+	case q < len(s) && (s[q] == '"' || s[q] == '\''):
+		v = q + 1
+		for e = v; e < len(s) && s[e] != s[q] && s[e] != '\n' && s[e] != '\r'; e++ {
+		}
+		for e > v && s[e-1] == '\\' { // the backslashes escaping the closing quote
+			e--
+		}
+	default:
+		for e < len(s) && s[e] != '&' && !isSpace(s[e]) && (w == 1 || !hasPrefixS(s[e:], "%26")) {
+			e++
+		}
+	}
+	return v, e
+}
+
+// userinfoSpan returns the password in the authority of a URL that starts
+// at s[i] (after "://").
+func userinfoSpan[S ~string | ~[]byte](s S, i int) (start, end int) {
+	colon, at := -1, -1
+	for ; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '/' || c == '?' || c == '#' || isSpace(c):
+			i = len(s) // the end of the authority
+		case c == '@':
+			at = i
+		case c == ':' && at < 0 && colon < 0:
+			colon = i
+		}
+	}
+	if colon < 0 || at < 0 {
+		return -1, -1
+	}
+	return colon + 1, at
+}
+
+// secretName reports whether the name of a pair isSecretKey, as written or
+// with its %XX escapes decoded.
+func secretName[S ~string | ~[]byte](n S) bool {
+	if isSecretKey(n) {
+		return true
+	}
+	var buf [64]byte
+	d, pct := buf[:0], false
+	for i := 0; i < len(n); i++ {
+		c := n[i]
+		if c == '%' && i+2 < len(n) {
+			if h, l := unhex(n[i+1]), unhex(n[i+2]); h >= 0 && l >= 0 {
+				c, pct = byte(h<<4|l), true
+				i += 2
+			}
+		}
+		d = append(d, c)
+	}
+	return pct && isSecretKey(d)
+}
+
+func unhex(c byte) int {
+	switch {
+	case '0' <= c && c <= '9':
+		return int(c - '0')
+	case 'a' <= c && c <= 'f':
+		return int(c-'a') + 10
+	case 'A' <= c && c <= 'F':
+		return int(c-'A') + 10
+	}
+	return -1
+}
+
+// Kinds of token (see summarizeArgs), for tokenRuns.
+const (
+	tokJWT = iota
+	tokOpenAI
+	tokGitHub
+	tokSlack
+	tokAWS
+	tokKinds
+)
+
+// tokenRuns holds, for each kind of token, the end of the last run found
+// too short. A later start of the same kind inside that run has a shorter
+// run, with fewer dots or character classes, so is too short as well:
+// skipping it keeps secretSpan linear ("eyJ-eyJ-eyJ-...").
+type tokenRuns [tokKinds]int
+
+// tokenLen returns the length of the token (see summarizeArgs) that starts
+// at s[i], or 0.
+func tokenLen[S ~string | ~[]byte](s S, i int, short *tokenRuns) int {
+	t := s[i:]
+	kind, p, min, extra := 0, 0, 0, ""
+	switch {
+	case hasPrefixS(t, "eyJ"):
+		kind, p, extra = tokJWT, 3, "-_."
+	case hasPrefixS(t, "sk-"):
+		kind, p, min, extra = tokOpenAI, 3, 20, "-_"
+	case len(t) > 4 && t[0] == 'g' && t[1] == 'h' && strings.IndexByte("pousr", t[2]) >= 0 && t[3] == '_':
+		kind, p, min, extra = tokGitHub, 4, 20, "_"
+	case hasPrefixS(t, "github_pat_"):
+		kind, p, min, extra = tokGitHub, 11, 20, "_"
+	case len(t) > 5 && hasPrefixS(t, "xox") && strings.IndexByte("baprs", t[3]) >= 0 && t[4] == '-':
+		kind, p, min, extra = tokSlack, 5, 10, "-"
+	case hasPrefixS(t, "AKIA"):
+		kind, p = tokAWS, 4
+	default:
+		return 0
+	}
+	if i < short[kind] {
+		return 0
+	}
+	n, dots, lower, upper, digit := p, 0, false, false, false
+	for ; n < len(t); n++ {
+		switch c := t[n]; {
+		case 'a' <= c && c <= 'z':
+			lower = true
+		case 'A' <= c && c <= 'Z':
+			upper = true
+		case '0' <= c && c <= '9':
+			digit = true
+		case strings.IndexByte(extra, c) >= 0:
+			if c == '.' {
+				dots++
+			}
+		default:
+			goto end
+		}
+	}
+end:
+	var ok bool
+	switch kind {
+	case tokJWT:
+		ok = dots >= 2
+	case tokOpenAI:
+		ok = n-p >= min && lower && upper && digit
+	case tokAWS:
+		ok = n-p == 16 && !lower // no letter or digit follows
+	default:
+		ok = n-p >= min
+	}
+	if !ok {
+		short[kind] = i + n
+		return 0
+	}
+	return n
+}
+
+func hasPrefixS[S ~string | ~[]byte](s S, p string) bool {
+	return len(s) >= len(p) && string(s[:len(p)]) == p
+}
+
+func isAlnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
+
+func isB64URL(c byte) bool { return isAlnum(c) || c == '-' || c == '_' }
+
+func isBlank(c byte) bool { return c == ' ' || c == '\t' }
+
+// Kinds of string values (see summarizeArgs).
+const (
+	strPlain = iota
+	strJSON  // starts with { or [
+	strAuth  // starts with Bearer or Basic and white space
+)
+
+// stringKind classifies a decoded string value, or the first bytes of one,
+// by its start after leading white space.
+func stringKind[S ~string | ~[]byte](s S) int {
+	i := 0
+	for i < len(s) && isSpace(s[i]) {
+		i++
+	}
+	h := s[i:]
+	switch {
+	case len(h) == 0:
+		return strPlain
+	case h[0] == '{' || h[0] == '[':
+		return strJSON
+	case len(h) > 6 && equalFold(h[:6], "bearer") && isSpace(h[6]),
+		len(h) > 5 && equalFold(h[:5], "basic") && isSpace(h[5]):
+		return strAuth
+	}
+	return strPlain
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
