@@ -153,7 +153,7 @@
 // the tenant's task Route.Next, at once, given the output when
 // Route.PassOutput is set ([ExecRun.Previous]; chains stop at
 // [MaxChainDepth]). A task that becomes DEAD tells its channel
-// ([NotifyFailure]). A notifier that fails is tried three times, a
+// ([NotifyFailure]); so does a refused run ([NotifyRefused]). A notifier that fails is tried three times, a
 // second then two apart; then the failure is logged and kept in
 // [Run.RouteError], and the run's status and result stand. Delivery
 // follows the run's record: a process that dies between the two loses
@@ -176,10 +176,32 @@
 // sweeper knows the runs that went waiting in its own process; after a
 // restart an expired approval is settled when the user answers it.
 //
+// # Refusals
+//
+// An executor may refuse a run before it does anything, for a reason
+// that would not change if the run were tried again at once — a spending
+// limit reached (trigger/agentexec maps the assistant's SpendGuard
+// refusal to this), a policy — by returning an error wrapping
+// [ErrRefused], with the reason for the user, text to show as it is, in
+// ExecResult.Result. A refusal is an outcome, not a failure, alike in
+// memory and on a Dispatcher (trigger/rivertrigger completes the job):
+// the run is [RunRefused], its Result the user's reason and its Error the
+// executor's error, for operators; it is not tried again and does not
+// count toward DEAD. The task moves on as after a success: LastRun is
+// set, a recurring task is due at its next time (a daily task whose
+// limit is reached today runs tomorrow), a condition task runs on its
+// next false→true edge, not at every poll while the condition holds, and
+// an event task on its next event. A one-time task, with no time left,
+// ends EXPIRED: its work was never done. [Engine.RunNow] returns the run
+// refused. The task's channel, when it has one, is told once
+// ([NotifyRefused]), with the user's reason alone, never Run.Error;
+// nothing goes into memory or to a chained task.
+//
 // # Lifecycle
 //
 // Config.Observer hears of each task's steps (scheduled, started,
-// completed, failed, dead, budget warning, budget exceeded), in order,
+// completed, failed, dead, refused, budget warning, budget exceeded,
+// waiting, expired), in order,
 // from a goroutine of the engine's, never holding a run up: a slow
 // observer loses steps past [MaxObserverBacklog].
 //
@@ -202,7 +224,7 @@
 // run is tried again after its Retry.Backoff, doubling with each attempt
 // (at most [MaxBackoff]), until Retry.MaxAttempts; the last failure makes
 // the run dead, with its error, and the task DEAD. A panicking executor
-// is a failed attempt. Task updates are optimistic and read the task
+// is a failed attempt; a refused one (ErrRefused, see Refusals) is not. Task updates are optimistic and read the task
 // again on ErrConflict. When ctx ends, Run cancels the runs under way,
 // waits for them, and records them as failed ("interrupted") without
 // moving the task on, so that the next Run retries them.

@@ -493,7 +493,8 @@ func (e *Engine) Retry(ctx context.Context, tenantID, id string) (*Task, error) 
 // RunNow runs the tenant's task once, now, outside its schedule and
 // whatever its status, in the caller's goroutine: one attempt, no retry,
 // within the MaxConcurrent bound. It records the run in the history (a
-// failure as RunDead, as no attempt follows), sets LastRun, and leaves
+// failure as RunDead, as no attempt follows; a refusal, ErrRefused, as
+// RunRefused, told to the task's channel), sets LastRun, and leaves
 // NextRun and Status alone. It returns the finished run; an execution
 // failure is in the run, not the error. A task with a run under way is
 // ErrConflict.
@@ -527,7 +528,9 @@ func (e *Engine) RunNow(ctx context.Context, tenantID, id string) (Run, error) {
 	r, res, xerr := e.attempt(ctx, t, r, nil, nil)
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	if xerr != nil {
+	if refused(xerr) {
+		r, xerr = refuse(r, res), nil // told along the route as any outcome
+	} else if xerr != nil {
 		r.Status = RunDead
 	}
 	if err := e.store.UpdateRun(wctx, r); err != nil {
@@ -631,7 +634,8 @@ type Dispatcher interface {
 // DueHandler handles the runs a Dispatcher delivers. The Engine is one.
 type DueHandler interface {
 	// HandleDue carries out one attempt of d. It returns nil when the
-	// run succeeded, ErrStale when the run is no longer wanted, and the
+	// run succeeded or was refused (RunRefused: not to be tried again),
+	// ErrStale when the run is no longer wanted, and the
 	// attempt's error otherwise; after the last attempt
 	// (d.Attempt >= d.MaxAttempts) the task is DEAD by then.
 	HandleDue(ctx context.Context, d Due) error
@@ -665,7 +669,8 @@ type Due struct {
 // executor, records the attempt in the run history under the run's stable
 // id, and moves the task on to its next time (in one Finish with the
 // run's record). The last failed attempt makes the run dead and the task
-// DEAD. An attempt cut short because ctx ended is recorded as failed
+// DEAD; a refused one (ErrRefused) is recorded as RunRefused, moves the
+// task on and returns nil. An attempt cut short because ctx ended is recorded as failed
 // ("interrupted") and leaves the task as it was.
 func (e *Engine) HandleDue(ctx context.Context, d Due) error {
 	disp, ok := e.store.(Dispatcher)
@@ -729,8 +734,9 @@ func (e *Engine) dueRun(t *Task, id string, d Due) Run {
 // short because ctx was cancelled (the engine stopping) is recorded as
 // interrupted; a failure with attempts left is recorded and returned for
 // the dispatcher to try again; the last failure makes the task DEAD;
-// otherwise moveOn updates the task (a one-time task with no time left is
-// COMPLETED, or PENDING_APPROVAL while its run waits), in one Finish with
+// otherwise (a refusal too, which is not returned) moveOn updates the
+// task (a one-time task with no time left is COMPLETED, PENDING_APPROVAL
+// while its run waits, EXPIRED when it was refused), in one Finish with
 // the run's record. It returns the task as it was finished, nil when it
 // was not, and the attempt's error.
 func (e *Engine) runDue(ctx context.Context, disp Dispatcher, t *Task, r Run, d Due, moveOn func(*Task)) (*Task, error) {
@@ -749,6 +755,8 @@ func (e *Engine) runDue(ctx context.Context, disp Dispatcher, t *Task, r Run, d 
 		// Stopping (a dispatcher's deadline on the attempt is a failure).
 		r.Error = clip("interrupted: " + r.Error)
 		return nil, errors.Join(xerr, e.store.UpdateRun(wctx, r))
+	case refused(xerr):
+		r, xerr = refuse(r, res), nil // an outcome: the dispatcher does not try it again
 	case xerr != nil && r.Attempt < d.MaxAttempts:
 		err := e.store.UpdateRun(wctx, r)
 		e.ended(ctx, t, r, res, d.Previous)
@@ -763,10 +771,7 @@ func (e *Engine) runDue(ctx context.Context, disp Dispatcher, t *Task, r Run, d 
 		}
 		moveOn(t)
 		if t.NextRun.IsZero() && t.Status == StatusActive && t.Trigger.Kind == KindSchedule {
-			t.Status = StatusCompleted
-			if r.Status == RunWaiting {
-				t.Status = StatusPendingApproval
-			}
+			t.Status = endStatus(r)
 		}
 	})
 	if err != nil {
@@ -1114,7 +1119,9 @@ func (e *Engine) fireOnce(ctx context.Context, due *Task) error {
 		r.Error = clip("interrupted: " + r.Error)
 		return e.store.UpdateRun(wctx, r)
 	}
-	if xerr != nil && r.Attempt >= t.Retry.Attempts() {
+	if refused(xerr) {
+		r = refuse(r, res)
+	} else if xerr != nil && r.Attempt >= t.Retry.Attempts() {
 		r.Status = RunDead
 	}
 	if err := e.store.UpdateRun(wctx, r); err != nil {
@@ -1122,15 +1129,12 @@ func (e *Engine) fireOnce(ctx context.Context, due *Task) error {
 	}
 	_, err = e.mutate(wctx, t.TenantID, t.ID, func(t *Task) error {
 		switch {
-		case xerr == nil:
+		case xerr == nil || r.Status == RunRefused:
 			t.LastRun = r.StartedAt
 			t.NextRun = e.nextRun(t, r.StartedAt, r.FinishedAt)
 			t.ConditionMet = t.ConditionMet || t.Trigger.Kind == KindCondition
 			if t.NextRun.IsZero() && t.Status == StatusActive {
-				t.Status = StatusCompleted
-				if r.Status == RunWaiting {
-					t.Status = StatusPendingApproval
-				}
+				t.Status = endStatus(r)
 			}
 		case r.Status == RunDead:
 			t.Status, t.NextRun = StatusDead, time.Time{}
@@ -1143,7 +1147,7 @@ func (e *Engine) fireOnce(ctx context.Context, due *Task) error {
 		return err
 	}
 	e.ended(ctx, t, r, res, nil)
-	if next, gerr := e.store.Get(wctx, t.TenantID, t.ID); gerr == nil && r.Status == RunSucceeded {
+	if next, gerr := e.store.Get(wctx, t.TenantID, t.ID); gerr == nil && (r.Status == RunSucceeded || r.Status == RunRefused) {
 		e.scheduled(next)
 	}
 	return nil

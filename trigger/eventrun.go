@@ -183,7 +183,8 @@ type oneOff struct {
 
 // runOneOff carries out in memory the run r of t that an event (ev) or a
 // chained run (prev) started, with the task's attempts and backoff. The
-// last failed attempt makes the task DEAD; a task paused or deleted
+// last failed attempt makes the task DEAD; a refused one ends the run
+// (RunRefused) and leaves the task ACTIVE; a task paused or deleted
 // meanwhile gets no further attempt; a run the engine's stop interrupts
 // runs again at the next Run. With slot set, it holds one of the
 // MaxConcurrent slots on entry, gives it up while it waits out a backoff
@@ -202,6 +203,9 @@ func (e *Engine) runOneOff(ctx context.Context, t *Task, r Run, ev *Event, prev 
 		r, res, xerr = e.attempt(ctx, t, r, ev, prev)
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 		var err error
+		if refused(xerr) && ctx.Err() == nil {
+			r, xerr = refuse(r, res), nil // an outcome: recorded as a success is, not tried again
+		}
 		switch {
 		case xerr == nil:
 			if err = e.store.UpdateRun(wctx, r); err == nil {

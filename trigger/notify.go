@@ -63,6 +63,10 @@ const (
 	// NotifyFailure tells the user a task is DEAD: its run failed on
 	// its last attempt.
 	NotifyFailure NotificationKind = "failure"
+	// NotifyRefused tells the user a run was refused (ErrRefused: a
+	// spend limit reached) and did nothing; Text is the executor's
+	// reason for the user. The task keeps its schedule.
+	NotifyRefused NotificationKind = "refused"
 )
 
 // Notification is a message the engine sends a tenant about a task.
@@ -110,6 +114,7 @@ const (
 	LifecycleBudgetExceeded LifecycleKind = "budget_exceeded" // a run reached a budget limit
 	LifecycleWaiting        LifecycleKind = "waiting"         // a run waits for the user's approval
 	LifecycleExpired        LifecycleKind = "expired"         // a waiting run's approvals expired
+	LifecycleRefused        LifecycleKind = "refused"         // a run was refused (ErrRefused); no attempt follows
 )
 
 // Lifecycle is one step of a task's life, as an Observer hears of it.
@@ -123,7 +128,8 @@ type Lifecycle struct {
 	Attempt int
 	// At is when it happened; Due, the run's due time or NextRun.
 	At, Due time.Time
-	// Err is the failure of LifecycleFailed and LifecycleDead.
+	// Err is the failure of LifecycleFailed and LifecycleDead, and the
+	// executor's error of LifecycleRefused.
 	Err string
 	// Usage is what the run consumed, when it ended.
 	Usage Usage

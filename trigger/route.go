@@ -46,7 +46,8 @@ func (e *Engine) checkRoute(t *Task) error {
 
 // deliver sends a run's outcome along t's route once the run is
 // recorded: a succeeded run's result to its notifier, memory or next
-// task; a dead run's failure to the task's channel. What fails is logged
+// task; a dead run's failure, or a refused run's reason for the user, to
+// the task's channel. What fails is logged
 // and kept on the run (Run.RouteError), never changing its status.
 func (e *Engine) deliver(ctx context.Context, t *Task, r Run, res ExecResult, depth int) {
 	if ctx.Err() != nil {
@@ -58,6 +59,8 @@ func (e *Engine) deliver(ctx context.Context, t *Task, r Run, res ExecResult, de
 	case r.Status == RunDead && t.Output.Channel != "":
 		err = e.notify1(ctx, stop, t, r, NotifyFailure, fmt.Sprintf("The task %q stopped: its run failed %d times, last with: %s",
 			t.Name, r.Attempt, r.Error), nil)
+	case r.Status == RunRefused && t.Output.Channel != "":
+		err = e.notify1(ctx, stop, t, r, NotifyRefused, refusalText(t, r), nil)
 	case r.Status != RunSucceeded:
 		return
 	case t.RouteKind() == RouteNotify:
@@ -277,6 +280,8 @@ func (e *Engine) ended(ctx context.Context, t *Task, r Run, res ExecResult, prev
 		return
 	case RunDead:
 		e.observe(LifecycleDead, t, r)
+	case RunRefused:
+		e.observe(LifecycleRefused, t, r)
 	case RunWaiting:
 		e.observe(LifecycleWaiting, t, r)
 		if e.applyEarly(ctx, t, r) {

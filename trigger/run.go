@@ -23,12 +23,16 @@ const (
 	RunWaiting RunStatus = "waiting"
 	// RunExpired: its approvals expired unanswered; nothing ran.
 	RunExpired RunStatus = "expired"
+	// RunRefused: the executor refused the run before it did anything
+	// (an error wrapping ErrRefused: a spend limit reached); no attempt
+	// follows, and the task keeps its schedule.
+	RunRefused RunStatus = "refused"
 )
 
 // Check reports a RunStatus other than the constants (ErrInvalid).
 func (s RunStatus) Check() error {
 	switch s {
-	case RunRunning, RunSucceeded, RunFailed, RunDead, RunWaiting, RunExpired:
+	case RunRunning, RunSucceeded, RunFailed, RunDead, RunWaiting, RunExpired, RunRefused:
 		return nil
 	}
 	return fmt.Errorf("%w: run status %q", ErrInvalid, string(s))
@@ -73,9 +77,11 @@ type Run struct {
 	Status RunStatus `json:"status"`
 	// Attempt counts the attempts, from 1.
 	Attempt int `json:"attempt"`
-	// Error is the failure of a failed or dead run.
+	// Error is the failure of a failed or dead run, and the executor's
+	// error of a refused one: for operators, never shown to the user.
 	Error string `json:"error,omitempty"`
-	// Result is the output of a succeeded run.
+	// Result is the output of a succeeded run; of a refused run, the
+	// reason the executor gave for the user.
 	Result   string `json:"result,omitempty"`
 	Consumed Usage  `json:"consumed,omitzero"`
 	// Approvals are the actions of a waiting run (and how each ended).

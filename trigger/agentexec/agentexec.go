@@ -45,8 +45,11 @@ func NewWithConfig(o *agent.Orchestrator, cfg Config) trigger.Executor {
 
 // Execute runs one attempt of run.Task as an agent.Message (see the
 // package documentation) and returns the answer and what the run
-// consumed. An error of the orchestrator is returned as it is, with the
-// usage of the run so far; a task that cannot be framed (no instruction,
+// consumed. A run the orchestrator's SpendGuard refused
+// (agent.ErrSpendRefused) is an error wrapping trigger.ErrRefused and the
+// orchestrator's error, with the refusal's reason for the user
+// (agent.Result.Response) as the Result. Any other error of the
+// orchestrator is returned as it is, with the usage of the run so far; a task that cannot be framed (no instruction,
 // an unknown trigger kind, event data that does not encode as JSON) is an
 // error wrapping trigger.ErrInvalid.
 func (x *executor) Execute(ctx context.Context, run trigger.ExecRun) (trigger.ExecResult, error) {
@@ -96,6 +99,16 @@ func (x *executor) Execute(ctx context.Context, run trigger.ExecRun) (trigger.Ex
 		}
 		out.BudgetExceeded = res.BudgetExceeded
 		out.BudgetWarning = nearLimit(out.Usage, t.Budget)
+	}
+	if errors.Is(err, agent.ErrSpendRefused) {
+		// Refused before any model call: the limit will not differ if
+		// tried again at once. The user is told the guard's reason for
+		// them, never the error's figures, which are for operators.
+		out.Result = agent.DefaultRefusalReason
+		if res != nil && strings.TrimSpace(res.Response) != "" {
+			out.Result = res.Response
+		}
+		return out, fmt.Errorf("%w: %w", trigger.ErrRefused, err)
 	}
 	if err != nil {
 		return out, err

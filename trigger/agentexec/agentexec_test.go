@@ -412,9 +412,10 @@ func TestCreateTaskRefusesWhatCannotRun(t *testing.T) {
 	}
 }
 
-// A run the orchestrator's SpendGuard refuses fails with the guard's
-// error (the engine records it, with the figures, and retries by the
-// task's Retry); nothing is sent to the model.
+// A run the orchestrator's SpendGuard refuses is a refusal
+// (trigger.ErrRefused) wrapping the guard's error, with its figures for
+// the run's record, and the guard's reason for the user as its result;
+// nothing is sent to the model.
 func TestSpendRefused(t *testing.T) {
 	model := llmtest.NewScript(llmtest.Text("never"))
 	g, err := agent.NewSpendLimits(agent.SpendLimitsConfig{Tenant: agent.Limits{DailyUSD: 0.01}})
@@ -426,10 +427,12 @@ func TestSpendRefused(t *testing.T) {
 	}
 	o := newOrch(t, model, nil, agent.Config{SpendGuard: g, Prices: agent.Prices{llmtest.ModelName: {InputPerMillion: 1, OutputPerMillion: 2}}})
 	res, err := execute(t, agentexec.New(o), trigger.ExecRun{Task: scheduleTask("daily", "Summarise.")})
-	if !errors.Is(err, agent.ErrSpendRefused) || !errors.Is(err, agent.ErrSpendLimit) || !strings.Contains(err.Error(), "$0.02") {
-		t.Fatalf("err = %v, want the guard's refusal with its figures", err)
+	if !errors.Is(err, trigger.ErrRefused) || !errors.Is(err, agent.ErrSpendRefused) || !errors.Is(err, agent.ErrSpendLimit) ||
+		!strings.Contains(err.Error(), "$0.02") {
+		t.Fatalf("err = %v, want a refusal wrapping the guard's, with its figures", err)
 	}
-	if res.Result != "" || res.Usage.Tokens != 0 || model.Calls() != 0 {
+	if res.Result != "Your daily spending limit of $0.01 is reached. Please try again tomorrow." ||
+		res.Usage.Tokens != 0 || model.Calls() != 0 {
 		t.Fatalf("result = %+v, %d model calls", res, model.Calls())
 	}
 }

@@ -78,8 +78,20 @@
 //
 // A run whose Agent-Tools wait for the user's input, or that the
 // orchestrator's ShouldProcess hook refuses, succeeds with the
-// orchestrator's answer (the question, or the reason). A run the
-// orchestrator's SpendGuard refuses fails with its error (errors.Is
-// agent.ErrSpendRefused; the text names the limit and the spend) before
-// any model call: the engine records a failed attempt, as for any error.
+// orchestrator's answer (the question, or the reason).
+//
+// # Refusals
+//
+// A run the orchestrator's SpendGuard refuses, before any model call (a
+// daily spending limit reached), is a refusal, not a failure: Execute
+// returns an error wrapping trigger.ErrRefused and the orchestrator's
+// (errors.Is agent.ErrSpendRefused; its text names the limit and the
+// spend, for operators), and the guard's reason for the user — the
+// agent.RefusalError's Reason, the Result's Response, else
+// agent.DefaultRefusalReason — as ExecResult.Result. The engine records
+// the run as trigger.RunRefused without trying it again or counting it
+// toward DEAD: a daily task runs again tomorrow, when the limit has
+// reset. The task's channel is told the reason alone, never the error's
+// figures (what all tenants spent, the service's limit). A guard that
+// fails refuses too (agent.SpendGuard), and is recorded the same way.
 package agentexec

@@ -41,9 +41,12 @@
 // discards the job, so discarded jobs are the dead letters, and
 // [trigger.Engine.Retry] revives the task. A reconciler catches jobs River
 // discards without valet's code running (a job rescued on its last
-// attempt) and makes their tasks DEAD too. A run found stale when its job
-// comes up (the task deleted, paused, or due at another time) is
-// cancelled; an attempt cut short because the engine is stopping is
+// attempt) and makes their tasks DEAD too. A refused run
+// ([trigger.ErrRefused], a spend limit reached) is no failure: valet
+// records it ([trigger.RunRefused]), moves the task on and completes the
+// job with the record, so River does not try it again. A run found stale
+// when its job comes up (the task deleted, paused, or due at another
+// time) is cancelled; an attempt cut short because the engine is stopping is
 // snoozed, so it does not count as an attempt.
 //
 // # Priorities and concurrency

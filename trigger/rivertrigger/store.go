@@ -374,8 +374,9 @@ func (s *Store) Update(ctx context.Context, t *trigger.Task) error {
 }
 
 // Finish implements [trigger.Dispatcher.Finish]: the run's record, the
-// task, the task's next run and, when r succeeded and ctx is the one
-// River gave the run's job, the job's completion, in one transaction.
+// task, the task's next run and, when r succeeded or was refused (not
+// to be tried again) and ctx is the one River gave the run's job, the
+// job's completion, in one transaction.
 func (s *Store) Finish(ctx context.Context, r trigger.Run, t *trigger.Task) error {
 	if err := r.Check(); err != nil {
 		return err
@@ -387,7 +388,7 @@ func (s *Store) Finish(ctx context.Context, r trigger.Run, t *trigger.Task) erro
 		if err := s.updateRun(ctx, tx, r); err != nil {
 			return err
 		}
-		if job := jobFrom(ctx); job != nil && r.Status == trigger.RunSucceeded &&
+		if job := jobFrom(ctx); job != nil && (r.Status == trigger.RunSucceeded || r.Status == trigger.RunRefused) &&
 			job.Args.TenantID == r.TenantID && job.Args.TaskID == r.TaskID && job.Args.DueAt.Equal(pgTime(r.DueAt)) {
 			if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {
 				return fmt.Errorf("completing job %d: %w", job.ID, err)

@@ -14,7 +14,9 @@
 // [RunStore] is the conformance suite of a trigger.Store: a backend's
 // tests call it with a function that makes an empty store, and it checks
 // tenant isolation, copies, revisions under concurrent updates, the
-// order of Due, status filters and the bounds and order of run history.
+// order of Due, status filters, the bounds and order of run history,
+// and that a run in every trigger.RunStatus (RunRefused included) reads
+// back as it was written.
 // [NewTask] and [NewRun] return valid values to start tests from.
 //
 //	func TestMyStore(t *testing.T) {

@@ -42,6 +42,7 @@ func RunStore(t *testing.T, newStore NewStore) {
 		{"Due", testDue},
 		{"Runs", testRuns},
 		{"RunsBounded", testRunsBounded},
+		{"RunStatuses", testRunStatuses},
 		{"CancelledContext", testCancelled},
 	}
 	for _, tc := range tests {
@@ -688,6 +689,46 @@ func testRuns(t *testing.T, s trigger.Store) {
 	otherTask := added[0]
 	otherTask.TaskID = "b" // a's run id under task b: not b's run
 	wantErr(t, "UpdateRun under another task", s.UpdateRun(ctx, otherTask), trigger.ErrNotFound)
+}
+
+// testRunStatuses records a run in every status, a refused one keeping
+// both its reason for the user (Result) and its error: each reads back
+// as it was written.
+func testRunStatuses(t *testing.T, s trigger.Store) {
+	ctx := context.Background()
+	mustCreate(t, s, NewTask("t1", "a"))
+	statuses := []trigger.RunStatus{trigger.RunRunning, trigger.RunSucceeded, trigger.RunFailed, trigger.RunDead,
+		trigger.RunWaiting, trigger.RunExpired, trigger.RunRefused}
+	for i, st := range statuses {
+		r := NewRun("t1", "a", base.Add(time.Duration(i)*time.Hour))
+		r.Status = st
+		switch st {
+		case trigger.RunRunning:
+			r.FinishedAt, r.Result = time.Time{}, ""
+		case trigger.RunFailed, trigger.RunDead:
+			r.Result, r.Error = "", "boom"
+		case trigger.RunWaiting:
+			r.Approvals = []trigger.Approval{{ID: "ap1", Summary: "send the email", ExpiresAt: base.Add(24 * time.Hour)}}
+		case trigger.RunRefused:
+			r.Result = "Your daily spending limit is reached. Please try again tomorrow."
+			r.Error = "trigger: run refused: spend limit reached: all tenants spent $1300.00 today"
+			r.Consumed = trigger.Usage{}
+		}
+		if err := s.AddRun(ctx, r); err != nil {
+			t.Fatalf("AddRun of a %s run: %v", st, err)
+		}
+		r.Attempt = 2
+		if err := s.UpdateRun(ctx, r); err != nil {
+			t.Fatalf("UpdateRun of a %s run: %v", st, err)
+		}
+		runs, err := s.Runs(ctx, "t1", "a", 1)
+		if err != nil || len(runs) != 1 {
+			t.Fatalf("Runs after a %s run = %v, %v", st, runIDs(runs), err)
+		}
+		if !reflect.DeepEqual(normRun(runs[0]), normRun(r)) {
+			t.Fatalf("a %s run reads back as\n %+v\nwant\n %+v", st, runs[0], r)
+		}
+	}
 }
 
 // testRunsBounded adds more runs than a store need keep: what it keeps
