@@ -25,7 +25,16 @@ import (
 // (characters / 4, or Config.CountTokens) scaled by how many times its
 // own estimate the input count the model last reported was, when that is
 // more than once — a model that counts more tokens than the estimate is
-// planned at its own count. A call is made only when its planned input
+// planned at its own count. That last report is kept across runs, per
+// tenant and model (the client's Model() name): a run with a token or cost
+// limit plans its first call from what the model reported for the
+// tenant's previous run, so a message after the first is not planned from
+// the raw estimate; each reported call replaces it. The orchestrator keeps
+// it in memory for at most 4096 (tenant, model) pairs (when full, a new
+// pair replaces an arbitrary one; a forgotten pair is planned from the
+// estimate until its model reports again), one tenant's text (CJK, emoji)
+// never scales another's, and a run without a token or cost limit neither
+// reads nor writes it. A call is made only when its planned input
 // and 64 output tokens fit what is left; a call with tools only when, after
 // it, the last call without tools over the same window still would (it
 // may write at most half of what is left once both inputs are counted).
@@ -37,7 +46,10 @@ import (
 // than what is left.
 type Budget struct {
 	// MaxTokens caps input plus output tokens of every model call of the
-	// run, as the model reports them (estimated when it reports none).
+	// run, as the model reports them (estimated when it reports none). A
+	// MaxTokens smaller than the smallest call the orchestrator can make
+	// (its system prompt and tool specs, as estimated, plus 64 output
+	// tokens) is refused: see Orchestrator.CheckBudget.
 	MaxTokens int
 	// MaxCostUSD caps the estimated cost of those calls, priced by
 	// Config.Prices. A run with a cost limit whose model has no price is
@@ -185,8 +197,14 @@ type meter struct {
 	warned bool
 	// scale is how many times the estimate of its request the last input
 	// count a model reported was (at least 1; 0 before any report): the
-	// estimates of later calls are scaled by it (see plan).
+	// estimates of later calls are scaled by it (see plan). A run with a
+	// token or cost limit starts from the scale the tenant's earlier runs
+	// left (Orchestrator.scales).
 	scale float64
+	// scales, when the run has a token or cost limit, is where each
+	// report's scale is kept for the tenant's later runs, under key.
+	scales *usageScales
+	key    scaleKey
 }
 
 // plan returns the input tokens a call whose input is estimated at est
@@ -205,6 +223,9 @@ func (m *meter) plan(est int) int {
 func (m *meter) reported(est, input int) {
 	if input > 0 && est > 0 {
 		m.scale = max(1, float64(input)/float64(est))
+		if m.scales != nil {
+			m.scales.set(m.key, m.scale)
+		}
 	}
 }
 
@@ -297,11 +318,16 @@ func (m *meter) describe() string {
 // startBudget checks the message's Budget and sets up the run's meter.
 func (r *run) startBudget() error {
 	o := r.o
-	b, err := o.runBudget(r.msg.Budget)
+	b, err := o.runBudget(r.msg.Budget, r.msg.Location)
 	if err != nil || b.IsZero() {
 		return err
 	}
 	m := &meter{b: b, start: r.start, used: &r.res.Consumed, price: o.price}
+	if b.MaxTokens > 0 || b.MaxCostUSD > 0 {
+		// Planned from how the model counted the tenant's text before.
+		m.scales, m.key = &o.scales, scaleKey{r.msg.TenantID, o.model}
+		m.scale = m.scales.get(m.key)
+	}
 	r.meter = m
 	if b.MaxWall > 0 {
 		// Tools and Agent-Tools, whatever their own timeouts, end with

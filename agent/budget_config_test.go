@@ -3,10 +3,16 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/valetkit/valet/agent"
 	"github.com/valetkit/valet/llm/llmtest"
+	"github.com/valetkit/valet/tool"
 )
 
 // A cost limit on a model without a price is refused when the
@@ -67,5 +73,71 @@ func TestCheckBudgetRefusesATokenBudgetNoCallFits(t *testing.T) {
 		m.Budget = b
 		res, herr := o.HandleMessage(context.Background(), m)
 		t.Fatalf("CheckBudget(%+v) = nil, yet a run with it ends %s, %q, %v after %d model calls", b, res.Status, res.Response, herr, s.Calls())
+	}
+}
+
+// leastWorkableTokens finds, through CheckBudget, the smallest MaxTokens
+// o accepts.
+func leastWorkableTokens(t *testing.T, o *agent.Orchestrator) int {
+	t.Helper()
+	lo, hi := 1, 1<<20
+	if o.CheckBudget(agent.Budget{MaxTokens: hi}) != nil {
+		t.Fatal("CheckBudget refuses a million tokens")
+	}
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if o.CheckBudget(agent.Budget{MaxTokens: mid}) == nil {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo
+}
+
+// The least workable token budget grows with what every call sends (the
+// system prompt, the tool specs) and is enforced alike by CheckBudget,
+// NewOrchestrator (LoopConfig.Budget) and HandleMessage (Message.Budget:
+// a clear error, no model call); the error says the least workable value.
+func TestTokenBudgetNoCallFitsRefusedEverywhere(t *testing.T) {
+	var runs atomic.Int32
+	cfg := agent.Config{
+		SystemPrompt: strings.Repeat("You are a careful travel assistant who checks the weather before answering. ", 20),
+		Tools:        []tool.Tool{countedWeather(&runs)},
+	}
+	bare := leastWorkableTokens(t, newOrch(t, llmtest.NewScript(), agent.Config{}))
+	if bare <= 64 {
+		t.Fatalf("least workable MaxTokens without a prompt = %d: not even the time line is counted", bare)
+	}
+	s := llmtest.NewScript(llmtest.Text("hi"))
+	o := newOrch(t, s, cfg)
+	least := leastWorkableTokens(t, o)
+	if least < bare+300 { // the prompt alone is about 380 tokens
+		t.Fatalf("least workable MaxTokens = %d with a long prompt and a tool, %d without", least, bare)
+	}
+	err := o.CheckBudget(agent.Budget{MaxTokens: least - 1})
+	if !errors.Is(err, agent.ErrInvalidConfig) || !errors.Is(err, agent.ErrInvalidBudget) || !strings.Contains(err.Error(), strconv.Itoa(least)) {
+		t.Fatalf("CheckBudget(%d) = %v; want ErrInvalidConfig and ErrInvalidBudget, naming %d", least-1, err, least)
+	}
+
+	m := msg("hello")
+	m.Budget = agent.Budget{MaxTokens: least - 1}
+	res, err := o.HandleMessage(context.Background(), m)
+	if !errors.Is(err, agent.ErrInvalidBudget) || res.Status != agent.StatusError || s.Calls() != 0 {
+		t.Fatalf("HandleMessage with MaxTokens %d: err = %v, status %s, %d model calls", least-1, err, res.Status, s.Calls())
+	}
+
+	for _, n := range []int{least - 1, least} {
+		c := cfg
+		c.LLM, c.Logger = llmtest.NewScript(), slog.New(slog.DiscardHandler)
+		c.Now = func() time.Time { return time.Date(2026, 11, 20, 9, 30, 0, 0, time.UTC) }
+		c.Loop.Budget = agent.Budget{MaxTokens: n}
+		_, err := agent.NewOrchestrator(c)
+		if n < least && (!errors.Is(err, agent.ErrInvalidConfig) || !errors.Is(err, agent.ErrInvalidBudget)) {
+			t.Errorf("NewOrchestrator with LoopConfig.Budget.MaxTokens %d = %v, want ErrInvalidConfig", n, err)
+		}
+		if n >= least && err != nil {
+			t.Errorf("NewOrchestrator with LoopConfig.Budget.MaxTokens %d = %v", n, err)
+		}
 	}
 }

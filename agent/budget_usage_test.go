@@ -98,3 +98,45 @@ func TestBudgetTokensPlannedFromReportedUsageOfEarlierRuns(t *testing.T) {
 		t.Fatalf("Consumed.Tokens = %d, over the budget of %d", res.Consumed.Tokens, second.Budget.MaxTokens)
 	}
 }
+
+// How a model counted one tenant's text (CJK, emoji: far more tokens than
+// characters / 4) does not shape another tenant's planning: after tenant
+// u1's run taught the orchestrator that its model counts about six times
+// the estimate, tenant u2's first call is still planned from the estimate
+// and made with tools, while u1's next message skips the call with tools.
+func TestBudgetUsageScaleIsPerTenant(t *testing.T) {
+	var runs atomic.Int32
+	s := llmtest.NewScriptFunc(func(req llm.Request) llmtest.Reply {
+		u := llm.Usage{InputTokens: 1800, OutputTokens: 20}
+		if len(req.Tools) == 0 {
+			return llmtest.Reply{Text: "No time to look it up.", Usage: u}
+		}
+		r := weatherCalls("Paris")
+		r.Usage = u
+		return r
+	})
+	o := newOrch(t, s, agent.Config{Tools: []tool.Tool{countedWeather(&runs)}})
+	budget := agent.Budget{MaxTokens: 3000}
+	send := func(tenant, text string) llm.Request {
+		t.Helper()
+		before := len(s.Requests())
+		m := agent.Message{TenantID: tenant, ConversationID: "c1", Text: text, Budget: budget}
+		_, _ = o.HandleMessage(context.Background(), m)
+		reqs := s.Requests()
+		if len(reqs) <= before {
+			t.Fatalf("%s: no model call", tenant)
+		}
+		return reqs[before]
+	}
+	if first := send("u1", "Weather in Paris?"); len(first.Tools) == 0 {
+		t.Fatal("u1's first message: planned without tools before any report")
+	}
+	// A longer message: planned at u1's scale, its call with tools and the
+	// last call after it could not both fit 3000 tokens.
+	if first := send("u2", strings.Repeat("I am planning a trip to Lisbon next week. ", 8)+"Weather in Lisbon?"); len(first.Tools) == 0 {
+		t.Fatal("u2's first call was planned from how the model counted u1's text")
+	}
+	if first := send("u1", "And in Rome?"); len(first.Tools) != 0 {
+		t.Fatal("u1's next message forgot how the model counts u1's text")
+	}
+}

@@ -339,7 +339,8 @@ var (
 	ErrNoTenant        = errors.New("agent: message has no TenantID")
 	ErrEmptyReply      = errors.New("agent: the model replied with neither text nor tool calls")
 	ErrContextOverflow = errors.New("agent: the conversation does not fit the model's context window even after trimming")
-	// ErrInvalidBudget: a Budget with a negative or non-finite limit.
+	// ErrInvalidBudget: a Budget with a negative or non-finite limit, or
+	// a MaxTokens no model call fits (Orchestrator.CheckBudget).
 	ErrInvalidBudget = errors.New("agent: invalid budget")
 	// ErrBudgetExceeded: the run's Budget was spent and not even the last
 	// call without tools could be afforded.

@@ -187,6 +187,12 @@
 // running; when the budget allows no further call with tools, one last
 // call without tools asks for the answer (Result.BudgetExceeded), or the
 // run ends with ErrBudgetExceeded when even that cannot be afforded.
+// Calls are planned from the input count the model last reported against
+// valet's estimate, kept per tenant and model across runs (see Budget). A
+// token limit no model call can fit (smaller than the system prompt and
+// tool specs, as estimated, plus 64 output tokens) is refused by
+// NewOrchestrator, HandleMessage and Orchestrator.CheckBudget (which
+// trigger/agentexec calls when a task is created).
 // Result.Consumed reports what every run used. A SpendGuard
 // (Config.SpendGuard; SpendLimits keeps daily and monthly limits per
 // tenant and overall in memory) refuses a run before any model call, and

@@ -57,6 +57,11 @@ type Orchestrator struct {
 	guard      SpendGuard
 	bg         bgWork // fact extraction after replies
 
+	// scales: how the model counted each tenant's input against the
+	// estimate in its last reported call, for planning token and cost
+	// budgets across runs (budgetscale.go).
+	scales usageScales
+
 	mu    sync.Mutex
 	convs map[convKey]*conversation // those with a message running or waiting
 }
@@ -75,7 +80,8 @@ type conversation struct {
 // messages. A cost limit on a model Config.Prices does not price (a
 // LoopConfig.Budget.MaxCostUSD, or a SpendLimits with dollar limits as
 // the SpendGuard) is refused here, wrapping ErrInvalidConfig and
-// ErrNoPrice.
+// ErrNoPrice; so is a LoopConfig.Budget.MaxTokens no model call fits
+// (see CheckBudget), wrapping ErrInvalidConfig and ErrInvalidBudget.
 func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 	if cfg.LLM == nil {
 		return nil, ErrNoLLM
@@ -156,10 +162,6 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 	if err := o.checkCostLimits(); err != nil {
 		return nil, err
 	}
-	o.bg.ctx, o.bg.cancel = context.WithCancel(context.Background())
-	o.bg.slots = make(chan struct{}, extractionWorkers)
-	o.bg.tail = make(map[convKey]chan struct{})
-	o.bg.forgot = make(map[convKey]uint64)
 	if o.pool == nil {
 		// On the orchestrator's clock, so a pinned Config.Now and the
 		// pool agree about what has expired.
@@ -176,6 +178,15 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 	}
 	o.persona = strings.TrimSpace(cfg.SystemPrompt)
 	o.capsText = capabilities(reg)
+	if t := loop.Budget.MaxTokens; t > 0 {
+		if err := o.checkTokens(t, nil); err != nil {
+			return nil, fmt.Errorf("LoopConfig.Budget: %w", err)
+		}
+	}
+	o.bg.ctx, o.bg.cancel = context.WithCancel(context.Background())
+	o.bg.slots = make(chan struct{}, extractionWorkers)
+	o.bg.tail = make(map[convKey]chan struct{})
+	o.bg.forgot = make(map[convKey]uint64)
 	return o, nil
 }
 

@@ -132,8 +132,9 @@ func (x *executor) Execute(ctx context.Context, run trigger.ExecRun) (trigger.Ex
 // task when the task is created. A task that cannot be framed (see
 // Execute) is refused, and so is one whose Budget the orchestrator could
 // never run (agent.Orchestrator.CheckBudget: a dollar budget on a model
-// with no price in agent.Config.Prices); the errors wrap
-// trigger.ErrInvalid and the orchestrator's error (agent.ErrNoPrice).
+// with no price in agent.Config.Prices, or a token budget smaller than
+// the smallest model call); the errors wrap trigger.ErrInvalid and the
+// orchestrator's error (agent.ErrNoPrice, agent.ErrInvalidBudget).
 func (x *executor) CheckTask(ctx context.Context, t *trigger.Task) error {
 	if x == nil || x.o == nil {
 		return fmt.Errorf("%w: agentexec: no orchestrator", trigger.ErrInvalid)

@@ -374,8 +374,8 @@ func TestModelError(t *testing.T) {
 }
 
 // A task that could never run is refused when it is created, not at its
-// first run: a dollar budget on a model with no price, an instruction
-// that is empty.
+// first run: a dollar budget on a model with no price, a token budget no
+// model call fits, an instruction that is empty.
 func TestCreateTaskRefusesWhatCannotRun(t *testing.T) {
 	ctx := context.Background()
 	model := llmtest.NewScript()
@@ -392,6 +392,12 @@ func TestCreateTaskRefusesWhatCannotRun(t *testing.T) {
 	costly.Budget = trigger.Budget{MaxCostUSD: 0.05}
 	if err := e.CreateTask(ctx, costly); !errors.Is(err, trigger.ErrInvalid) || !errors.Is(err, agent.ErrNoPrice) {
 		t.Fatalf("CreateTask with a dollar budget on an unpriced model = %v, want ErrInvalid and agent.ErrNoPrice", err)
+	}
+	tiny := scheduleTask("tiny", "Summarise my unread mail.")
+	tiny.Status = ""
+	tiny.Budget = trigger.Budget{MaxTokens: 50} // no call fits: every run would end "used 0 of 50 tokens"
+	if err := e.CreateTask(ctx, tiny); !errors.Is(err, trigger.ErrInvalid) || !errors.Is(err, agent.ErrInvalidBudget) {
+		t.Fatalf("CreateTask with a token budget no model call fits = %v, want ErrInvalid and agent.ErrInvalidBudget", err)
 	}
 	empty := scheduleTask("empty", " ")
 	empty.Status = ""

@@ -42,7 +42,8 @@
 // without an instruction or of an unknown trigger kind, and one whose
 // Budget the orchestrator cannot run (agent.Orchestrator.CheckBudget: a
 // dollar budget on a model with no price in agent.Config.Prices, which
-// also wraps agent.ErrNoPrice).
+// also wraps agent.ErrNoPrice, or a token budget smaller than the
+// smallest model call, which also wraps agent.ErrInvalidBudget).
 //
 // # The result
 //
