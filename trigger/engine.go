@@ -764,7 +764,7 @@ func (e *Engine) runDue(ctx context.Context, disp Dispatcher, t *Task, r Run, d 
 	case xerr != nil:
 		r.Status = RunDead
 	}
-	t, err = e.finishTask(wctx, disp, t, r, func(t *Task) {
+	done, err := e.finishTask(wctx, disp, t, r, func(t *Task) {
 		if r.Status == RunDead {
 			t.Status, t.NextRun = StatusDead, time.Time{}
 			return
@@ -777,8 +777,11 @@ func (e *Engine) runDue(ctx context.Context, disp Dispatcher, t *Task, r Run, d 
 	if err != nil {
 		return nil, errors.Join(xerr, err)
 	}
+	if done != nil {
+		t = done
+	} // else rescheduled meanwhile: the run, recorded alone, still goes along t's route
 	e.ended(ctx, t, r, res, d.Previous)
-	return t, xerr
+	return done, xerr
 }
 
 // acquire takes one of the MaxConcurrent slots, or fails when ctx ends
