@@ -25,6 +25,10 @@
 // task when [Engine.CreateTask] creates it, and its refusal is
 // ErrInvalid: a task that could never run fails then, not at its first
 // run (trigger/agentexec refuses a dollar budget its model cannot price).
+// Tenant, task and conversation ids are at most [MaxIDLen]
+// (255) bytes of UTF-8 without NUL, the limit of every valet package
+// (memory, agent, pool, credentials): the Engine refuses longer ones
+// where they enter (CreateTask, Get, RunNow, Publish…) with ErrInvalid.
 //
 // # Stores
 //
@@ -35,7 +39,8 @@
 // task again and retry. [Store.Due] returns the ACTIVE tasks of every
 // tenant whose NextRun has come, earliest first, then by Priority.
 // A run is identified by [RunID] (task id and due time), the same on
-// every replica and every attempt.
+// every replica and every attempt; a run id that would be longer than
+// MaxIDLen is shortened with a hash.
 //
 // [MemoryStore] keeps everything in process memory, copies what it is
 // given and what it returns, and keeps the newest [DefaultMaxRuns] runs

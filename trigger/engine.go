@@ -387,24 +387,36 @@ func (e *Engine) CreateTask(ctx context.Context, t *Task) error {
 
 // Get returns the tenant's task, or ErrNotFound.
 func (e *Engine) Get(ctx context.Context, tenantID, id string) (*Task, error) {
+	if err := checkTask(tenantID, id); err != nil {
+		return nil, err
+	}
 	return e.store.Get(ctx, tenantID, id)
 }
 
 // List returns the tenant's tasks with one of statuses, all when none is
 // given.
 func (e *Engine) List(ctx context.Context, tenantID string, statuses ...Status) ([]*Task, error) {
+	if err := checkID("tenant ID", tenantID); err != nil {
+		return nil, err
+	}
 	return e.store.List(ctx, tenantID, statuses...)
 }
 
 // Delete removes the tenant's task and its history. A run under way
 // finishes, but its outcome is not recorded.
 func (e *Engine) Delete(ctx context.Context, tenantID, id string) error {
+	if err := checkTask(tenantID, id); err != nil {
+		return err
+	}
 	return e.store.Delete(ctx, tenantID, id)
 }
 
 // Runs returns the task's newest runs, newest first, at most limit (all
 // kept when 0).
 func (e *Engine) Runs(ctx context.Context, tenantID, id string, limit int) ([]Run, error) {
+	if err := checkTask(tenantID, id); err != nil {
+		return nil, err
+	}
 	return e.store.Runs(ctx, tenantID, id, limit)
 }
 
@@ -498,6 +510,9 @@ func (e *Engine) Retry(ctx context.Context, tenantID, id string) (*Task, error) 
 // failure is in the run, not the error. A task with a run under way is
 // ErrConflict.
 func (e *Engine) RunNow(ctx context.Context, tenantID, id string) (Run, error) {
+	if err := checkTask(tenantID, id); err != nil {
+		return Run{}, err
+	}
 	t, err := e.store.Get(ctx, tenantID, id)
 	if err != nil {
 		return Run{}, err
@@ -518,7 +533,7 @@ func (e *Engine) RunNow(ctx context.Context, tenantID, id string) (Run, error) {
 
 	now := e.clock.Now()
 	r := Run{
-		ID: RunID(id, now) + "#now", TaskID: id, TenantID: tenantID,
+		ID: fitID(RunID(id, now) + "#now"), TaskID: id, TenantID: tenantID,
 		DueAt: now, StartedAt: now, Status: RunRunning, Attempt: 1,
 	}
 	if err := e.store.AddRun(ctx, r); err != nil {
@@ -552,6 +567,9 @@ func (e *Engine) RunNow(ctx context.Context, tenantID, id string) (Run, error) {
 // mutate reads the task, applies f and writes it back, reading again on
 // ErrConflict a few times.
 func (e *Engine) mutate(ctx context.Context, tenantID, id string, f func(*Task) error) (*Task, error) {
+	if err := checkTask(tenantID, id); err != nil {
+		return nil, err
+	}
 	for i := 0; ; i++ {
 		t, err := e.store.Get(ctx, tenantID, id)
 		if err != nil {

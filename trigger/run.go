@@ -87,9 +87,10 @@ type Run struct {
 }
 
 // RunID returns the stable id of the run of task taskID due at dueAt:
-// the same for every replica and every attempt.
+// the same for every replica and every attempt. An id that would exceed
+// MaxIDLen is shortened with a hash, as EventRunID's.
 func RunID(taskID string, dueAt time.Time) string {
-	return taskID + "@" + dueAt.UTC().Format(time.RFC3339Nano)
+	return fitID(taskID + "@" + dueAt.UTC().Format(time.RFC3339Nano))
 }
 
 // Check reports whether r is a valid run, wrapping ErrInvalid with what
