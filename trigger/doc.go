@@ -114,7 +114,10 @@
 // MemoryStore), a Clock (default SystemClock), the executors by name,
 // how many runs execute at once (MaxConcurrent, default
 // [DefaultMaxConcurrent]), the Grace of [Schedule.Due] and the timeout of
-// a run without Budget.MaxWall ([DefaultRunTimeout]). Every method takes
+// a run without Budget.MaxWall ([DefaultRunTimeout]), and a Logger for
+// what it cannot return (failed runs, notifiers, stores). A nil Logger
+// means slog.Default(), here and in every valet package (MemoryBus,
+// rivertrigger, redisbus, redispool, agent). Every method takes
 // the tenant id; a task of another tenant is [ErrNotFound].
 // [Engine.CreateTask] refuses an executor that is not registered
 // (ErrInvalid) and sets NextRun to the schedule's first time from now.

@@ -119,7 +119,9 @@ type Config struct {
 	// executor that is not here is refused. DefaultExecutor
 	// ("orchestrator") is the name of a task whose Executor is empty.
 	Executors map[string]Executor
-	// Logger logs what the scheduler cannot return. Nil: discard.
+	// Logger logs what the scheduler cannot return: failed runs,
+	// notifiers and stores. Nil: slog.Default(), as in every valet
+	// package.
 	Logger *slog.Logger
 	// MaxConcurrent is how many runs execute at once. Zero:
 	// DefaultMaxConcurrent.
@@ -258,7 +260,7 @@ func New(cfg Config) (*Engine, error) {
 		e.store = &MemoryStore{Clock: e.clock}
 	}
 	if e.log == nil {
-		e.log = slog.New(slog.DiscardHandler)
+		e.log = slog.Default()
 	}
 	e.bus = cfg.Bus
 	if e.bus == nil {

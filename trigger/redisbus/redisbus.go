@@ -88,7 +88,7 @@ type Config struct {
 	// DefaultMaxDeliveries.
 	MaxDeliveries int64
 	// Logger logs what Subscribe cannot return: Redis errors it retries,
-	// failed handlers, dead entries. Nil: discard.
+	// failed handlers, dead entries. Nil: slog.Default().
 	Logger *slog.Logger
 }
 
@@ -154,7 +154,7 @@ func New(rdb redis.UniversalClient, cfg Config) (*Bus, error) {
 	}
 	log := cfg.Logger
 	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+		log = slog.Default()
 	}
 	cfg.Logger = nil
 	log = log.With("stream", cfg.Stream, "group", cfg.Group, "consumer", cfg.Consumer)

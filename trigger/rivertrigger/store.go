@@ -83,7 +83,7 @@ type Config struct {
 	// River keeps the database's time for its jobs.
 	Clock trigger.Clock
 	// Logger receives what the dispatcher cannot return, and River's own
-	// logs at warning level and above. Nil: discard.
+	// logs at warning level and above. Nil: slog.Default().
 	Logger *slog.Logger
 }
 
@@ -129,18 +129,12 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = trigger.SystemClock{}
 	}
-	s := &Store{pool: pool, cfg: cfg, log: cfg.Logger}
-	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
-	}
+	s := &Store{pool: pool, cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default())}
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, &worker{s: s}); err != nil {
 		return nil, fmt.Errorf("rivertrigger: %w", err)
 	}
-	riverLog := slog.New(slog.DiscardHandler)
-	if cfg.Logger != nil {
-		riverLog = slog.New(levelHandler{cfg.Logger.Handler(), slog.LevelWarn})
-	}
+	riverLog := slog.New(levelHandler{s.log.Handler(), slog.LevelWarn})
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		Queues:               map[string]river.QueueConfig{cfg.Queue: {MaxWorkers: cfg.MaxWorkers}},
 		Workers:              workers,
