@@ -115,7 +115,10 @@
 // how many runs execute at once (MaxConcurrent, default
 // [DefaultMaxConcurrent]), the Grace of [Schedule.Due] and the timeout of
 // a run without Budget.MaxWall ([DefaultRunTimeout]), and a Logger for
-// what it cannot return (failed runs, notifiers, stores). A nil Logger
+// what it cannot return (failed runs, notifiers, stores). A Store and a
+// Bus that report their deployment ([Namespaced]: rivertrigger's
+// database and schema, redisbus's Namespace) must report the same one, or
+// New refuses them with ErrInvalid. A nil Logger
 // means slog.Default(), here and in every valet package (MemoryBus,
 // rivertrigger, redisbus, redispool, agent). Every method takes
 // the tenant id; a task of another tenant is [ErrNotFound].

@@ -133,7 +133,9 @@ type Config struct {
 	// Zero: DefaultRunTimeout.
 	RunTimeout time.Duration
 	// Bus carries the events of event triggers: Publish hands it an
-	// event, Run subscribes to it. Nil: a new MemoryBus using Clock.
+	// event, Run subscribes to it. Nil: a new MemoryBus using Clock. A
+	// Store and a Bus that both report a namespace (Namespaced) must
+	// report the same one, or New refuses them (ErrInvalid).
 	Bus EventBus
 	// Conditions maps condition names to the checks condition triggers
 	// poll; a task naming a condition that is not here is refused.
@@ -208,6 +210,9 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if cfg.Grace < 0 || cfg.RunTimeout < 0 {
 		return nil, fmt.Errorf("%w: engine: negative Grace or RunTimeout", ErrInvalid)
+	}
+	if err := checkNamespaces(cfg.Store, cfg.Bus); err != nil {
+		return nil, err
 	}
 	e := &Engine{
 		store:      cfg.Store,

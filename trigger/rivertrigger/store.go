@@ -85,6 +85,15 @@ type Config struct {
 	// Logger receives what the dispatcher cannot return, and River's own
 	// logs at warning level and above. Nil: slog.Default().
 	Logger *slog.Logger
+	// Namespace names the deployment the tasks belong to (Store.Namespace,
+	// trigger.Namespaced): give the same to the event bus
+	// (redisbus.Config{Namespace: store.Namespace()}), which names its
+	// stream from it; trigger.New refuses a bus of another namespace.
+	// "": the pool's database and schema, "database/schema", the schema
+	// being the first of the search_path the pool's connection string
+	// sets ("public" when it sets none). Set it when the schema is chosen
+	// otherwise (a role's default search_path, SET in AfterConnect).
+	Namespace string
 }
 
 // Store is a trigger.Store and trigger.Dispatcher on PostgreSQL through
@@ -101,7 +110,10 @@ type Store struct {
 	stopping   atomic.Bool // Dispatch is stopping River
 }
 
-var _ trigger.Dispatcher = (*Store)(nil)
+var (
+	_ trigger.Dispatcher = (*Store)(nil)
+	_ trigger.Namespaced = (*Store)(nil)
+)
 
 // New returns a Store on pool, which the caller configured and closes. It
 // sends nothing to PostgreSQL; call Migrate once (from any number of
@@ -128,6 +140,9 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	cfg.MaxRuns = cmp.Or(cfg.MaxRuns, trigger.DefaultMaxRuns)
 	if cfg.Clock == nil {
 		cfg.Clock = trigger.SystemClock{}
+	}
+	if cfg.Namespace == "" {
+		cfg.Namespace = namespaceOf(pool.Config().ConnConfig.Config)
 	}
 	s := &Store{pool: pool, cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default())}
 	workers := river.NewWorkers()
