@@ -181,9 +181,13 @@
 // assistant's hook, trigger/agentexec.Approvals, not by polling — records
 // how each approval ended; when all have, the run succeeds with what the
 // user was told, delivered along the route, and a PENDING_APPROVAL task
-// is COMPLETED. Approvals that expire unanswered, which a sweeper in Run
-// finds every [ApprovalSweep] (the assistant's pool notices expiry only
-// when touched), make the run [RunExpired] and the task ACTIVE again. The
+// is COMPLETED. The answer reaches the user once: when it was the reply
+// to the user's own chat message ([Settled].ResultShown, kept as
+// [Run].ResultShown), the route does not notify it again. Approvals that
+// expire unanswered, which a sweeper in Run finds every [ApprovalSweep]
+// (the assistant's pool notices expiry only when touched), make the run
+// [RunExpired] and the task ACTIVE again, and the channel is told that
+// nothing was done ([NotifyExpired]). The
 // sweeper knows the runs that went waiting in its own process; after a
 // restart an expired approval is settled when the user answers it.
 //

@@ -63,6 +63,10 @@ const (
 	// NotifyFailure tells the user a task is DEAD: its run failed on
 	// its last attempt.
 	NotifyFailure NotificationKind = "failure"
+	// NotifyExpired tells the user the approvals a run asked for
+	// (NotifyApproval) expired unanswered, so nothing ran; not sent when
+	// the reply to the user's own message told them (Run.ResultShown).
+	NotifyExpired NotificationKind = "expired"
 )
 
 // Notification is a message the engine sends a tenant about a task.

@@ -84,6 +84,12 @@ type Run struct {
 	// its task's route (a notifier that kept failing); the run's status
 	// and result stand.
 	RouteError string `json:"route_error,omitempty"`
+	// ResultShown says the user was shown Result where they decided the
+	// run's approval (the reply to their chat message, Settled.ResultShown):
+	// the route records and chains it as usual but does not notify it
+	// (RouteNotify), nor the expiry of a run it ended, so the user is told
+	// once.
+	ResultShown bool `json:"result_shown,omitempty"`
 }
 
 // RunID returns the stable id of the run of task taskID due at dueAt:
