@@ -37,8 +37,8 @@ func (o *Orchestrator) PendingAgents(ctx context.Context, tenantID string) ([]Wa
 
 // live lists the tenant's pooled entries that have not expired.
 func (o *Orchestrator) live(ctx context.Context, tenantID string) ([]*pool.Entry, error) {
-	if tenantID == "" {
-		return nil, ErrNoTenant
+	if err := checkTenant(tenantID); err != nil {
+		return nil, err
 	}
 	entries, err := o.pool.List(ctx, tenantID)
 	if err != nil {
@@ -68,8 +68,8 @@ func (o *Orchestrator) ResolveApproval(ctx context.Context, tenantID, id string,
 
 func (r *run) resolve(id string, d approval.Decision) error {
 	o, ctx := r.o, r.ctx
-	if r.msg.TenantID == "" {
-		return ErrNoTenant
+	if err := checkTenant(r.msg.TenantID); err != nil {
+		return err
 	}
 	if err := d.Check(); err != nil {
 		return err
@@ -179,6 +179,9 @@ func (o *Orchestrator) ResumeAgent(ctx context.Context, tenantID, id string) err
 }
 
 func (o *Orchestrator) setPaused(ctx context.Context, tenantID, id string, paused bool) error {
+	if err := checkTenant(tenantID); err != nil {
+		return err
+	}
 	for range 3 { // a concurrent write bumps the revision: read again
 		e, err := o.pool.Get(ctx, tenantID, id)
 		if err != nil {
@@ -204,6 +207,9 @@ func (o *Orchestrator) setPaused(ctx context.Context, tenantID, id string, pause
 // records that the user cancelled it, so the model knows. Errors:
 // pool.ErrNotFound.
 func (o *Orchestrator) CancelAgent(ctx context.Context, tenantID, id string) error {
+	if err := checkTenant(tenantID); err != nil {
+		return err
+	}
 	e, err := o.pool.Get(ctx, tenantID, id)
 	if err != nil {
 		return fmt.Errorf("agent: cancel %s: %w", id, err)

@@ -268,8 +268,9 @@ type Hooks struct {
 	// Decided runs at the end of every run that settled approval requests
 	// (Result.Decided: decided by the user, by a reply or ResolveApproval,
 	// or found expired), with the run's Result; res.Response is what the
-	// user was told. trigger/agentexec uses it to tell the trigger engine
-	// how its runs' approvals ended.
+	// run answered (the user was told it when Decided[i].InReply is set).
+	// trigger/agentexec uses it to tell the trigger engine how its runs'
+	// approvals ended.
 	Decided func(ctx context.Context, res *Result)
 }
 

@@ -26,6 +26,12 @@
 //		}
 //	}
 //
+// Tenant, conversation and task ids are at most [MaxIDLen] (255) bytes of
+// UTF-8 without NUL, the limit of every valet package (memory, trigger,
+// pool, credentials). HandleMessage, Stream, ResolveApproval, History,
+// Forget and the pending-agent methods refuse others with [ErrInvalidID]
+// before anything runs; an empty tenant is [ErrNoTenant].
+//
 // # One message, step by step
 //
 // The ShouldProcess hook may decline the message. Messages of the same

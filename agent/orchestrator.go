@@ -294,8 +294,8 @@ func lockKey(k convKey) string {
 // conversation's history in the memory provider (with compaction on, those
 // since the newest summary): what its next message starts from. "" names DefaultConversationID.
 func (o *Orchestrator) History(ctx context.Context, tenantID, conversationID string) ([]llm.Message, error) {
-	if tenantID == "" {
-		return nil, ErrNoTenant
+	if err := checkConversation(tenantID, conversationID); err != nil {
+		return nil, err
 	}
 	h, err := o.mem.History(ctx, tenantID, conversationOf(conversationID), o.historyLimit())
 	if err != nil {
@@ -316,8 +316,8 @@ func (o *Orchestrator) Tools() []llm.ToolSpec { return append([]llm.ToolSpec(nil
 // sharing the memory provider (it finds its turn gone from the history;
 // with a Config.Locker the two never interleave).
 func (o *Orchestrator) Forget(ctx context.Context, tenantID, conversationID string) error {
-	if tenantID == "" {
-		return ErrNoTenant
+	if err := checkConversation(tenantID, conversationID); err != nil {
+		return err
 	}
 	conversationID = conversationOf(conversationID)
 	key := convKey{tenantID, conversationID}

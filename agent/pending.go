@@ -379,7 +379,10 @@ func (r *run) settled(e *pool.Entry, a approval.Action, expired bool) {
 	if e.Approval == nil && e.Status != pool.StatusWaitingForApproval {
 		return // an Agent-Tool waiting for input, not an approval
 	}
-	r.res.Decided = append(r.res.Decided, Decided{ID: e.ID, TenantID: e.TenantID, TaskID: e.TaskID, Action: a, Expired: expired})
+	// A run with the user's text is a HandleMessage or Stream, whose
+	// Response is the reply to the user; ResolveApproval's has no text.
+	inReply := r.msg.Source == SourceUser && r.msg.Text != ""
+	r.res.Decided = append(r.res.Decided, Decided{ID: e.ID, TenantID: e.TenantID, TaskID: e.TaskID, Action: a, Expired: expired, InReply: inReply})
 }
 
 func (o *Orchestrator) discard(ctx context.Context, e *pool.Entry) {

@@ -93,8 +93,8 @@ func (r *run) execute(body func(*run) error) (*Result, error) {
 func (r *run) handle() error {
 	o, ctx, msg := r.o, r.ctx, r.msg
 	res := &r.res
-	if msg.TenantID == "" {
-		return ErrNoTenant
+	if err := checkMessage(&msg); err != nil {
+		return err
 	}
 	if strings.TrimSpace(msg.Text) == "" {
 		return ErrEmptyMessage

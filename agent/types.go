@@ -207,4 +207,11 @@ type Decided struct {
 	// Expired is set when the request was found expired, and nothing
 	// ran.
 	Expired bool
+	// InReply is set when the user's own message (HandleMessage or
+	// Stream) settled it: the Result's Response, the reply to that
+	// message, tells the user the outcome, so nothing else needs to
+	// (trigger/agentexec does not have the engine notify it again). It is
+	// false for ResolveApproval (a decision from a UI; the host may not
+	// show the Result) and for a triggered run's message.
+	InReply bool
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/valetkit/valet/internal/ids"
 )
 
 // Errors, checked with errors.Is. None of them, and no error of this
@@ -49,8 +51,10 @@ var (
 // Info.Account reports it as "primary".
 const PrimaryAccount = "primary"
 
-// MaxNameLen is the longest tenant ID, service or account name, in bytes.
-const MaxNameLen = 255
+// MaxNameLen is the longest tenant ID, service or account name, in bytes:
+// the one ID limit of every valet package (memory.MaxIDLen,
+// trigger.MaxIDLen and agent.MaxIDLen are equal).
+const MaxNameLen = ids.MaxLen
 
 // Store keeps credentials per tenant, service and account. Implementations
 // must never let one tenant read another's secrets. They are safe for

@@ -9,6 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/valetkit/valet/internal/ids"
 	"github.com/valetkit/valet/llm"
 )
 
@@ -31,8 +32,10 @@ var (
 	ErrInvalid = errors.New("memory: invalid")
 )
 
-// MaxIDLen is the longest tenant or conversation ID, in bytes.
-const MaxIDLen = 255
+// MaxIDLen is the longest tenant or conversation ID, in bytes: the one
+// limit of every valet package that takes IDs (trigger.MaxIDLen,
+// agent.MaxIDLen, pool.MaxIDLen and credentials.MaxNameLen are equal).
+const MaxIDLen = ids.MaxLen
 
 // Limits on what a Provider indexes and reads, the same for every
 // provider (they pass through CheckItem and RecallQuery).
@@ -221,17 +224,10 @@ func EstimateTokens(text string) int {
 // not empty, at most MaxIDLen bytes, valid UTF-8, no NUL byte. Errors wrap
 // ErrInvalid.
 func CheckID(what, id string) error {
-	switch {
-	case id == "":
-		return fmt.Errorf("%w: empty %s ID", ErrInvalid, what)
-	case len(id) > MaxIDLen:
-		return fmt.Errorf("%w: %s ID is %d bytes, longer than %d", ErrInvalid, what, len(id), MaxIDLen)
-	case !utf8.ValidString(id):
-		return fmt.Errorf("%w: %s ID %q is not valid UTF-8", ErrInvalid, what, id)
-	case strings.IndexByte(id, 0) >= 0:
-		return fmt.Errorf("%w: %s ID %q holds a NUL byte", ErrInvalid, what, id)
+	if ids.Valid(id) { // the common case allocates nothing
+		return nil
 	}
-	return nil
+	return fmt.Errorf("%w: %v", ErrInvalid, ids.Check(what+" ID", id))
 }
 
 // CheckTurn checks the messages of one turn for Append: known roles, and

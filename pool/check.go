@@ -3,6 +3,8 @@ package pool
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/valetkit/valet/internal/ids"
 )
 
 // Valid reports whether s is one of the statuses an entry may have in the
@@ -12,8 +14,10 @@ func (s Status) Valid() bool {
 }
 
 // Check reports whether e can be stored: it needs ID, TenantID, AgentName,
-// a valid Status and a non-zero ExpiresAt; Fields and State, when set, must
-// be valid JSON. The error wraps ErrInvalidEntry
+// a valid Status and a non-zero ExpiresAt; TenantID, and ConversationID
+// and TaskID when set, must be valid UTF-8 without NUL of at most MaxIDLen
+// bytes; Fields and State, when set, must be valid JSON. The error wraps
+// ErrInvalidEntry
 // and names the first problem. Stores call it in Create and Update.
 func (e *Entry) Check() error {
 	switch {
@@ -23,6 +27,12 @@ func (e *Entry) Check() error {
 		return fmt.Errorf("%w: empty ID", ErrInvalidEntry)
 	case e.TenantID == "":
 		return fmt.Errorf("%w: empty TenantID (entry %q)", ErrInvalidEntry, e.ID)
+	case ids.Check("TenantID", e.TenantID) != nil:
+		return fmt.Errorf("%w: %v (entry %q)", ErrInvalidEntry, ids.Check("TenantID", e.TenantID), e.ID)
+	case e.ConversationID != "" && ids.Check("ConversationID", e.ConversationID) != nil:
+		return fmt.Errorf("%w: %v (entry %q)", ErrInvalidEntry, ids.Check("ConversationID", e.ConversationID), e.ID)
+	case e.TaskID != "" && ids.Check("TaskID", e.TaskID) != nil:
+		return fmt.Errorf("%w: %v (entry %q)", ErrInvalidEntry, ids.Check("TaskID", e.TaskID), e.ID)
 	case e.AgentName == "":
 		return fmt.Errorf("%w: empty AgentName (entry %q)", ErrInvalidEntry, e.ID)
 	case !e.Status.Valid():

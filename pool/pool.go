@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/valetkit/valet/approval"
+	"github.com/valetkit/valet/internal/ids"
 )
 
 // Status is the state of a pooled agent. Only non-terminal states are
@@ -154,3 +155,10 @@ var (
 	// it and reports it; it is never returned as an entry.
 	ErrCorrupt = errors.New("pool: corrupt entry")
 )
+
+// MaxIDLen is the longest TenantID, ConversationID and TaskID an Entry may
+// carry, in bytes: the one ID limit of every valet package
+// (memory.MaxIDLen, trigger.MaxIDLen and agent.MaxIDLen are equal).
+// Entry.Check refuses longer ones, and IDs that are not valid UTF-8 or
+// hold a NUL byte.
+const MaxIDLen = ids.MaxLen

@@ -89,5 +89,6 @@
 //
 // The orchestrator stores an ExecContext in the ctx of each call (tenant,
 // conversation, call id, credentials store, logger); a tool reads it with
-// ExecContextFrom, whose Logger is never nil.
+// ExecContextFrom, whose Logger is never nil (slog.Default() when none was
+// set).
 package tool

@@ -15,7 +15,7 @@ type ExecContext struct {
 	ConversationID string
 	CallID         string            // the model's tool-call id
 	Credentials    credentials.Store // may be nil
-	Logger         *slog.Logger      // never nil from ExecContextFrom
+	Logger         *slog.Logger      // never nil from ExecContextFrom: nil means slog.Default()
 }
 
 type execContextKey struct{}
@@ -43,15 +43,15 @@ func WithExecContext(ctx context.Context, ec ExecContext) context.Context {
 }
 
 // ExecContextFrom returns the ExecContext stored in ctx, or the zero value.
-// Its Logger is never nil: a logger that discards everything stands in when
-// none was set.
+// Its Logger is never nil: slog.Default() stands in when none was set, the
+// rule of every valet package.
 func ExecContextFrom(ctx context.Context) ExecContext {
 	var ec ExecContext
 	if p, ok := ctx.Value(execContextKey{}).(*ExecContext); ok {
 		ec = *p
 	}
 	if ec.Logger == nil {
-		ec.Logger = slog.New(slog.DiscardHandler)
+		ec.Logger = slog.Default()
 	}
 	return ec
 }

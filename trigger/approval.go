@@ -43,6 +43,12 @@ type Settled struct {
 	// assistant's answer after the action ran); it becomes the run's
 	// result.
 	Result string
+	// ResultShown says the user has already been shown Result where they
+	// decided (the reply to their chat message): the run records it
+	// (Run.ResultShown) and its route does not notify it again, so the
+	// answer arrives once. False (a decision from a UI, an expiry): the
+	// task's notifier tells them.
+	ResultShown bool
 }
 
 type waitKey struct{ tenant, task, run string }
@@ -107,7 +113,7 @@ func (e *Engine) settle(ctx context.Context, s Settled) (*Task, Run, bool, error
 			}
 			r.Approvals[i].Outcome = s.Outcome
 			if s.Result != "" {
-				r.Result = clip(s.Result)
+				r.Result, r.ResultShown = clip(s.Result), s.ResultShown
 			}
 			return e.settleRun(ctx, t, r)
 		}

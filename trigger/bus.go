@@ -151,7 +151,7 @@ type MemoryBus struct {
 	// Clock times redeliveries. Nil: SystemClock.
 	Clock Clock
 	// Logger logs the events dropped and the handlers that panicked.
-	// Nil: discard.
+	// Nil: slog.Default().
 	Logger *slog.Logger
 
 	mu      sync.Mutex
@@ -204,7 +204,7 @@ func (b *MemoryBus) clock() Clock {
 
 func (b *MemoryBus) logger() *slog.Logger {
 	if b.Logger == nil {
-		return slog.New(slog.DiscardHandler)
+		return slog.Default()
 	}
 	return b.Logger
 }

@@ -25,6 +25,10 @@
 // task when [Engine.CreateTask] creates it, and its refusal is
 // ErrInvalid: a task that could never run fails then, not at its first
 // run (trigger/agentexec refuses a dollar budget its model cannot price).
+// Tenant, task and conversation ids are at most [MaxIDLen]
+// (255) bytes of UTF-8 without NUL, the limit of every valet package
+// (memory, agent, pool, credentials): the Engine refuses longer ones
+// where they enter (CreateTask, Get, RunNow, Publish…) with ErrInvalid.
 //
 // # Stores
 //
@@ -35,7 +39,8 @@
 // task again and retry. [Store.Due] returns the ACTIVE tasks of every
 // tenant whose NextRun has come, earliest first, then by Priority.
 // A run is identified by [RunID] (task id and due time), the same on
-// every replica and every attempt.
+// every replica and every attempt; a run id that would be longer than
+// MaxIDLen is shortened with a hash.
 //
 // [MemoryStore] keeps everything in process memory, copies what it is
 // given and what it returns, and keeps the newest [DefaultMaxRuns] runs
@@ -109,7 +114,13 @@
 // MemoryStore), a Clock (default SystemClock), the executors by name,
 // how many runs execute at once (MaxConcurrent, default
 // [DefaultMaxConcurrent]), the Grace of [Schedule.Due] and the timeout of
-// a run without Budget.MaxWall ([DefaultRunTimeout]). Every method takes
+// a run without Budget.MaxWall ([DefaultRunTimeout]), and a Logger for
+// what it cannot return (failed runs, notifiers, stores). A Store and a
+// Bus that report their deployment ([Namespaced]: rivertrigger's
+// database and schema, redisbus's Namespace) must report the same one, or
+// New refuses them with ErrInvalid. A nil Logger
+// means slog.Default(), here and in every valet package (MemoryBus,
+// rivertrigger, redisbus, redispool, agent). Every method takes
 // the tenant id; a task of another tenant is [ErrNotFound].
 // [Engine.CreateTask] refuses an executor that is not registered
 // (ErrInvalid) and sets NextRun to the schedule's first time from now.
@@ -170,9 +181,13 @@
 // assistant's hook, trigger/agentexec.Approvals, not by polling — records
 // how each approval ended; when all have, the run succeeds with what the
 // user was told, delivered along the route, and a PENDING_APPROVAL task
-// is COMPLETED. Approvals that expire unanswered, which a sweeper in Run
-// finds every [ApprovalSweep] (the assistant's pool notices expiry only
-// when touched), make the run [RunExpired] and the task ACTIVE again. The
+// is COMPLETED. The answer reaches the user once: when it was the reply
+// to the user's own chat message ([Settled].ResultShown, kept as
+// [Run].ResultShown), the route does not notify it again. Approvals that
+// expire unanswered, which a sweeper in Run finds every [ApprovalSweep]
+// (the assistant's pool notices expiry only when touched), make the run
+// [RunExpired] and the task ACTIVE again, and the channel is told that
+// nothing was done ([NotifyExpired]). The
 // sweeper knows the runs that went waiting in its own process; after a
 // restart an expired approval is settled when the user answers it.
 //

@@ -119,7 +119,9 @@ type Config struct {
 	// executor that is not here is refused. DefaultExecutor
 	// ("orchestrator") is the name of a task whose Executor is empty.
 	Executors map[string]Executor
-	// Logger logs what the scheduler cannot return. Nil: discard.
+	// Logger logs what the scheduler cannot return: failed runs,
+	// notifiers and stores. Nil: slog.Default(), as in every valet
+	// package.
 	Logger *slog.Logger
 	// MaxConcurrent is how many runs execute at once. Zero:
 	// DefaultMaxConcurrent.
@@ -131,7 +133,9 @@ type Config struct {
 	// Zero: DefaultRunTimeout.
 	RunTimeout time.Duration
 	// Bus carries the events of event triggers: Publish hands it an
-	// event, Run subscribes to it. Nil: a new MemoryBus using Clock.
+	// event, Run subscribes to it. Nil: a new MemoryBus using Clock. A
+	// Store and a Bus that both report a namespace (Namespaced) must
+	// report the same one, or New refuses them (ErrInvalid).
 	Bus EventBus
 	// Conditions maps condition names to the checks condition triggers
 	// poll; a task naming a condition that is not here is refused.
@@ -207,6 +211,9 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Grace < 0 || cfg.RunTimeout < 0 {
 		return nil, fmt.Errorf("%w: engine: negative Grace or RunTimeout", ErrInvalid)
 	}
+	if err := checkNamespaces(cfg.Store, cfg.Bus); err != nil {
+		return nil, err
+	}
 	e := &Engine{
 		store:      cfg.Store,
 		clock:      cfg.Clock,
@@ -258,7 +265,7 @@ func New(cfg Config) (*Engine, error) {
 		e.store = &MemoryStore{Clock: e.clock}
 	}
 	if e.log == nil {
-		e.log = slog.New(slog.DiscardHandler)
+		e.log = slog.Default()
 	}
 	e.bus = cfg.Bus
 	if e.bus == nil {
@@ -387,24 +394,36 @@ func (e *Engine) CreateTask(ctx context.Context, t *Task) error {
 
 // Get returns the tenant's task, or ErrNotFound.
 func (e *Engine) Get(ctx context.Context, tenantID, id string) (*Task, error) {
+	if err := checkTask(tenantID, id); err != nil {
+		return nil, err
+	}
 	return e.store.Get(ctx, tenantID, id)
 }
 
 // List returns the tenant's tasks with one of statuses, all when none is
 // given.
 func (e *Engine) List(ctx context.Context, tenantID string, statuses ...Status) ([]*Task, error) {
+	if err := checkID("tenant ID", tenantID); err != nil {
+		return nil, err
+	}
 	return e.store.List(ctx, tenantID, statuses...)
 }
 
 // Delete removes the tenant's task and its history. A run under way
 // finishes, but its outcome is not recorded.
 func (e *Engine) Delete(ctx context.Context, tenantID, id string) error {
+	if err := checkTask(tenantID, id); err != nil {
+		return err
+	}
 	return e.store.Delete(ctx, tenantID, id)
 }
 
 // Runs returns the task's newest runs, newest first, at most limit (all
 // kept when 0).
 func (e *Engine) Runs(ctx context.Context, tenantID, id string, limit int) ([]Run, error) {
+	if err := checkTask(tenantID, id); err != nil {
+		return nil, err
+	}
 	return e.store.Runs(ctx, tenantID, id, limit)
 }
 
@@ -499,6 +518,9 @@ func (e *Engine) Retry(ctx context.Context, tenantID, id string) (*Task, error) 
 // failure is in the run, not the error. A task with a run under way is
 // ErrConflict.
 func (e *Engine) RunNow(ctx context.Context, tenantID, id string) (Run, error) {
+	if err := checkTask(tenantID, id); err != nil {
+		return Run{}, err
+	}
 	t, err := e.store.Get(ctx, tenantID, id)
 	if err != nil {
 		return Run{}, err
@@ -519,7 +541,7 @@ func (e *Engine) RunNow(ctx context.Context, tenantID, id string) (Run, error) {
 
 	now := e.clock.Now()
 	r := Run{
-		ID: RunID(id, now) + "#now", TaskID: id, TenantID: tenantID,
+		ID: fitID(RunID(id, now) + "#now"), TaskID: id, TenantID: tenantID,
 		DueAt: now, StartedAt: now, Status: RunRunning, Attempt: 1,
 	}
 	if err := e.store.AddRun(ctx, r); err != nil {
@@ -555,6 +577,9 @@ func (e *Engine) RunNow(ctx context.Context, tenantID, id string) (Run, error) {
 // mutate reads the task, applies f and writes it back, reading again on
 // ErrConflict a few times.
 func (e *Engine) mutate(ctx context.Context, tenantID, id string, f func(*Task) error) (*Task, error) {
+	if err := checkTask(tenantID, id); err != nil {
+		return nil, err
+	}
 	for i := 0; ; i++ {
 		t, err := e.store.Get(ctx, tenantID, id)
 		if err != nil {

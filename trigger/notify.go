@@ -67,6 +67,10 @@ const (
 	// spend limit reached) and did nothing; Text is the executor's
 	// reason for the user. The task keeps its schedule.
 	NotifyRefused NotificationKind = "refused"
+	// NotifyExpired tells the user the approvals a run asked for
+	// (NotifyApproval) expired unanswered, so nothing ran; not sent when
+	// the reply to the user's own message told them (Run.ResultShown).
+	NotifyExpired NotificationKind = "expired"
 )
 
 // Notification is a message the engine sends a tenant about a task.

@@ -64,6 +64,9 @@ func (e *Engine) deliver(ctx context.Context, t *Task, r Run, res ExecResult, de
 	case r.Status != RunSucceeded:
 		return
 	case t.RouteKind() == RouteNotify:
+		if r.ResultShown {
+			return // the user read it where they decided its approval
+		}
 		err = e.notify1(ctx, stop, t, r, NotifyResult, r.Result, nil)
 	case t.RouteKind() == RouteMemory:
 		if r.Result == "" {
@@ -194,6 +197,19 @@ func (e *Engine) askApproval(ctx context.Context, t *Task, r Run) {
 	}
 }
 
+// tellExpired tells the user, on the channel that asked them
+// (askApproval), that the run's approvals expired and nothing ran, unless
+// the reply to their own message told them already.
+func (e *Engine) tellExpired(ctx context.Context, t *Task, r Run) {
+	if t.Output.Channel == "" || r.ResultShown {
+		return
+	}
+	text := fmt.Sprintf("%q did not go on: what it asked you to confirm was not confirmed in time, so nothing was done.", t.Name)
+	if err := e.notify1(ctx, ctx.Done(), t, r, NotifyExpired, text, nil); err != nil {
+		e.log.Error("trigger: telling of an expired approval", "tenant", t.TenantID, "task", t.ID, "run", r.ID, "err", err)
+	}
+}
+
 // observerQueue hands lifecycle steps to an Observer in order, from a
 // goroutine of its own, dropping steps when it falls behind.
 type observerQueue struct {
@@ -292,6 +308,7 @@ func (e *Engine) ended(ctx context.Context, t *Task, r Run, res ExecResult, prev
 		return
 	case RunExpired:
 		e.observe(LifecycleExpired, t, r)
+		e.tellExpired(ctx, t, r)
 		return
 	default:
 		return

@@ -90,12 +90,19 @@ type Run struct {
 	// its task's route (a notifier that kept failing); the run's status
 	// and result stand.
 	RouteError string `json:"route_error,omitempty"`
+	// ResultShown says the user was shown Result where they decided the
+	// run's approval (the reply to their chat message, Settled.ResultShown):
+	// the route records and chains it as usual but does not notify it
+	// (RouteNotify), nor the expiry of a run it ended, so the user is told
+	// once.
+	ResultShown bool `json:"result_shown,omitempty"`
 }
 
 // RunID returns the stable id of the run of task taskID due at dueAt:
-// the same for every replica and every attempt.
+// the same for every replica and every attempt. An id that would exceed
+// MaxIDLen is shortened with a hash, as EventRunID's.
 func RunID(taskID string, dueAt time.Time) string {
-	return taskID + "@" + dueAt.UTC().Format(time.RFC3339Nano)
+	return fitID(taskID + "@" + dueAt.UTC().Format(time.RFC3339Nano))
 }
 
 // Check reports whether r is a valid run, wrapping ErrInvalid with what

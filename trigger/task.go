@@ -7,13 +7,19 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/valetkit/valet/internal/ids"
 )
 
 // Limits Check enforces on a Task and a Run.
 const (
 	// MaxIDLen is the longest ID, TenantID, ConversationID, TaskID and
-	// executor name, in bytes.
-	MaxIDLen = 256
+	// executor name, in bytes: 255, the limit of every valet package
+	// (memory.MaxIDLen, agent.MaxIDLen), so a task accepted here runs in
+	// memory and the orchestrator too. Run ids longer than this (a long
+	// task id with its time, event or previous run) are shortened with a
+	// hash.
+	MaxIDLen = ids.MaxLen
 	// MaxNameLen is the longest Task.Name, in bytes.
 	MaxNameLen = 256
 	// MaxTextLen is the longest Description, Instruction, Run.Error and
@@ -415,14 +421,6 @@ func (t *Task) Check() error {
 		return fmt.Errorf("%w: task %q: negative Revision", ErrInvalid, t.ID)
 	}
 	return nil
-}
-
-// checkID accepts a non-empty string of valid UTF-8 up to MaxIDLen bytes.
-func checkID(what, s string) error {
-	if s == "" {
-		return fmt.Errorf("%w: empty %s", ErrInvalid, what)
-	}
-	return checkText(what, s, MaxIDLen)
 }
 
 // checkText accepts valid UTF-8 up to max bytes, without NUL (which

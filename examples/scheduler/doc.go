@@ -63,9 +63,11 @@
 // under a PostgreSQL advisory lock: the first clears what an older demo
 // left and creates the tasks, the second finds them and joins (CreateTask
 // refuses a task that exists with ErrConflict, which the program ignores).
-// The demo has its own River queue (valet_scheduler_demo) and stream
-// (valet:scheduler-demo:events); a search_path in the URL chooses the
-// schema of its tables. -duration changes its length and -v logs the
+// The demo has its own River queue (valet_scheduler_demo); a search_path
+// in the URL chooses the schema of its tables, and the Redis stream is
+// named from the database and schema (valet:<database>/<schema>:events,
+// redisbus.Config.Namespace set to the store's Namespace), so demos on
+// two schemas sharing a Redis keep their events apart. -duration changes its length and -v logs the
 // engine's traces to stderr.
 //
 // # The files

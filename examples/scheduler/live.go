@@ -23,12 +23,9 @@ import (
 	"github.com/valetkit/valet/trigger/rivertrigger"
 )
 
-// The demo's own River queue and Redis stream, apart from valet's
-// defaults and the tests'.
-const (
-	liveQueue  = "valet_scheduler_demo"
-	liveStream = "valet:scheduler-demo:events"
-)
+// The demo's own River queue, apart from valet's default and the tests'.
+// Its Redis stream is named from the store's namespace.
+const liveQueue = "valet_scheduler_demo"
 
 // setupLock is the PostgreSQL advisory lock that processes starting
 // together take in turn to set up the demo's tasks.
@@ -70,12 +67,15 @@ func runLive(ctx context.Context, w io.Writer, cfg config) error {
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("-redis %s: %w", ro.Addr, err)
 	}
-	stream := cmp.Or(cfg.Stream, liveStream)
+	// The bus belongs to the store's deployment (its database and
+	// schema): its stream is named from it, and trigger.New would refuse
+	// a bus of another one.
 	bus, err := redisbus.New(rdb, redisbus.Config{
-		Stream: stream, Group: stream + ":engine",
-		Block:  time.Second, // Subscribe returns within a second of the end
-		MaxLen: 10_000,
-		Logger: log,
+		Namespace: store.Namespace(),
+		Stream:    cfg.Stream,  // "": valet:<database>/<schema>:events
+		Block:     time.Second, // Subscribe returns within a second of the end
+		MaxLen:    10_000,
+		Logger:    log,
 	})
 	if err != nil {
 		return err
@@ -90,7 +90,7 @@ func runLive(ctx context.Context, w io.Writer, cfg config) error {
 	defer d.close()
 
 	out.printf("valet scheduler demo — live as %q: tasks on PostgreSQL (River queue %q), events on Redis (stream %q)\n",
-		label, cmp.Or(cfg.Queue, liveQueue), stream)
+		label, cmp.Or(cfg.Queue, liveQueue), bus.Stream())
 	start, joined, err := d.setupShared(ctx, db)
 	if err != nil {
 		return err

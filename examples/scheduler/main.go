@@ -53,7 +53,7 @@ type config struct {
 
 	// Set by tests.
 	Queue    string                       // River queue; "" is liveQueue
-	Stream   string                       // Redis stream; "" is liveStream (its group is the stream's name + ":engine")
+	Stream   string                       // Redis stream; "" is the one named from the store's namespace (redisbus.StreamFor)
 	timeline *timeline                    // nil: the default of the mode
 	notified func(n trigger.Notification) // hears every notification this process delivers
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -352,6 +353,12 @@ func testInvalid(t *testing.T, newStore NewStore) {
 		"no ExpiresAt":  func(e *pool.Entry) { e.ExpiresAt = time.Time{} },
 		"bad Fields":    func(e *pool.Entry) { e.Fields = json.RawMessage(`{"to":`) },
 		"bad State":     func(e *pool.Entry) { e.State = json.RawMessage(`nope`) },
+		// One ID limit across valet (memory.MaxIDLen): an entry that
+		// memory would refuse is not parked.
+		"long TenantID":       func(e *pool.Entry) { e.TenantID = strings.Repeat("t", pool.MaxIDLen+1) },
+		"long ConversationID": func(e *pool.Entry) { e.ConversationID = strings.Repeat("c", pool.MaxIDLen+1) },
+		"long TaskID":         func(e *pool.Entry) { e.TaskID = strings.Repeat("k", pool.MaxIDLen+1) },
+		"TenantID with NUL":   func(e *pool.Entry) { e.TenantID = "t\x00" },
 	}
 	for name, breakIt := range cases {
 		e := simple("t", "bad")
@@ -368,7 +375,7 @@ func testInvalid(t *testing.T, newStore NewStore) {
 	good := simple("t", "good")
 	mustCreate(t, s, good)
 	for name, breakIt := range cases {
-		if name == "no ID" || name == "no TenantID" {
+		if name == "no ID" || name == "no TenantID" || name == "long TenantID" || name == "TenantID with NUL" {
 			continue // these name another entry; not found is fine too
 		}
 		e := good.Clone()
@@ -377,6 +384,12 @@ func testInvalid(t *testing.T, newStore NewStore) {
 	}
 	wantErr(t, "Update(nil)", s.Update(ctx, nil), pool.ErrInvalidEntry)
 	mustSame(t, "entry after invalid updates", good, mustGet(t, s, "t", "good"))
+
+	// IDs of MaxIDLen bytes are fine.
+	long := simple(strings.Repeat("t", pool.MaxIDLen), "long")
+	long.ConversationID, long.TaskID = strings.Repeat("c", pool.MaxIDLen), strings.Repeat("k", pool.MaxIDLen)
+	mustCreate(t, s, long)
+	mustSame(t, "entry with the longest IDs", long, mustGet(t, s, long.TenantID, "long"))
 }
 
 func testExists(t *testing.T, newStore NewStore) {

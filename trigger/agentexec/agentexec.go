@@ -179,8 +179,12 @@ type Approvals struct {
 func (a *Approvals) Attach(e *trigger.Engine) { a.engine.Store(e) }
 
 // Decided is an agent.Hooks.Decided: it reports each approval of a
-// triggered run that res settled to the engine, with res.Response, what
-// the user was told, as the run's result.
+// triggered run that res settled to the engine, with res.Response as the
+// run's result. The user is told the outcome once: when their own chat
+// message decided it (Decided.InReply), the reply to it is the answer and
+// the engine records the result without notifying it again
+// (Settled.ResultShown); when it was decided by ResolveApproval or
+// expired, the task's notifier tells them.
 func (a *Approvals) Decided(ctx context.Context, res *agent.Result) {
 	e := a.engine.Load()
 	if e == nil || res == nil {
@@ -196,6 +200,7 @@ func (a *Approvals) Decided(ctx context.Context, res *agent.Result) {
 		}
 		_ = e.ApprovalSettled(ctx, trigger.Settled{
 			TenantID: d.TenantID, TaskID: d.TaskID, ApprovalID: d.ID, Outcome: outcome, Result: res.Response,
+			ResultShown: d.InReply,
 		}) // the engine logs what it cannot record
 	}
 }

@@ -77,6 +77,14 @@
 //	e, _ := trigger.New(trigger.Config{Executors: map[string]trigger.Executor{trigger.DefaultExecutor: agentexec.New(o)}})
 //	link.Attach(e)
 //
+// The user hears the outcome once. When they decide in the chat (their
+// message to HandleMessage or Stream: agent.Decided.InReply), the reply
+// to that message is the answer: the run ends with it as its result, but
+// the task's notifier is not sent it again (trigger.Run.ResultShown).
+// When the decision comes from elsewhere (ResolveApproval, a UI's
+// button), the notifier delivers the result; when the approvals expire
+// unanswered, it tells them nothing was done (trigger.NotifyExpired).
+//
 // A run whose Agent-Tools wait for the user's input, or that the
 // orchestrator's ShouldProcess hook refuses, succeeds with the
 // orchestrator's answer (the question, or the reason).

@@ -4,9 +4,24 @@
 // shares them: each event goes to one replica.
 //
 //	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"}) // yours to configure and close
-//	bus, err := redisbus.New(rdb, redisbus.Config{})               // stream "valet:events", group "valet-engine"
+//	bus, err := redisbus.New(rdb, redisbus.Config{Namespace: store.Namespace()}) // stream "valet:<namespace>:events", group "valet-engine"
 //	err = bus.Publish(ctx, trigger.Event{ID: "msg-1", TenantID: "acme", Source: "gmail", Type: "message.received"})
 //	err = bus.Subscribe(ctx, handle) // until ctx ends
+//
+// # Namespaces
+//
+// A Bus belongs to one deployment: its Config.Namespace names it, and the
+// stream is named from it, "valet:" + Namespace + ":events" ([StreamFor];
+// [DefaultStream], "valet:events", when there is no namespace). Give it
+// the namespace of the engine's store — rivertrigger.Store.Namespace, the
+// PostgreSQL database and schema of its tasks — so production and staging
+// sharing one Redis read different streams: a shared stream and group
+// would hand production's events to staging's engine, which would run
+// staging's tasks on them while production's never fire. trigger.New
+// refuses a Bus and a Store whose namespaces differ (the Bus implements
+// trigger.Namespaced), the default "" included, so the mistake shows at
+// start. Config.Stream still chooses a stream of your own; keep it
+// unique per deployment.
 //
 // # Keys
 //

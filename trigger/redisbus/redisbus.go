@@ -19,7 +19,9 @@ import (
 
 // Defaults of a zero Config.
 const (
-	// DefaultStream is the stream events are added to.
+	// DefaultStream is the stream events are added to when Config sets
+	// neither Stream nor Namespace. With a Namespace it is
+	// "valet:" + Namespace + ":events" (StreamFor).
 	DefaultStream = "valet:events"
 	// DefaultGroup is the consumer group that reads them.
 	DefaultGroup = "valet-engine"
@@ -53,8 +55,18 @@ const field = "event"
 
 // Config configures a Bus. The zero value means the defaults.
 type Config struct {
-	// Stream is the stream's key. "": DefaultStream. Its dead entries go
-	// to Stream + DeadSuffix.
+	// Namespace names the deployment whose events the bus carries: give
+	// it the Store's (rivertrigger.Store.Namespace, its PostgreSQL
+	// database and schema), and the stream is named from it, so two
+	// environments sharing a Redis never read each other's events.
+	// trigger.New refuses a Bus and a Store whose namespaces differ
+	// (trigger.Namespaced), the default "" included. "": none.
+	Namespace string
+	// Stream is the stream's key. "": StreamFor(Namespace), that is
+	// "valet:" + Namespace + ":events", or DefaultStream when Namespace
+	// is "" too. Setting it chooses the stream apart from the namespace:
+	// keep it unique per deployment. Its dead entries go to Stream +
+	// DeadSuffix.
 	Stream string
 	// Group is the consumer group. "": DefaultGroup. Buses with the same
 	// Stream and Group share the events: each goes to one of them.
@@ -88,7 +100,7 @@ type Config struct {
 	// DefaultMaxDeliveries.
 	MaxDeliveries int64
 	// Logger logs what Subscribe cannot return: Redis errors it retries,
-	// failed handlers, dead entries. Nil: discard.
+	// failed handlers, dead entries. Nil: slog.Default().
 	Logger *slog.Logger
 }
 
@@ -104,7 +116,10 @@ type Bus struct {
 	active int        // Subscribe calls under way
 }
 
-var _ trigger.EventBus = (*Bus)(nil)
+var (
+	_ trigger.EventBus   = (*Bus)(nil)
+	_ trigger.Namespaced = (*Bus)(nil)
+)
 
 // New returns a Bus on rdb, a client the caller configured and closes.
 // It sends nothing to Redis yet. Requires Redis 6.2 or later.
@@ -125,7 +140,7 @@ func New(rdb redis.UniversalClient, cfg Config) (*Bus, error) {
 		return nil, fmt.Errorf("%w: redisbus: negative MaxDeliveries %d", trigger.ErrInvalid, cfg.MaxDeliveries)
 	}
 	if cfg.Stream == "" {
-		cfg.Stream = DefaultStream
+		cfg.Stream = StreamFor(cfg.Namespace)
 	}
 	if cfg.Group == "" {
 		cfg.Group = DefaultGroup
@@ -154,12 +169,27 @@ func New(rdb redis.UniversalClient, cfg Config) (*Bus, error) {
 	}
 	log := cfg.Logger
 	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+		log = slog.Default()
 	}
 	cfg.Logger = nil
 	log = log.With("stream", cfg.Stream, "group", cfg.Group, "consumer", cfg.Consumer)
 	return &Bus{rdb: rdb, cfg: cfg, dead: cfg.Stream + DeadSuffix, log: log}, nil
 }
+
+// StreamFor returns the default stream of a Bus in namespace ns:
+// "valet:" + ns + ":events", or DefaultStream when ns is "".
+func StreamFor(ns string) string {
+	if ns == "" {
+		return DefaultStream
+	}
+	return "valet:" + ns + ":events"
+}
+
+// Namespace implements trigger.Namespaced: Config.Namespace.
+func (b *Bus) Namespace() string { return b.cfg.Namespace }
+
+// Stream returns the key of the stream events are added to.
+func (b *Bus) Stream() string { return b.cfg.Stream }
 
 // Consumer returns the Bus's name in the consumer group.
 func (b *Bus) Consumer() string { return b.cfg.Consumer }

@@ -4,8 +4,22 @@
 //
 //	store, err := rivertrigger.New(pool, rivertrigger.Config{})
 //	if err := store.Migrate(ctx); err != nil { … }
-//	engine, err := trigger.New(trigger.Config{Store: store, Executors: executors})
+//	bus, err := redisbus.New(rdb, redisbus.Config{Namespace: store.Namespace()})
+//	engine, err := trigger.New(trigger.Config{Store: store, Bus: bus, Executors: executors})
 //	go engine.Run(ctx) // River works the runs until ctx ends
+//
+// # Namespace
+//
+// A Store names the deployment its tasks belong to ([Store.Namespace],
+// trigger.Namespaced): Config.Namespace, by default "database/schema",
+// the pool's database and the first schema of the search_path its
+// connection string sets ("public" when none). An event bus must belong
+// to the same one: trigger.New refuses a Store and a Bus whose namespaces
+// differ (ErrInvalid), so an engine on staging's tables cannot read
+// production's events. A redisbus.Bus given the store's namespace names
+// its stream from it, "valet:database/schema:events". Set
+// Config.Namespace when the schema is chosen otherwise (a role's default
+// search_path, SET in AfterConnect), or to name the deployment yourself.
 //
 // # Tables
 //

@@ -83,8 +83,17 @@ type Config struct {
 	// River keeps the database's time for its jobs.
 	Clock trigger.Clock
 	// Logger receives what the dispatcher cannot return, and River's own
-	// logs at warning level and above. Nil: discard.
+	// logs at warning level and above. Nil: slog.Default().
 	Logger *slog.Logger
+	// Namespace names the deployment the tasks belong to (Store.Namespace,
+	// trigger.Namespaced): give the same to the event bus
+	// (redisbus.Config{Namespace: store.Namespace()}), which names its
+	// stream from it; trigger.New refuses a bus of another namespace.
+	// "": the pool's database and schema, "database/schema", the schema
+	// being the first of the search_path the pool's connection string
+	// sets ("public" when it sets none). Set it when the schema is chosen
+	// otherwise (a role's default search_path, SET in AfterConnect).
+	Namespace string
 }
 
 // Store is a trigger.Store and trigger.Dispatcher on PostgreSQL through
@@ -101,7 +110,10 @@ type Store struct {
 	stopping   atomic.Bool // Dispatch is stopping River
 }
 
-var _ trigger.Dispatcher = (*Store)(nil)
+var (
+	_ trigger.Dispatcher = (*Store)(nil)
+	_ trigger.Namespaced = (*Store)(nil)
+)
 
 // New returns a Store on pool, which the caller configured and closes. It
 // sends nothing to PostgreSQL; call Migrate once (from any number of
@@ -129,18 +141,15 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = trigger.SystemClock{}
 	}
-	s := &Store{pool: pool, cfg: cfg, log: cfg.Logger}
-	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
+	if cfg.Namespace == "" {
+		cfg.Namespace = namespaceOf(pool.Config().ConnConfig.Config)
 	}
+	s := &Store{pool: pool, cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default())}
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, &worker{s: s}); err != nil {
 		return nil, fmt.Errorf("rivertrigger: %w", err)
 	}
-	riverLog := slog.New(slog.DiscardHandler)
-	if cfg.Logger != nil {
-		riverLog = slog.New(levelHandler{cfg.Logger.Handler(), slog.LevelWarn})
-	}
+	riverLog := slog.New(levelHandler{s.log.Handler(), slog.LevelWarn})
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		Queues:               map[string]river.QueueConfig{cfg.Queue: {MaxWorkers: cfg.MaxWorkers}},
 		Workers:              workers,
