@@ -207,9 +207,10 @@ type MemoryOptions struct {
 	// replaces in recall — but not when the model answered from text the
 	// user did not write, which the answer may relay: a tool result (a
 	// mail, a web page), a triggered run's message or a summary in the
-	// history, an item recalled of another origin. Then the facts are
-	// stored with memory.OriginAssistant (recall marks them as not the
-	// user's own words), since they may come from the relayed text. At most 10 facts of at most 300 characters per
+	// history, an item recalled of another origin. When tools ran in the
+	// turn itself, its facts are stored with memory.OriginAssistant
+	// (recall marks them as not the user's own words), since they may
+	// come from the tools' text. At most 10 facts of at most 300 characters per
 	// turn; 4 extractions run at once and at most 256 wait (more are
 	// skipped with a warning). Failures are logged and never fail a
 	// reply. Orchestrator.Close waits for extractions under way.

@@ -61,6 +61,7 @@ type extraction struct {
 	user, answer string        // the message's text (a user's, or a triggered run's) and the answer
 	triggered    bool          // the message is a triggered run's (ExtractTriggered)
 	tooled       bool          // the model saw text the user did not write (tools ran, ...): the answer may relay it
+	toolsRan     bool          // tools ran in this turn: the answer likely relays their text
 	known        []memory.Item // recalled for the turn: what the model may supersede
 	at           time.Time     // when the turn ended: the facts' CreatedAt
 	info         RunInfo       // the run's, for the SpendGuard
@@ -85,7 +86,7 @@ func (r *run) scheduleExtraction() {
 	// given (a tool's result, an event in the history): then its facts
 	// never supersede what the user said.
 	x := extraction{tenant: r.msg.TenantID, conv: r.msg.ConversationID, user: r.msg.Text, answer: r.res.Response, triggered: triggered,
-		tooled: len(r.res.ToolCalls) > 0 || r.untrusted, known: r.recalled, at: o.now(), info: r.info()}
+		tooled: len(r.res.ToolCalls) > 0 || r.untrusted, toolsRan: len(r.res.ToolCalls) > 0, known: r.recalled, at: o.now(), info: r.info()}
 	key := convKey{x.tenant, x.conv}
 	o.bg.mu.Lock()
 	defer o.bg.mu.Unlock()
@@ -155,10 +156,13 @@ func (o *Orchestrator) extractFacts(x extraction) {
 		turn, origin = "The task's text (not written by the user):\n"+x.user, memory.OriginTrigger
 	}
 	turn += "\n\nThe assistant answered:\n" + x.answer
-	// An answer that may relay text the user did not write (x.tooled)
-	// makes the turn's facts the answer's, not the user's: the code cannot
-	// tell which of the two a fact came from.
-	if x.tooled && !x.triggered {
+	// An answer given after tools ran in the turn likely relays their
+	// text: its facts are the answer's, not the user's, since the code
+	// cannot tell which of the two a fact came from. (Untrusted text only
+	// in the context, x.tooled, forbids superseding but keeps the user's
+	// origin: a tool used turns ago does not make what the user says now
+	// someone else's words.)
+	if x.toolsRan && !x.triggered {
 		origin = memory.OriginAssistant
 	}
 	// The call is spent like a run's: the SpendGuard may refuse it, and
