@@ -1,0 +1,79 @@
+package agentexec_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/valetkit/valet/agent"
+	"github.com/valetkit/valet/llm/llmtest"
+	"github.com/valetkit/valet/trigger"
+	"github.com/valetkit/valet/trigger/agentexec"
+)
+
+// The user approves a triggered run's action in the chat and the action
+// runs, but the reply to their "yes" fails (the model is down): the chat
+// showed them nothing. The run must not record, nor the notifier send,
+// the text the run asked its question with ("Shall I send …?") as the
+// outcome of the run that has just sent the email: the user would be asked
+// again for what is done, and told nothing of it.
+func TestApprovalInChatWhoseReplyFailedIsNotAnsweredWithTheQuestion(t *testing.T) {
+	mail := &mailer{}
+	reg := agent.NewRegistry()
+	if err := agent.Register(reg, "send_email", "Send an email", mail); err != nil {
+		t.Fatal(err)
+	}
+	const question = "Shall I send the email to team@example.com?"
+	down := errors.New("model unavailable")
+	model := llmtest.NewScript(
+		llmtest.Calls(llmtest.Call("send_email", `{"to":"team@example.com"}`)),
+		llmtest.Text(question),
+		llmtest.Fail(down), // the reply to the user's "yes"
+		llmtest.Fail(down),
+		llmtest.Fail(down),
+	)
+	var link agentexec.Approvals
+	o := newOrch(t, model, nil, agent.Config{Agents: reg, Now: time.Now, Hooks: agent.Hooks{Decided: link.Decided}})
+	n := &notes{}
+	e, err := trigger.New(trigger.Config{
+		Executors: map[string]trigger.Executor{trigger.DefaultExecutor: agentexec.New(o)},
+		Notifiers: map[string]trigger.Notifier{"chat": n},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	link.Attach(e)
+	ctx := context.Background()
+	task := scheduleTask("mail", "Mail the team the plan.")
+	task.Status, task.ConversationID = "", "c1"
+	task.Trigger.Schedule = trigger.Schedule{At: time.Now().Add(time.Hour)}
+	task.Output.Channel = "chat"
+	if err := e.CreateTask(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := e.RunNow(ctx, "u1", "mail"); err != nil || r.Status != trigger.RunWaiting || !strings.HasPrefix(r.Result, question) {
+		t.Fatalf("run %+v, %v", r, err)
+	}
+
+	res, err := o.HandleMessage(ctx, agent.Message{TenantID: "u1", ConversationID: "c1", Text: "yes"})
+	if err == nil || mail.sent.Load() != 1 {
+		t.Fatalf("chat reply %+v, %v; %d sent: want the action run and the reply failed", res, err, mail.sent.Load())
+	}
+	if res.Response != "" {
+		t.Fatalf("a failed reply has Response %q", res.Response)
+	}
+	runs, err := e.Runs(ctx, "u1", "mail", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runs[0].Status == trigger.RunSucceeded && strings.HasPrefix(runs[0].Result, question) {
+		t.Errorf("the run that sent the email is recorded succeeded with the question it asked as its result: %+v", runs[0])
+	}
+	for _, x := range n.of(trigger.NotifyResult) {
+		if strings.Contains(x.Text, "Shall I send") {
+			t.Errorf("after the user approved and the email was sent, the notifier asked again: %q", x.Text)
+		}
+	}
+}
