@@ -76,4 +76,7 @@ func TestApprovalInChatWhoseReplyFailedIsNotAnsweredWithTheQuestion(t *testing.T
 			t.Errorf("after the user approved and the email was sent, the notifier asked again: %q", x.Text)
 		}
 	}
+	if got := n.of(trigger.NotifyResult); len(got) != 1 || !strings.Contains(got[0].Text, "approved") {
+		t.Errorf("result notifications %+v, want one telling the user what they approved", got)
+	}
 }
