@@ -70,7 +70,8 @@ const maxEarly = 1024
 // COMPLETED, or ACTIVE again when its run expired. An approval settled
 // before its run is recorded as waiting (the user answered at once) is
 // kept, and applied when the run is. An approval of a task the tenant
-// does not have, or settled already, is ignored.
+// does not have, or settled already, is ignored. The outcome is recorded
+// even when ctx ends first: the decision was taken.
 func (e *Engine) ApprovalSettled(ctx context.Context, s Settled) (err error) {
 	defer func() {
 		if err != nil {
@@ -83,7 +84,12 @@ func (e *Engine) ApprovalSettled(ctx context.Context, s Settled) (err error) {
 	default:
 		return fmt.Errorf("%w: approval outcome %q", ErrInvalid, s.Outcome)
 	}
-	t, r, ended, err := e.settle(ctx, s)
+	// The decision is taken (the action ran or was dropped): it is
+	// recorded even when the caller's ctx ends meanwhile (a user who left
+	// a streamed reply), within recordTimeout.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	t, r, ended, err := e.settle(wctx, s)
 	if err != nil || !ended {
 		return err
 	}
