@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/valetkit/valet/internal/textsafe"
 )
 
 // ApprovalSweep is how often Run looks for approvals of waiting runs
@@ -61,11 +64,14 @@ const maxEarly = 1024
 // of the assistant calls it: trigger/agentexec.Approvals). Once every
 // approval of the run has an outcome the run ends: expired when they all
 // expired (nothing ran), succeeded otherwise, with s.Result as its result
-// delivered along the task's route. A task PENDING_APPROVAL becomes
+// delivered along the task's route (when no settlement brought a result,
+// the reply to the decision having failed, a list of how each approval
+// ended: never the text the run waited with). A task PENDING_APPROVAL becomes
 // COMPLETED, or ACTIVE again when its run expired. An approval settled
 // before its run is recorded as waiting (the user answered at once) is
 // kept, and applied when the run is. An approval of a task the tenant
-// does not have, or settled already, is ignored.
+// does not have, or settled already, is ignored. The outcome is recorded
+// even when ctx ends first: the decision was taken.
 func (e *Engine) ApprovalSettled(ctx context.Context, s Settled) (err error) {
 	defer func() {
 		if err != nil {
@@ -78,7 +84,12 @@ func (e *Engine) ApprovalSettled(ctx context.Context, s Settled) (err error) {
 	default:
 		return fmt.Errorf("%w: approval outcome %q", ErrInvalid, s.Outcome)
 	}
-	t, r, ended, err := e.settle(ctx, s)
+	// The decision is taken (the action ran or was dropped): it is
+	// recorded even when the caller's ctx ends meanwhile (a user who left
+	// a streamed reply), within recordTimeout.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	t, r, ended, err := e.settle(wctx, s)
 	if err != nil || !ended {
 		return err
 	}
@@ -111,9 +122,18 @@ func (e *Engine) settle(ctx context.Context, s Settled) (*Task, Run, bool, error
 			if r.Status != RunWaiting || r.Approvals[i].Outcome != "" {
 				return nil, Run{}, false, nil // settled already
 			}
+			first := true // no approval of r was settled before: r.Result is still what it asked with
+			for _, a := range r.Approvals {
+				first = first && a.Outcome == ""
+			}
 			r.Approvals[i].Outcome = s.Outcome
-			if s.Result != "" {
+			switch {
+			case s.Result != "":
 				r.Result, r.ResultShown = clip(s.Result), s.ResultShown
+			case first:
+				// Decided with no answer (the reply to the user failed):
+				// the question the run waited with is no outcome.
+				r.Result = ""
 			}
 			return e.settleRun(ctx, t, r)
 		}
@@ -140,6 +160,8 @@ func (e *Engine) settleRun(ctx context.Context, t *Task, r Run) (*Task, Run, boo
 	r.Status = RunSucceeded
 	if expired {
 		r.Status, r.Error = RunExpired, "its approvals expired unanswered; nothing ran"
+	} else if r.Result == "" {
+		r.Result = settledText(t, r)
 	}
 	if err := e.store.UpdateRun(ctx, r); err != nil {
 		return nil, Run{}, false, err
@@ -321,4 +343,24 @@ func (e *Engine) expireRun(ctx context.Context, k waitKey, now time.Time) error 
 	}
 	e.unwatch(k)
 	return nil
+}
+
+// settledText is the result of run r of t whose approvals were decided
+// without an answer to tell the user (the reply to their decision
+// failed): how each ended.
+func settledText(t *Task, r Run) string {
+	lines := make([]string, 0, len(r.Approvals))
+	for _, a := range r.Approvals {
+		what := "approved"
+		switch a.Outcome {
+		case OutcomeEdited:
+			what = "approved with your changes"
+		case OutcomeCancelled:
+			what = "cancelled"
+		case OutcomeExpired:
+			what = "not confirmed in time; not done"
+		}
+		lines = append(lines, "- "+textsafe.Line(a.Summary)+": "+what)
+	}
+	return clip(fmt.Sprintf("%q went on with what you decided:\n%s", t.Name, strings.Join(lines, "\n")))
 }

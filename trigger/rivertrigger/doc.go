@@ -13,13 +13,16 @@
 // A Store names the deployment its tasks belong to ([Store.Namespace],
 // trigger.Namespaced): Config.Namespace, by default "database/schema",
 // the pool's database and the first schema of the search_path its
-// connection string sets ("public" when none). An event bus must belong
+// connection string sets, as a parameter or in its options ("-c
+// search_path=…"; "public" when none). An event bus must belong
 // to the same one: trigger.New refuses a Store and a Bus whose namespaces
 // differ (ErrInvalid), so an engine on staging's tables cannot read
 // production's events. A redisbus.Bus given the store's namespace names
-// its stream from it, "valet:database/schema:events". Set
-// Config.Namespace when the schema is chosen otherwise (a role's default
-// search_path, SET in AfterConnect), or to name the deployment yourself.
+// its stream from it, "valet:database/schema:events". The server is not
+// part of it: set Config.Namespace when deployments sharing a Redis use
+// databases of the same name on different servers, when the schema is
+// chosen otherwise (a role's default search_path, SET in AfterConnect),
+// or to name the deployment yourself.
 //
 // # Tables
 //

@@ -91,8 +91,11 @@ type Config struct {
 	// stream from it; trigger.New refuses a bus of another namespace.
 	// "": the pool's database and schema, "database/schema", the schema
 	// being the first of the search_path the pool's connection string
-	// sets ("public" when it sets none). Set it when the schema is chosen
-	// otherwise (a role's default search_path, SET in AfterConnect).
+	// sets, as a search_path parameter or in its options parameter ("-c
+	// search_path=…"), "public" when it sets none. The server is not part
+	// of it: set it when two deployments use databases of the same name on
+	// different servers, and when the schema is chosen otherwise (a role's
+	// default search_path, "$user", SET in AfterConnect).
 	Namespace string
 }
 
