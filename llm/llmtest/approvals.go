@@ -15,7 +15,7 @@ import (
 // The tools the orchestrator forces in its side calls. They are spelled out
 // rather than imported because the approval and agent packages test with
 // llmtest; a test checks they still match approval.ResolveToolName and
-// agent.ExtractToolName.
+// agent.ProvideFieldsToolName.
 const (
 	resolveToolName = "resolve_approvals"
 	extractToolName = "provide_fields"
