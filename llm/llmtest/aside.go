@@ -27,8 +27,8 @@ type queue struct {
 // the calls of p do, which matters for a call made in the background
 // (fact extraction runs after the reply, racing the next message). Calls
 // on p add to the replies it has. A call of p after its replies ran out
-// fails with [ErrScriptExhausted] ("llmtest: script exhausted:
-// remember_facts call 3 (call 7 of the script) had no reply (2 scripted)"),
+// fails with [ErrScriptExhausted] ("llmtest: script exhausted: call 7
+// (remember_facts call 3) had no reply (2 scripted)"),
 // and a strict script reports p's replies left over on their own line
 // ("llmtest: 1 scripted remember_facts reply was never used").
 //
@@ -72,4 +72,21 @@ func leftOver(p llm.Purpose, n int) string {
 		return fmt.Sprintf("llmtest: 1 %s reply was never used", what)
 	}
 	return fmt.Sprintf("llmtest: %d %s replies were never used", n, what)
+}
+
+// forcedPurpose is the purpose of a request that arrived over the wire,
+// which does not carry llm.Request.Purpose: the aside call that forces
+// one of valet's tools, or unspecified.
+func forcedPurpose(choice llm.ToolChoice) llm.Purpose {
+	switch choice {
+	case resolveToolName:
+		return llm.PurposeResolveApprovals
+	case provideFieldsToolName:
+		return llm.PurposeProvideFields
+	case compactToolName:
+		return llm.PurposeCompact
+	case rememberToolName:
+		return llm.PurposeRememberFacts
+	}
+	return llm.PurposeUnspecified
 }

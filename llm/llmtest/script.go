@@ -14,21 +14,24 @@ import (
 	"github.com/valetkit/valet/llm"
 )
 
-// ErrScriptExhausted is returned (wrapped, with the call's number, e.g.
-// "llmtest: script exhausted: call 4 had no reply (3 scripted)") when a
-// [Script] is asked for more replies than it was given.
+// ErrScriptExhausted is returned (wrapped, with the call's number and the
+// purpose its request gives, e.g. "llmtest: script exhausted: call 4
+// (phrase) had no reply (3 scripted)") when a [Script] is asked for more
+// replies than it was given, in order or for a purpose ([Script.On]).
 var ErrScriptExhausted = errors.New("llmtest: script exhausted")
 
 // ErrReplyMismatch is returned (wrapped, with the call's number and what is
 // wrong) when a scripted reply that is made from its request cannot answer
 // the request it got: [Decide] or [ApproveAll] when the request has no
 // resolve_approvals tool or no approval at a position, [ProvideFields] when
-// it has no provide_fields tool or no such field.
+// it has no provide_fields tool or no such field, [Remember] and [Summary]
+// when it does not force their tool.
 var ErrReplyMismatch = errors.New("llmtest: reply does not fit the request")
 
 // Reply is one scripted answer of a [Script]. [Text], [Calls] and [Fail]
-// make fixed replies; [Decide], [ApproveAll], [CancelAll], [ProvideFields]
-// and [Unrelated] make replies that are built from the request they answer.
+// make fixed replies; [Decide], [ApproveAll], [CancelAll], [ProvideFields],
+// [Unrelated], [Remember] and [Summary] make replies that are built from
+// the request they answer.
 type Reply struct {
 	Text      string         // assistant text
 	ToolCalls []llm.ToolCall // tool calls; empty IDs become "call_<n>"
@@ -173,7 +176,7 @@ func (s *Script) take(req llm.Request) (Reply, error) {
 		q.calls++
 		if q.next == len(q.replies) {
 			defer s.mu.Unlock()
-			err := fmt.Errorf("%w: %s call %d (call %d of the script) had no reply (%d scripted)", ErrScriptExhausted, req.Purpose, q.calls, call, len(q.replies))
+			err := fmt.Errorf("%w: call %d (%s call %d) had no reply (%d scripted)", ErrScriptExhausted, call, req.Purpose, q.calls, len(q.replies))
 			s.problems = append(s.problems, err)
 			return Reply{}, err
 		}
