@@ -290,7 +290,7 @@ func (a *agentTool) build(t reflect.Type) error {
 		return err
 	}
 	delete(props, "unrelated")
-	a.extractSpec = llm.ToolSpec{Name: ExtractToolName, Description: "Give the values the user's reply supplies for " + a.name + ".", Parameters: ext}
+	a.extractSpec = llm.ToolSpec{Name: ProvideFieldsToolName, Description: "Give the values the user's reply supplies for " + a.name + ".", Parameters: ext}
 	props[taskInstruction] = map[string]any{
 		"type": "string",
 		"description": "Optional. Context for the task that fits no other field: the user's wording, preferences, constraints. " +

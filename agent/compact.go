@@ -11,9 +11,10 @@ import (
 )
 
 // CompactToolName is the tool the compaction call forces
-// (LoopConfig.CompactThreshold): the model answers with a summary of the
-// older turns and the durable facts in them. Scripted models in tests
-// match on it.
+// (LoopConfig.CompactThreshold; llm.Request.ToolChoice, and Purpose
+// llm.PurposeCompact): the model answers with a summary of the older turns
+// and the durable facts in them. See "Calls valet makes" in the package
+// documentation for its arguments; llmtest.Summary scripts it.
 const CompactToolName = "compact_conversation"
 
 // compactLoadLimit bounds the history loaded while compaction is on
@@ -90,6 +91,7 @@ func (r *run) maybeCompact(extra int) {
 		Messages:   []llm.Message{llm.SystemMessage(b.String()), llm.UserMessage(o.transcript(hist[:cut], o.loop.ContextTokenLimit/2))},
 		Tools:      []llm.ToolSpec{compactSpec},
 		ToolChoice: CompactToolName,
+		Purpose:    llm.PurposeCompact,
 	})
 	if err != nil {
 		o.log.WarnContext(r.ctx, "agent: compaction failed; trimming instead", "tenant", r.msg.TenantID, "conversation", r.msg.ConversationID, "err", err)

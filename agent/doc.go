@@ -208,4 +208,49 @@
 // [Orchestrator.History] returns what the next message would load;
 // [Orchestrator.Forget] erases a conversation's history and the items it
 // wrote.
+//
+// # Calls valet makes
+//
+// Every request the orchestrator sends the model says what it is for in
+// llm.Request.Purpose. Clients do not send it to the model; test doubles
+// script calls by it (llmtest.Script.On), and observability tells a run's
+// calls apart by it:
+//
+//   - llm.PurposeLoop: a turn of the loop, with the tools;
+//   - llm.PurposeFinal: the answer without tools once LoopConfig.MaxTurns
+//     turns ran or the budget allows no further turn with tools;
+//   - llm.PurposePhrase: the reply without tools that asks the user for
+//     what waiting Agent-Tools need (none with DirectAgentPrompts);
+//   - llm.PurposeResolveApprovals: the user's reply to pending approvals,
+//     forcing approval.ResolveToolName (resolve_approvals);
+//   - llm.PurposeProvideFields: the user's reply to an Agent-Tool waiting
+//     for fields, forcing [ProvideFieldsToolName] (provide_fields);
+//   - llm.PurposeCompact: compaction (LoopConfig.CompactThreshold),
+//     forcing [CompactToolName] (compact_conversation);
+//   - llm.PurposeRememberFacts: fact extraction (MemoryOptions.Extract),
+//     forcing [RememberToolName] (remember_facts), in the background after
+//     the reply: [Orchestrator.Close] waits for it.
+//
+// The arguments the model answers each forced tool with:
+//
+//	resolve_approvals     {"decisions": [{"id": "<pending id>", "action": "approve" | "edit" | "cancel",
+//	                                      "fields": {<changed fields, for edit>}, "reason": "<the user's>"}]}
+//	provide_fields        {<the agent's input fields the reply gives>}, or {"unrelated": true}
+//	compact_conversation  {"summary": "<what the older messages established>", "facts": [<fact>, ...]}
+//	remember_facts        {"facts": [<fact>, ...]}
+//
+//	fact                  {"text": "The user's dentist is Dr. Kim.",
+//	                       "kind": "fact" | "preference" | "person" | "date" | "other",
+//	                       "supersedes": "<the id of a known item it replaces>"}
+//
+// resolve_approvals' ids are those of the pending approvals, listed in its
+// schema (approval.ResolveTool); an empty list decides nothing.
+// provide_fields' schema is the agent's input struct with every field
+// optional: a reply gives only what the user said. An empty summary keeps
+// the history as it was (trimmed instead). Of the facts of one call at
+// most 10 are kept, each at most 300 characters; "supersedes" is honoured
+// only for an item the call was shown (see "History and memory" for when
+// it is not at all), and an empty list remembers nothing. In tests,
+// llmtest.Decide, ApproveAll, CancelAll, ProvideFields, Unrelated, Summary
+// and Remember build these replies.
 package agent

@@ -14,8 +14,10 @@ import (
 )
 
 // RememberToolName is the tool the fact-extraction call forces
-// (MemoryOptions.Extract): the model answers with the durable facts of a
-// turn. Scripted models in tests match on it.
+// (MemoryOptions.Extract; llm.Request.ToolChoice, and Purpose
+// llm.PurposeRememberFacts): the model answers with the durable facts of a
+// turn. See "Calls valet makes" in the package documentation for its
+// arguments; llmtest.Remember scripts it.
 const RememberToolName = "remember_facts"
 
 // Limits on what one extraction may write.
@@ -178,6 +180,7 @@ func (o *Orchestrator) extractFacts(x extraction) {
 		Messages:   []llm.Message{llm.SystemMessage(b.String()), llm.UserMessage(turn)},
 		Tools:      []llm.ToolSpec{rememberSpec},
 		ToolChoice: RememberToolName,
+		Purpose:    llm.PurposeRememberFacts,
 	}
 	resp, err := o.llm.Complete(ctx, req)
 	if err != nil {

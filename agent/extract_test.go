@@ -43,9 +43,8 @@ func TestExtractionRemembersFacts(t *testing.T) {
 	s := llmtest.NewStrictScript(t,
 		llmtest.Calls(llmtest.Call("lookup", `{}`)),
 		llmtest.Text("Noted, Dr. Kim it is."),
-		remember(`[{"text":"The user's dentist is Dr. Kim.","kind":"person"}]`),
 		llmtest.Text("Your dentist is Dr. Kim."),
-	)
+	).On(llm.PurposeRememberFacts, remember(`[{"text":"The user's dentist is Dr. Kim.","kind":"person"}]`))
 	o := newOrch(t, s, agent.Config{Memory: mem, Tools: []tool.Tool{secret}, MemoryOptions: agent.MemoryOptions{Extract: true}})
 	if _, err := o.HandleMessage(ctx, msg("My dentist is Dr. Kim.")); err != nil {
 		t.Fatal(err)
@@ -97,7 +96,7 @@ func TestExtractionSupersedesAndLimits(t *testing.T) {
 	for i := range 20 {
 		many = append(many, fmt.Sprintf(`{"text":"The user owns plant number %d.","kind":"fact"}`, i))
 	}
-	s := llmtest.NewStrictScript(t, llmtest.Text("Got it."), remember("["+strings.Join(many, ",")+"]"))
+	s := llmtest.NewStrictScript(t, llmtest.Text("Got it.")).On(llm.PurposeRememberFacts, remember("["+strings.Join(many, ",")+"]"))
 	o := newOrch(t, s, agent.Config{Memory: mem, MemoryOptions: agent.MemoryOptions{Extract: true}})
 	if _, err := o.HandleMessage(ctx, msg("My dentist is now Dr. Lee.")); err != nil {
 		t.Fatal(err)
@@ -124,7 +123,8 @@ func TestExtractionFailureIsLogged(t *testing.T) {
 	ctx := context.Background()
 	var logs bytes.Buffer
 	mem := memory.NewInMemory(memory.Options{})
-	s := llmtest.NewStrictScript(t, llmtest.Text("Hello."), llmtest.Reply{Err: &llm.Error{Kind: llm.KindUnavailable, Message: "down"}})
+	s := llmtest.NewStrictScript(t, llmtest.Text("Hello.")).
+		On(llm.PurposeRememberFacts, llmtest.Fail(&llm.Error{Kind: llm.KindUnavailable, Message: "down"}))
 	o := newOrch(t, s, agent.Config{Memory: mem, MemoryOptions: agent.MemoryOptions{Extract: true}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	res, err := o.HandleMessage(ctx, msg("I live in Oslo."))
 	if err != nil || res.Response != "Hello." || res.Status != agent.StatusCompleted {
@@ -143,7 +143,8 @@ func TestExtractionFailureIsLogged(t *testing.T) {
 // and returns the ctx's error; after Close no extraction starts.
 func TestCloseCancelsSlowExtraction(t *testing.T) {
 	ctx := context.Background()
-	s := llmtest.NewStrictScript(t, llmtest.Text("Hi."), llmtest.Reply{Delay: time.Minute, Text: "never"}, llmtest.Text("Still here."))
+	s := llmtest.NewStrictScript(t, llmtest.Text("Hi."), llmtest.Text("Still here.")).
+		On(llm.PurposeRememberFacts, llmtest.Reply{Delay: time.Minute, Text: "never"})
 	o := newOrch(t, s, agent.Config{MemoryOptions: agent.MemoryOptions{Extract: true}})
 	if _, err := o.HandleMessage(ctx, msg("I like jazz.")); err != nil {
 		t.Fatal(err)

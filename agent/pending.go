@@ -725,11 +725,14 @@ func (r *run) addResumed(a *agentTool, e *pool.Entry, fields json.RawMessage, co
 	r.commit()
 }
 
-// ExtractToolName is the tool a waiting agent's field-extraction call
-// forces (llm.Request.ToolChoice): the model answers the user's reply with
-// a call of it holding the fields the reply gives, or {"unrelated": true}.
-// Scripted models in tests match on it.
-const ExtractToolName = "provide_fields"
+// ProvideFieldsToolName is the tool the call reading a waiting Agent-Tool's
+// missing fields from the user's reply forces (llm.Request.ToolChoice; its
+// Purpose is llm.PurposeProvideFields): the model answers with a call of
+// it holding the fields the reply gives, or {"unrelated": true}. See "Calls
+// valet makes" in the package documentation for its arguments;
+// llmtest.ProvideFields and llmtest.Unrelated script it. (It was called
+// ExtractToolName; fact extraction is RememberToolName.)
+const ProvideFieldsToolName = "provide_fields"
 
 // supplyInput reads missing fields for a waiting agent from the user's
 // reply. handled is false when the reply is about something else.
@@ -789,7 +792,7 @@ func (r *run) supplyInput(e *pool.Entry) (handled bool, note string, err error) 
 // which fields the user's reply supplies.
 func (r *run) extract(a *agentTool, e *pool.Entry) (json.RawMessage, bool, error) {
 	var sys strings.Builder
-	fmt.Fprintf(&sys, "A pending action waits for information from the user. Read the user's reply and call %s with the values it gives.\n", ExtractToolName)
+	fmt.Fprintf(&sys, "A pending action waits for information from the user. Read the user's reply and call %s with the values it gives.\n", ProvideFieldsToolName)
 	fmt.Fprintf(&sys, "Action: %s — %s\n", a.name, firstLine(a.description))
 	fmt.Fprintf(&sys, "Collected so far: %s\n", textsafe.EscapeJSON(e.Fields)) // NEL left raw by json.Marshal
 	if len(e.Missing) > 0 {
@@ -802,12 +805,12 @@ func (r *run) extract(a *agentTool, e *pool.Entry) (json.RawMessage, bool, error
 	msgs := []llm.Message{llm.SystemMessage(sys.String())}
 	msgs = append(msgs, r.recent(4)...)
 	msgs = append(msgs, llm.UserMessage(r.msg.Text))
-	resp, err := r.callAside(llm.Request{Messages: msgs, Tools: []llm.ToolSpec{a.extractSpec}, ToolChoice: ExtractToolName})
+	resp, err := r.callAside(llm.Request{Messages: msgs, Tools: []llm.ToolSpec{a.extractSpec}, ToolChoice: ProvideFieldsToolName, Purpose: llm.PurposeProvideFields})
 	if err != nil {
 		return nil, false, err
 	}
 	for _, c := range resp.Message.ToolCalls {
-		if c.Name != ExtractToolName {
+		if c.Name != ProvideFieldsToolName {
 			continue
 		}
 		var m map[string]json.RawMessage
@@ -853,7 +856,7 @@ func (r *run) replyWaiting() error {
 			note = "Some of these actions changed after the user was shown them, so the user's decision was not applied to them; they are shown to the user again as they are now. " + note
 		}
 		msgs := append(r.window[:len(r.window):len(r.window)], r.note(note))
-		resp, err := r.callLLM(llm.Request{Messages: msgs})
+		resp, err := r.callLLM(llm.Request{Messages: msgs, Purpose: llm.PurposePhrase})
 		switch {
 		case err != nil && r.ctx.Err() != nil:
 			return err
@@ -955,6 +958,7 @@ func (r *run) settle() {
 type runClient struct{ r *run }
 
 func (c runClient) Complete(_ context.Context, req llm.Request) (*llm.Response, error) {
+	req.Purpose = llm.PurposeResolveApprovals // approval.Resolve's one call
 	return c.r.callAside(req)
 }
 

@@ -237,7 +237,7 @@ func (r *run) loop() error {
 	emptyRetried := false
 	for r.res.Turns < o.loop.MaxTurns {
 		r.trim()
-		req := llm.Request{Messages: r.window, Tools: o.specs}
+		req := llm.Request{Messages: r.window, Tools: o.specs, Purpose: llm.PurposeLoop}
 		if r.meter != nil && !r.budgetAllows(&req) {
 			return r.lastCall(budgetSpentNote, true)
 		}
@@ -287,7 +287,7 @@ func (r *run) loop() error {
 // or the run ends with ErrBudgetExceeded.
 func (r *run) lastCall(note string, budget bool) error {
 	final := append(r.window[:len(r.window):len(r.window)], r.note(note))
-	resp, err := r.callLLM(llm.Request{Messages: final}) // with a budget: capped, or ErrBudgetExceeded
+	resp, err := r.callLLM(llm.Request{Messages: final, Purpose: llm.PurposeFinal}) // with a budget: capped, or ErrBudgetExceeded
 	if err != nil {
 		return err
 	}

@@ -265,9 +265,10 @@ var errNoClient = errors.New("approval: resolve: no llm.Client to read the reply
 //   - Otherwise one call to c: a system message explaining the task and
 //     listing the requests ([Present], with their IDs), the text of
 //     opts.History, and the reply as a user message, with [ResolveTool]
-//     forced through ToolChoice. Its first resolve_approvals call is read
-//     with [ParseDecisions]. A model that answers without that call decided
-//     nothing: an empty Resolution, not an error.
+//     forced through ToolChoice and Purpose set to
+//     [llm.PurposeResolveApprovals]. Its first resolve_approvals call is
+//     read with [ParseDecisions]. A model that answers without that call
+//     decided nothing: an empty Resolution, not an error.
 //
 // Model errors are returned wrapped as "approval: resolve: ...", so
 // [llm.KindOf] still classifies them; malformed tool arguments wrap
@@ -355,6 +356,7 @@ func resolveRequest(reply string, pending []Request, opts ResolveOptions) llm.Re
 		Messages:   msgs,
 		Tools:      []llm.ToolSpec{ResolveTool(pending, opts.Editable)},
 		ToolChoice: llm.ToolChoice(ResolveToolName),
+		Purpose:    llm.PurposeResolveApprovals,
 		Model:      opts.Model,
 	}
 }

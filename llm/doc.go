@@ -18,6 +18,11 @@
 //		// shorten the history and try again
 //	}
 //
+// A [Request] says what it is for in its [Purpose] (valet's orchestrator
+// sets it on every call: the loop, phrasing, approvals, compaction, fact
+// extraction ...). Clients never send it to the model; test doubles and
+// observability read it.
+//
 // Tool-call pairing is the one invariant every conversation must keep: each
 // assistant tool call is answered by exactly one tool message with its ID
 // before the next assistant or user message. [CheckPairing] verifies it.

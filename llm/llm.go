@@ -70,6 +70,10 @@ type Request struct {
 	Temperature *float64
 	// MaxTokens caps the reply when positive.
 	MaxTokens int
+	// Purpose says what the call is for (the orchestrator sets it on every
+	// call it makes). Clients do not send it to the model; it is for test
+	// doubles and observability. See [Purpose].
+	Purpose Purpose
 }
 
 // Usage counts the tokens of one or more model calls.

@@ -15,10 +15,10 @@ import (
 // The tools the orchestrator forces in its side calls. They are spelled out
 // rather than imported because the approval and agent packages test with
 // llmtest; a test checks they still match approval.ResolveToolName and
-// agent.ExtractToolName.
+// agent.ProvideFieldsToolName.
 const (
-	resolveToolName = "resolve_approvals"
-	extractToolName = "provide_fields"
+	resolveToolName       = "resolve_approvals"
+	provideFieldsToolName = "provide_fields"
 )
 
 // Decision answers one pending approval in [Decide]. Make it with
@@ -239,9 +239,9 @@ func Unrelated() Reply { return provide(map[string]bool{"unrelated": true}, "Unr
 
 func provide(fields any, name string) Reply {
 	return Reply{build: func(req llm.Request) (Reply, error) {
-		spec, ok := findTool(req, extractToolName)
+		spec, ok := findTool(req, provideFieldsToolName)
 		if !ok {
-			return Reply{}, fmt.Errorf("%s: the request has no %s tool, so no agent waits for input (%s)", name, extractToolName, describeTools(req))
+			return Reply{}, fmt.Errorf("%s: the request has no %s tool, so no agent waits for input (%s)", name, provideFieldsToolName, describeTools(req))
 		}
 		raw, err := object(fields)
 		if err != nil {
@@ -264,7 +264,7 @@ func provide(fields any, name string) Reply {
 				}
 			}
 		}
-		return Calls(Call(extractToolName, raw)), nil
+		return Calls(Call(provideFieldsToolName, raw)), nil
 	}}
 }
 

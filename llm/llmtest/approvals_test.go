@@ -132,8 +132,8 @@ func TestReplyMismatchFailsLoudly(t *testing.T) {
 	resolve := resolveRequest(pendingThree)
 	extract := llm.Request{
 		Messages:   []llm.Message{llm.UserMessage("Paris")},
-		Tools:      []llm.ToolSpec{{Name: agent.ExtractToolName, Parameters: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"},"unrelated":{"type":"boolean"}}}`)}},
-		ToolChoice: agent.ExtractToolName,
+		Tools:      []llm.ToolSpec{{Name: agent.ProvideFieldsToolName, Parameters: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"},"unrelated":{"type":"boolean"}}}`)}},
+		ToolChoice: agent.ProvideFieldsToolName,
 	}
 	tests := []struct {
 		name  string
@@ -188,8 +188,8 @@ func TestReplyMismatchFailsLoudly(t *testing.T) {
 func TestProvideFields(t *testing.T) {
 	extract := llm.Request{
 		Messages:   []llm.Message{llm.UserMessage("Paris, on Tuesday")},
-		Tools:      []llm.ToolSpec{{Name: agent.ExtractToolName, Parameters: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"},"day":{"type":"string"},"unrelated":{"type":"boolean"}}}`)}},
-		ToolChoice: agent.ExtractToolName,
+		Tools:      []llm.ToolSpec{{Name: agent.ProvideFieldsToolName, Parameters: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"},"day":{"type":"string"},"unrelated":{"type":"boolean"}}}`)}},
+		ToolChoice: agent.ProvideFieldsToolName,
 	}
 	for _, tt := range []struct {
 		reply llmtest.Reply
@@ -200,7 +200,7 @@ func TestProvideFields(t *testing.T) {
 		{llmtest.Unrelated(), `{"unrelated":true}`},
 	} {
 		call := answer(t, tt.reply, extract)
-		if call.Name != agent.ExtractToolName || string(call.Arguments) != tt.want {
+		if call.Name != agent.ProvideFieldsToolName || string(call.Arguments) != tt.want {
 			t.Errorf("call = %s %s, want %s", call.Name, call.Arguments, tt.want)
 		}
 	}

@@ -30,16 +30,19 @@
 // orchestrator makes more calls than the loop's: it phrases questions and
 // approval requests in the persona (a call without tools), reads the
 // user's answer to pending approvals and to requests for missing fields
-// (calls forcing a tool, see below). Where it can do without a reply it
-// falls back quietly, so a script one reply short can still pass. A strict
-// script fails the test instead:
+// (calls forcing a tool, see below), compacts the history and extracts
+// facts to remember (see "Scripting by purpose"). Where it can do without
+// a reply it falls back quietly, so a script one reply short can still
+// pass. A strict script fails the test instead:
 //
 //	model := llmtest.NewStrictScript(t, replies...) // or llmtest.NewScript(replies...).Strict(t)
 //
 // When the test ends it reports every call that came after the replies ran
-// out ("llmtest: script exhausted: call 4 had no reply (3 scripted)"),
-// every reply that did not fit its request (see below), and replies left
-// over ("llmtest: 2 scripted replies were never used"). Strict takes a
+// out ("llmtest: script exhausted: call 4 (phrase) had no reply (3
+// scripted)", naming the call's [llm.Purpose]), every reply that did not
+// fit its request (see below), and replies left over ("llmtest: 2
+// scripted replies were never used"), those given to a purpose with
+// [Script.On] on their own line. Strict takes a
 // [TestingT] (a *testing.T, or a fake). To check by hand, [Script.Err]
 // returns the problems so far and [Script.Remaining] the unused replies.
 //
@@ -72,6 +75,54 @@
 // the call was one the orchestrator can do without) and is recorded for
 // [Script.Err] and a strict script: they never guess. They work in
 // [NewScriptFunc] scripts too.
+//
+// # Scripting by purpose
+//
+// Every request the orchestrator makes says what it is for in
+// [llm.Request.Purpose]: [llm.PurposeLoop], [llm.PurposeFinal] (the answer
+// without tools when turns or budget run out), [llm.PurposePhrase],
+// [llm.PurposeResolveApprovals], [llm.PurposeProvideFields],
+// [llm.PurposeCompact] and [llm.PurposeRememberFacts]. The replies given
+// to NewScript answer the calls in order, whatever they are for (fact
+// extraction aside, see below), as in the examples above. [Script.On] gives the calls of one purpose replies
+// of their own, taken in their own order, so the conversation's replies
+// keep theirs whenever those calls come:
+//
+//	model := llmtest.NewStrictScript(t,
+//		llmtest.Text("Noted."),         // the loop, message 1
+//		llmtest.Text("Anything else?"), // the loop, message 2
+//	).On(llm.PurposeRememberFacts,
+//		llmtest.Remember(llmtest.Fact{Text: "The user's dentist is Dr. Kim.", Kind: "person"}),
+//		llmtest.Remember(), // nothing to keep from message 2
+//	)
+//
+// This is how to script fact extraction (agent.MemoryOptions.Extract): its
+// call runs in the background after each reply, racing the next message,
+// so it has no position among the others. A script made with NewScript
+// therefore never gives it a reply in order: unless given replies with
+// On, each extraction is answered with [Remember]() (remember nothing),
+// and a strict script does not count it. A [NewScriptFunc] function gets
+// every call, the extractions included. The orchestrator's Close waits
+// for the extractions: call it before the test ends, so that a strict
+// script sees them. Every other purpose takes the next reply in order
+// unless given replies with On.
+//
+// A strict script checks each purpose given replies apart: a call after
+// they ran out ("llmtest: script exhausted: call 7 (remember_facts call
+// 3) had no reply (2 scripted)") and replies left over ("llmtest: 1
+// scripted remember_facts reply was never used").
+//
+// The replies to the calls that force one of valet's tools are built
+// from the request, and fail with [ErrReplyMismatch] on a request without
+// that tool: [Decide], [ApproveAll] and [CancelAll] (resolve_approvals),
+// [ProvideFields] and [Unrelated] (provide_fields), [Summary]
+// (compact_conversation: a summary and facts) and [Remember]
+// (remember_facts: facts, each a [Fact]). The agent package's
+// documentation ("Calls valet makes") gives the arguments of each tool.
+//
+// A [Server] receives no purpose over the wire: it gives a request that
+// forces one of these tools that call's purpose, so On works end to end
+// for them; the loop, the final answer and phrasing take replies in order.
 //
 // # The fake OpenAI server
 //

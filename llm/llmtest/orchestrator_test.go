@@ -211,7 +211,7 @@ func TestMismatchWithTheOrchestrator(t *testing.T) {
 		if len(m.Sent()) != 0 {
 			t.Fatal("something was sent")
 		}
-		if got := ft.end(); len(got) != 1 || !strings.Contains(got[0], "call 1: Decide(Approve(0)): the request has no resolve_approvals tool, so no approval is pending (its tools: send_email, forecast)") {
+		if got := ft.end(); len(got) != 1 || !strings.Contains(got[0], "call 1 (loop): Decide(Approve(0)): the request has no resolve_approvals tool, so no approval is pending (its tools: send_email, forecast)") {
 			t.Fatalf("reported %q", got)
 		}
 	})
@@ -236,7 +236,7 @@ func TestMismatchWithTheOrchestrator(t *testing.T) {
 		if left, _ := o.ListPendingApprovals(t.Context(), "u1"); len(left) != 1 {
 			t.Fatalf("pending = %+v, want it untouched", left)
 		}
-		if got := ft.end(); len(got) != 1 || !strings.Contains(got[0], "call 3: Cancel(1)") {
+		if got := ft.end(); len(got) != 1 || !strings.Contains(got[0], "call 3 (resolve_approvals): Cancel(1)") {
 			t.Fatalf("reported %q", got)
 		}
 	})
@@ -256,7 +256,7 @@ func TestMismatchWithTheOrchestrator(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := o.HandleMessage(t.Context(), userSays("yes"))
-		const want = "call 3: Decide(Approve(0)): the request has no resolve_approvals tool, so no approval is pending (its tools: send_email, forecast); " +
+		const want = "call 3 (loop): Decide(Approve(0)): the request has no resolve_approvals tool, so no approval is pending (its tools: send_email, forecast); " +
 			"a plain yes or no reply to a single pending approval is decided without a model call, so the script should have no Decide or ApproveAll reply for it"
 		if !errors.Is(err, llmtest.ErrReplyMismatch) || !strings.Contains(err.Error(), want) {
 			t.Fatalf("err = %v\nwant it to contain %q", err, want)
@@ -298,7 +298,7 @@ func TestStrictCatchesTheQuietFallback(t *testing.T) {
 	if err != nil || res.Status != agent.StatusWaitingForApproval || res.Response == "" {
 		t.Fatalf("the orchestrator fell back quietly before: %+v, %v", res, err)
 	}
-	if got := ft.end(); !slices.Equal(got, []string{"llmtest: script exhausted: call 2 had no reply (1 scripted)"}) {
+	if got := ft.end(); !slices.Equal(got, []string{"llmtest: script exhausted: call 2 (phrase) had no reply (1 scripted)"}) {
 		t.Fatalf("reported %q", got)
 	}
 }

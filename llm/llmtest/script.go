@@ -14,21 +14,24 @@ import (
 	"github.com/valetkit/valet/llm"
 )
 
-// ErrScriptExhausted is returned (wrapped, with the call's number, e.g.
-// "llmtest: script exhausted: call 4 had no reply (3 scripted)") when a
-// [Script] is asked for more replies than it was given.
+// ErrScriptExhausted is returned (wrapped, with the call's number and the
+// purpose its request gives, e.g. "llmtest: script exhausted: call 4
+// (phrase) had no reply (3 scripted)") when a [Script] is asked for more
+// replies than it was given, in order or for a purpose ([Script.On]).
 var ErrScriptExhausted = errors.New("llmtest: script exhausted")
 
 // ErrReplyMismatch is returned (wrapped, with the call's number and what is
 // wrong) when a scripted reply that is made from its request cannot answer
 // the request it got: [Decide] or [ApproveAll] when the request has no
 // resolve_approvals tool or no approval at a position, [ProvideFields] when
-// it has no provide_fields tool or no such field.
+// it has no provide_fields tool or no such field, [Remember] and [Summary]
+// when it does not force their tool.
 var ErrReplyMismatch = errors.New("llmtest: reply does not fit the request")
 
 // Reply is one scripted answer of a [Script]. [Text], [Calls] and [Fail]
-// make fixed replies; [Decide], [ApproveAll], [CancelAll], [ProvideFields]
-// and [Unrelated] make replies that are built from the request they answer.
+// make fixed replies; [Decide], [ApproveAll], [CancelAll], [ProvideFields],
+// [Unrelated], [Remember] and [Summary] make replies that are built from
+// the request they answer.
 type Reply struct {
 	Text      string         // assistant text
 	ToolCalls []llm.ToolCall // tool calls; empty IDs become "call_<n>"
@@ -87,11 +90,16 @@ func rawJSON(v any) (json.RawMessage, error) {
 // pending) with [ErrReplyMismatch]. Both are also recorded: [Script.Err]
 // returns them, and a strict script ([Script.Strict], [NewStrictScript])
 // fails the test with them at its end, and with the replies left unused.
+//
+// Replies given to NewScript answer calls in order, whatever they are for;
+// [Script.On] gives the calls of one [llm.Purpose] replies of their own
+// (see "Scripting by purpose" in the package documentation).
 type Script struct {
 	mu       sync.Mutex
 	replies  []Reply
 	fn       func(llm.Request) Reply
 	next     int
+	asides   map[llm.Purpose]*queue // by On
 	requests []llm.Request
 	ids      int
 	problems []error
@@ -119,12 +127,17 @@ func (s *Script) Calls() int {
 	return len(s.requests)
 }
 
-// Remaining returns how many scripted replies have not been used (always 0
-// for a [NewScriptFunc] script).
+// Remaining returns how many scripted replies have not been used, those
+// given to [Script.On] included (0 for a [NewScriptFunc] script without
+// On).
 func (s *Script) Remaining() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.replies) - s.next
+	n := len(s.replies) - s.next
+	for _, q := range s.asides {
+		n += len(q.replies) - q.next
+	}
+	return n
 }
 
 // Err returns what went wrong so far, nil when nothing did: every call that
@@ -140,10 +153,13 @@ func (s *Script) Err() error {
 }
 
 // Reset forgets the recorded requests and problems and starts the replies
-// from the top.
+// (those given to [Script.On] too) from the top.
 func (s *Script) Reset() {
 	s.mu.Lock()
 	s.next, s.requests, s.ids, s.problems = 0, nil, 0, nil
+	for _, q := range s.asides {
+		q.next, q.calls = 0, 0
+	}
 	s.mu.Unlock()
 }
 
@@ -153,8 +169,19 @@ func (s *Script) take(req llm.Request) (Reply, error) {
 	s.requests = append(s.requests, req)
 	call := len(s.requests)
 	fn := s.fn
+	q := s.asides[req.Purpose]
 	var r Reply
 	switch {
+	case q != nil:
+		q.calls++
+		if q.next == len(q.replies) {
+			defer s.mu.Unlock()
+			err := fmt.Errorf("%w: call %d (%s call %d) had no reply (%d scripted)", ErrScriptExhausted, call, req.Purpose, q.calls, len(q.replies))
+			s.problems = append(s.problems, err)
+			return Reply{}, err
+		}
+		r = q.replies[q.next]
+		q.next++
 	case fn != nil:
 		// Call fn without the lock, so that it may use the Script (e.g.
 		// s.Calls()) to decide, and so that a panic in it (or a t.FailNow)
@@ -162,12 +189,16 @@ func (s *Script) take(req llm.Request) (Reply, error) {
 		s.mu.Unlock()
 		r = fn(req)
 		s.mu.Lock()
+	case req.Purpose == llm.PurposeRememberFacts:
+		// In the background after a reply: it has no place among the
+		// others, and remembers nothing unless scripted with On.
+		r = rememberNothing
 	case s.next < len(s.replies):
 		r = s.replies[s.next]
 		s.next++
 	default:
 		defer s.mu.Unlock()
-		err := fmt.Errorf("%w: call %d had no reply (%d scripted)", ErrScriptExhausted, call, len(s.replies))
+		err := fmt.Errorf("%w: call %d%s had no reply (%d scripted)", ErrScriptExhausted, call, purposeNote(req.Purpose), len(s.replies))
 		s.problems = append(s.problems, err)
 		return Reply{}, err
 	}
@@ -175,7 +206,7 @@ func (s *Script) take(req llm.Request) (Reply, error) {
 	if r.build != nil {
 		built, err := r.build(req)
 		if err != nil {
-			err = fmt.Errorf("%w: call %d: %w", ErrReplyMismatch, call, err)
+			err = fmt.Errorf("%w: call %d%s: %w", ErrReplyMismatch, call, purposeNote(req.Purpose), err)
 			s.problems = append(s.problems, err)
 			return Reply{}, err
 		}

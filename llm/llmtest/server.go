@@ -60,7 +60,11 @@ type ServerRequest struct {
 	Body   []byte      // raw body
 
 	// Request is the body of a chat request decoded into an llm.Request;
-	// for an invalid body it holds what could be decoded.
+	// for an invalid body it holds what could be decoded. The wire does not
+	// carry llm.Request.Purpose: a request forcing one of the tools of
+	// valet's aside calls (resolve_approvals, provide_fields,
+	// compact_conversation, remember_facts) gets that call's purpose, any
+	// other none.
 	Request      llm.Request
 	Stream       bool // "stream": true
 	IncludeUsage bool // "stream_options": {"include_usage": true}

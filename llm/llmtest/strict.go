@@ -1,5 +1,12 @@
 package llmtest
 
+import (
+	"maps"
+	"slices"
+
+	"github.com/valetkit/valet/llm"
+)
+
 // TestingT is the part of [testing.TB] a strict [Script] uses: a
 // *testing.T, *testing.B or *testing.F, or a fake in a test of a test
 // helper.
@@ -19,6 +26,15 @@ type TestingT interface {
 //
 //	llmtest: 2 scripted replies were never used
 //
+// and one for each purpose given replies with [Script.On] that has some
+// left, e.g.
+//
+//	llmtest: 1 scripted remember_facts reply was never used
+//
+// A fact extraction runs in the background after a reply: close the
+// orchestrator (agent.Orchestrator.Close waits for it) before the test
+// ends, so that the check sees its call.
+//
 // Without it a script one reply short can pass unnoticed: the orchestrator
 // gets an error from the model where it can do without one (phrasing a
 // question in the persona, say) and falls back quietly. Strict returns s, so
@@ -29,16 +45,21 @@ func (s *Script) Strict(t TestingT) *Script {
 		t.Helper()
 		s.mu.Lock()
 		problems := append([]error(nil), s.problems...)
-		left := len(s.replies) - s.next
+		left := []string{}
+		if n := len(s.replies) - s.next; n > 0 {
+			left = append(left, leftOver(llm.PurposeUnspecified, n))
+		}
+		for _, p := range slices.Sorted(maps.Keys(s.asides)) {
+			if q := s.asides[p]; q.next < len(q.replies) {
+				left = append(left, leftOver(p, len(q.replies)-q.next))
+			}
+		}
 		s.mu.Unlock()
 		for _, err := range problems {
 			t.Errorf("%v", err)
 		}
-		switch {
-		case left == 1:
-			t.Errorf("llmtest: 1 scripted reply was never used")
-		case left > 1:
-			t.Errorf("llmtest: %d scripted replies were never used", left)
+		for _, l := range left {
+			t.Errorf("%s", l)
 		}
 	})
 	return s

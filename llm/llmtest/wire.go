@@ -135,6 +135,7 @@ func decodeRequest(body []byte) (decodedRequest, *apiError) {
 	}
 	choice, e := decodeToolChoice(w.ToolChoice)
 	d.req.ToolChoice = choice
+	d.req.Purpose = forcedPurpose(choice)
 	if e != nil {
 		keep(e)
 	}
