@@ -7,12 +7,34 @@ import (
 	"strings"
 	"time"
 
+	"github.com/valetkit/valet/budget"
 	"github.com/valetkit/valet/llm"
 )
 
 // Budget bounds one run: the model calls and tool calls one message (or
-// one approval decision) causes. A zero field is unlimited. See
-// Message.Budget and LoopConfig.Budget.
+// one approval decision) causes. It is [budget.Limits] (an alias, so
+// trigger.Budget is the same type and a task's budget is a run's as it
+// is); a zero field is unlimited. See Message.Budget and
+// LoopConfig.Budget. Its Check refuses a negative or non-finite limit,
+// wrapping ErrInvalidBudget.
+//
+// How a run keeps within each limit:
+//
+//   - MaxTokens caps input plus output tokens of every model call of the
+//     run, as the model reports them (estimated when it reports none). A
+//     MaxTokens smaller than the smallest call the orchestrator can make
+//     (its system prompt and tool specs, as estimated, plus 64 output
+//     tokens) is refused: see Orchestrator.CheckBudget.
+//   - MaxCostUSD caps the estimated cost of those calls, priced by
+//     Config.Prices. A run with a cost limit whose model has no price is
+//     refused (ErrNoPrice) before any call: never priced at $0.
+//   - MaxWall caps the run's wall clock: checked before each model call;
+//     tool calls and Agent-Tools end with it, whatever their own
+//     timeouts; a failed model call is not retried past it. The last call
+//     that asks for the answer may run past it, by at most LLMTimeout.
+//   - MaxToolCalls caps the tool calls run; each call of a parallel turn
+//     counts. Calls of a turn past the limit are not run: they get an
+//     error result saying the budget is spent.
 //
 // At 80% of any limit the model gets a note to wrap up. When the next
 // model call cannot be afforded, or the tool calls or the wall clock are
@@ -44,47 +66,16 @@ import (
 // never spends the answer's share: the run ends with ErrBudgetExceeded
 // only when what the tools returned makes the last call's window larger
 // than what is left.
-type Budget struct {
-	// MaxTokens caps input plus output tokens of every model call of the
-	// run, as the model reports them (estimated when it reports none). A
-	// MaxTokens smaller than the smallest call the orchestrator can make
-	// (its system prompt and tool specs, as estimated, plus 64 output
-	// tokens) is refused: see Orchestrator.CheckBudget.
-	MaxTokens int
-	// MaxCostUSD caps the estimated cost of those calls, priced by
-	// Config.Prices. A run with a cost limit whose model has no price is
-	// refused (ErrNoPrice) before any call: never priced at $0.
-	MaxCostUSD float64
-	// MaxWall caps the run's wall clock: checked before each model call;
-	// tool calls and Agent-Tools end with it, whatever their own
-	// timeouts; a failed model call is not retried past it. The last call
-	// that asks for the answer may run past it, by at most LLMTimeout.
-	MaxWall time.Duration
-	// MaxToolCalls caps the tool calls run; each call of a parallel turn
-	// counts. Calls of a turn past the limit are not run: they get an
-	// error result saying the budget is spent.
-	MaxToolCalls int
-}
-
-// IsZero reports whether b sets no limit.
-func (b Budget) IsZero() bool { return b == Budget{} }
-
-// Check reports a negative or non-finite limit (wrapping ErrInvalidBudget).
-func (b Budget) Check() error {
-	if b.MaxTokens < 0 || notAmount(b.MaxCostUSD) || b.MaxWall < 0 || b.MaxToolCalls < 0 {
-		return fmt.Errorf("%w: %+v", ErrInvalidBudget, b)
-	}
-	return nil
-}
+type Budget = budget.Limits
 
 // Consumed is what a run used (Result.Consumed), and what a SpendGuard
-// records.
-type Consumed struct {
-	Tokens    int           // input + output tokens of the model calls (estimated where not reported)
-	CostUSD   float64       // their estimated cost; 0 when the model has no price and no cost limit was set
-	Wall      time.Duration // the run's wall clock
-	ToolCalls int           // tool calls run
-}
+// records. It is [budget.Consumed] (an alias, so trigger.Usage is the
+// same type): Tokens is the input plus output tokens of the run's model
+// calls (the sum of their llm.Usage.Total, estimated where a model
+// reported none); CostUSD their estimated cost, 0 when the model has no
+// price and no cost limit was set; Wall the run's wall clock; ToolCalls
+// the tool calls run.
+type Consumed = budget.Consumed
 
 // Price is what a model costs, in US dollars per million tokens.
 type Price struct {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/valetkit/valet/budget"
 	agentctx "github.com/valetkit/valet/context"
 	"github.com/valetkit/valet/credentials"
 	"github.com/valetkit/valet/llm"
@@ -342,8 +343,9 @@ var (
 	ErrEmptyReply      = errors.New("agent: the model replied with neither text nor tool calls")
 	ErrContextOverflow = errors.New("agent: the conversation does not fit the model's context window even after trimming")
 	// ErrInvalidBudget: a Budget with a negative or non-finite limit, or
-	// a MaxTokens no model call fits (Orchestrator.CheckBudget).
-	ErrInvalidBudget = errors.New("agent: invalid budget")
+	// a MaxTokens no model call fits (Orchestrator.CheckBudget). It is
+	// budget.ErrInvalid itself, the error Budget.Check wraps.
+	ErrInvalidBudget = budget.ErrInvalid
 	// ErrBudgetExceeded: the run's Budget was spent and not even the last
 	// call without tools could be afforded.
 	ErrBudgetExceeded = errors.New("agent: the run's budget is spent")

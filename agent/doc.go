@@ -185,8 +185,8 @@
 //
 // # Budgets and spend
 //
-// A Budget (Message.Budget, or LoopConfig.Budget by default) bounds one
-// run: tokens, estimated cost in US dollars (Config.Prices over
+// A Budget (Message.Budget, or LoopConfig.Budget by default; the type is
+// budget.Limits, shared with trigger) bounds one run: tokens, estimated cost in US dollars (Config.Prices over
 // DefaultPrices), wall clock and tool calls. Each model call's MaxTokens is
 // capped at what remains; at 80% of any limit the model is told to wrap
 // up; calls of a turn past the tool-call limit get an error result without
@@ -199,7 +199,7 @@
 // tool specs, as estimated, plus 64 output tokens) is refused by
 // NewOrchestrator, HandleMessage and Orchestrator.CheckBudget (which
 // trigger/agentexec calls when a task is created).
-// Result.Consumed reports what every run used. A SpendGuard
+// Result.Consumed (a budget.Consumed) reports what every run used. A SpendGuard
 // (Config.SpendGuard; SpendLimits keeps daily and monthly limits per
 // tenant and overall in memory) refuses a run before any model call, and
 // records what each run spent. Message.Source and TaskID (a triggered

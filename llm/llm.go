@@ -76,7 +76,11 @@ type Request struct {
 	Purpose Purpose
 }
 
-// Usage counts the tokens of one or more model calls.
+// Usage counts the tokens of one or more model calls, input and output
+// apart, as a model reports them (Response.Usage). It is not a run's
+// spending: budget.Consumed (agent.Consumed, trigger.Usage) measures a
+// whole run — tokens, dollars, wall clock and tool calls — and its Tokens
+// is the sum of Usage.Total over the run's model calls.
 type Usage struct {
 	InputTokens  int `json:"input_tokens"`
 	OutputTokens int `json:"output_tokens"`

@@ -20,8 +20,11 @@
 // ACTIVE, PAUSED, DISABLED, COMPLETED, PENDING_APPROVAL, EXPIRED and
 // DEAD; only ACTIVE tasks are due. Priority (0–9, higher first) orders
 // tasks due at the same time; Retry and Budget bound a run's attempts
-// and spending. [Task.Check] validates a task; its errors wrap
-// [ErrInvalid]. An Executor that is also a [TaskChecker] is asked about a
+// and spending. Budget is budget.Limits, and a run's Usage
+// budget.Consumed: the types the agent package calls Budget and
+// Consumed, shared through the budget package so that trigger does not
+// import agent. [Task.Check] validates a task; its errors wrap
+// [ErrInvalid] (and budget.ErrInvalid for a budget it refuses). An Executor that is also a [TaskChecker] is asked about a
 // task when [Engine.CreateTask] creates it, and its refusal is
 // ErrInvalid: a task that could never run fails then, not at its first
 // run (trigger/agentexec refuses a dollar budget its model cannot price).

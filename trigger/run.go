@@ -3,6 +3,8 @@ package trigger
 import (
 	"fmt"
 	"time"
+
+	"github.com/valetkit/valet/budget"
 )
 
 // RunStatus is the state of one run of a task.
@@ -38,24 +40,12 @@ func (s RunStatus) Check() error {
 	return fmt.Errorf("%w: run status %q", ErrInvalid, string(s))
 }
 
-// Usage is what a run consumed.
-type Usage struct {
-	Tokens    int           `json:"tokens,omitempty"`
-	CostUSD   float64       `json:"cost_usd,omitempty"`
-	Wall      time.Duration `json:"wall,omitempty"`
-	ToolCalls int           `json:"tool_calls,omitempty"`
-}
-
-// Check reports a negative amount, or a cost that is not a finite number.
-func (u Usage) Check() error {
-	if u.Tokens < 0 || u.Wall < 0 || u.ToolCalls < 0 {
-		return fmt.Errorf("%w: usage: negative amount %+v", ErrInvalid, u)
-	}
-	if notAmount(u.CostUSD) {
-		return fmt.Errorf("%w: usage: CostUSD %v", ErrInvalid, u.CostUSD)
-	}
-	return nil
-}
+// Usage is what a run consumed. It is [budget.Consumed] (an alias:
+// agent.Consumed is the same type, so agentexec reports the
+// orchestrator's Result.Consumed as it is), stored under the JSON names
+// it always had. Its Check wraps budget.ErrInvalid; [Run.Check] wraps
+// that in ErrInvalid too.
+type Usage = budget.Consumed
 
 // Run is one entry of a task's run history: one due time of the task,
 // through its attempts.
@@ -142,7 +132,7 @@ func (r Run) Check() error {
 		return err
 	}
 	if err := r.Consumed.Check(); err != nil {
-		return fmt.Errorf("run %q: %w", r.ID, err)
+		return fmt.Errorf("%w: run %q: %w", ErrInvalid, r.ID, err)
 	}
 	return nil
 }

@@ -3,11 +3,11 @@ package trigger
 import (
 	"fmt"
 	"maps"
-	"math"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/valetkit/valet/budget"
 	"github.com/valetkit/valet/internal/ids"
 )
 
@@ -249,28 +249,12 @@ func (r Retry) Check() error {
 	return nil
 }
 
-// notAmount reports whether v is not an amount of money: negative, NaN
-// or infinite.
-func notAmount(v float64) bool { return v < 0 || math.IsNaN(v) || math.IsInf(v, 0) }
-
-// Budget caps what one run of a task may spend. A zero field is no cap.
-type Budget struct {
-	MaxTokens    int           `json:"max_tokens,omitempty"`
-	MaxCostUSD   float64       `json:"max_cost_usd,omitempty"`
-	MaxWall      time.Duration `json:"max_wall,omitempty"`
-	MaxToolCalls int           `json:"max_tool_calls,omitempty"`
-}
-
-// Check reports a negative cap, or a cost that is not a finite number.
-func (b Budget) Check() error {
-	if b.MaxTokens < 0 || b.MaxWall < 0 || b.MaxToolCalls < 0 {
-		return fmt.Errorf("%w: budget: negative cap %+v", ErrInvalid, b)
-	}
-	if notAmount(b.MaxCostUSD) {
-		return fmt.Errorf("%w: budget: MaxCostUSD %v", ErrInvalid, b.MaxCostUSD)
-	}
-	return nil
-}
+// Budget caps what one run of a task may spend; a zero field is no cap.
+// It is [budget.Limits] (an alias: agent.Budget is the same type, so
+// agentexec hands a task's budget to the orchestrator as it is), stored
+// under the JSON names it always had. Its Check wraps budget.ErrInvalid;
+// [Task.Check] wraps that in ErrInvalid too.
+type Budget = budget.Limits
 
 // Task is something an assistant does on its own initiative for a
 // tenant: when its Trigger fires, its Executor runs its Action and the
@@ -415,7 +399,7 @@ func (t *Task) Check() error {
 		return fmt.Errorf("task %q: %w", t.ID, err)
 	}
 	if err := t.Budget.Check(); err != nil {
-		return fmt.Errorf("task %q: %w", t.ID, err)
+		return fmt.Errorf("%w: task %q: %w", ErrInvalid, t.ID, err)
 	}
 	if t.Revision < 0 {
 		return fmt.Errorf("%w: task %q: negative Revision", ErrInvalid, t.ID)

@@ -87,16 +87,11 @@ func (x *executor) Execute(ctx context.Context, run trigger.ExecRun) (trigger.Ex
 		Location:       x.location(t),
 		Source:         agent.SourceTrigger,
 		TaskID:         t.ID,
-		Budget:         budgetOf(t),
+		Budget:         t.Budget,
 	})
 	var out trigger.ExecResult
 	if res != nil {
-		out.Usage = trigger.Usage{
-			Tokens:    res.Consumed.Tokens,
-			CostUSD:   res.Consumed.CostUSD,
-			Wall:      res.Consumed.Wall,
-			ToolCalls: res.Consumed.ToolCalls,
-		}
+		out.Usage = res.Consumed
 		out.BudgetExceeded = res.BudgetExceeded
 		out.BudgetWarning = nearLimit(out.Usage, t.Budget)
 	}
@@ -142,20 +137,10 @@ func (x *executor) CheckTask(ctx context.Context, t *trigger.Task) error {
 	if _, err := frame(t, nil); err != nil {
 		return err
 	}
-	if err := x.o.CheckBudget(budgetOf(t)); err != nil {
+	if err := x.o.CheckBudget(t.Budget); err != nil {
 		return fmt.Errorf("%w: agentexec: task %q: %w", trigger.ErrInvalid, t.ID, err)
 	}
 	return nil
-}
-
-// budgetOf is the agent.Budget of a run of t: the task's, field by field.
-func budgetOf(t *trigger.Task) agent.Budget {
-	return agent.Budget{
-		MaxTokens:    t.Budget.MaxTokens,
-		MaxCostUSD:   t.Budget.MaxCostUSD,
-		MaxWall:      t.Budget.MaxWall,
-		MaxToolCalls: t.Budget.MaxToolCalls,
-	}
 }
 
 // Approvals tells a trigger engine how the approvals of its runs ended:

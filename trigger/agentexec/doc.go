@@ -17,7 +17,8 @@
 // — outside the blocks described below; a task that should continue from
 // its earlier runs names a conversation), has Source
 // agent.SourceTrigger and TaskID the task's ID, and its Budget is the
-// task's, field by field (a zero field takes the orchestrator's
+// task's Budget as it is (trigger.Budget and agent.Budget are both
+// budget.Limits; a zero field takes the orchestrator's
 // LoopConfig.Budget). Its time zone is NewWithConfig's Config.Location,
 // else the zone of the task's cron schedule, else the orchestrator's.
 //
@@ -48,7 +49,8 @@
 // # The result
 //
 // The run's result is the orchestrator's answer, and its usage the run's
-// agent.Consumed (tokens, cost, wall clock, tool calls). When
+// Result.Consumed as it is (tokens, cost, wall clock, tool calls;
+// agent.Consumed and trigger.Usage are both budget.Consumed). When
 // HandleMessage fails, Execute returns its error — the engine records a
 // failed attempt and tries again by the task's Retry — with the usage of
 // what ran. The run ends with the engine's context: its run timeout (the
