@@ -33,11 +33,11 @@ func pgReplica(t *testing.T, schema, prefix string, model llm.Client, email *ema
 		t.Fatal(err)
 	}
 	rdb := redisClient(t, prefix)
-	store, err := redispool.New(rdb, redispool.Options{Prefix: prefix})
+	store, err := redispool.New(rdb, redispool.Config{Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
-	locker, err := redispool.NewLocker(rdb, redispool.LockerOptions{Prefix: prefix})
+	locker, err := redispool.NewLocker(rdb, redispool.LockerConfig{Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func TestAppendTurnWithNULByte(t *testing.T) {
 	if err := memory.CheckTurn(turn); err != nil {
 		t.Fatalf("CheckTurn rejects the turn: %v", err)
 	}
-	if err := memory.NewInMemory(memory.Options{}).Append(bg, "u1", "c1", turn...); err != nil {
+	if err := memory.NewInMemory(memory.Config{}).Append(bg, "u1", "c1", turn...); err != nil {
 		t.Fatalf("in-memory Append: %v", err)
 	}
 	if err := p.Append(bg, "u1", "c1", turn...); err != nil {

@@ -65,7 +65,7 @@ func TestTriggeredRunCannotReplaceUsersFact(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			mem := memory.NewInMemory(memory.Options{})
+			mem := memory.NewInMemory(memory.Config{})
 			model := &bankModel{}
 			o := newOrch(t, llmtest.NewScriptFunc(model.reply), nil, agent.Config{
 				Memory:        mem,
