@@ -14,7 +14,8 @@
 //   - "remind me at 3 pm to call the dentist back": a one-time task
 //     (Schedule.At), COMPLETED once it has run.
 //
-// Every task runs through the assistant: agentexec.New(orchestrator) is the
+// Every task runs through the assistant: agentexec.New(orchestrator,
+// agentexec.Config{}) is the
 // engine's trigger.DefaultExecutor, and each run becomes a message to the
 // model, tagged with what fired it ("[Scheduled Task] …", "[Event Trigger]
 // message.received: …" followed by the event in an <event_data> block,

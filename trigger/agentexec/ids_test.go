@@ -24,7 +24,7 @@ func TestLongestIDsRunEndToEnd(t *testing.T) {
 	model := llmtest.NewStrictScript(t, llmtest.Text("3 unread mails."))
 	mem := memory.NewInMemory(memory.Config{})
 	o := newOrch(t, model, nil, agent.Config{Memory: mem})
-	e, err := trigger.New(trigger.Config{Executors: map[string]trigger.Executor{trigger.DefaultExecutor: agentexec.New(o)}})
+	e, err := trigger.New(trigger.Config{Executors: map[string]trigger.Executor{trigger.DefaultExecutor: newExec(t, o, agentexec.Config{})}})
 	if err != nil {
 		t.Fatal(err)
 	}
