@@ -476,7 +476,7 @@ func (s *Store) Update(ctx context.Context, tenantID, service, account string, f
 }
 
 // Rotate re-encrypts every row that is not under the key ring's primary
-// key, in transactions of the batch size (WithRotateBatch), and returns how
+// key, in transactions of the batch size (Config.RotateBatch), and returns how
 // many rows it re-encrypted. See the package documentation.
 //
 // It walks the table in primary-key order, locking each batch with SELECT
