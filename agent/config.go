@@ -289,9 +289,9 @@ type Config struct {
 	// Agents are the Agent-Tools: stateful agents the model calls like
 	// tools, which may wait for the user's input or approval.
 	Agents *Registry
-	// Pool keeps the Agent-Tools that wait. Nil → an in-memory pool
-	// (pool.NewMemory()); use pool/redispool to survive restarts and share
-	// the pool between replicas.
+	// Pool keeps the Agent-Tools that wait. Nil → an in-memory pool,
+	// pool.NewMemory(pool.MemoryConfig{Now: Now}); use pool/redispool to
+	// survive restarts and share the pool between replicas.
 	Pool pool.Store
 	// Locker serialises the messages of one conversation across replicas
 	// (pool/redispool.NewLocker). Nil → serialised within this process
@@ -303,7 +303,7 @@ type Config struct {
 	Credentials credentials.Store
 	// Memory keeps each conversation's history and the tenant's long-term
 	// items, recalled into the system prompt of each message. Nil → a
-	// bounded in-memory provider, memory.NewInMemory(memory.Options{Now:
+	// bounded in-memory provider, memory.NewInMemory(memory.Config{Now:
 	// Now}), whose history is lost on restart; memory/pgmemory keeps it
 	// in PostgreSQL, shared by replicas.
 	Memory memory.Provider

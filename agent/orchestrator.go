@@ -147,7 +147,7 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 		memOpts:  memOpts,
 	}
 	if o.mem == nil {
-		o.mem = memory.NewInMemory(memory.Options{Now: cfg.Now})
+		o.mem = memory.NewInMemory(memory.Config{Now: cfg.Now})
 	}
 	o.prices = DefaultPrices()
 	maps.Copy(o.prices, cfg.Prices)
@@ -165,7 +165,7 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 	if o.pool == nil {
 		// On the orchestrator's clock, so a pinned Config.Now and the
 		// pool agree about what has expired.
-		o.pool = pool.NewMemoryWith(pool.MemoryOptions{Now: cfg.Now})
+		o.pool = pool.NewMemory(pool.MemoryConfig{Now: cfg.Now})
 	}
 	if o.log == nil {
 		o.log = slog.Default()

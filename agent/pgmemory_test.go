@@ -25,7 +25,7 @@ import (
 // prefix): its own connections, its own model.
 func pgReplica(t *testing.T, schema, prefix string, model llm.Client, email *emailAgent) *agent.Orchestrator {
 	t.Helper()
-	mem, err := pgmemory.New(pgtest.DB(t), pgmemory.Options{Schema: schema})
+	mem, err := pgmemory.New(pgtest.DB(t), pgmemory.Config{Schema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,11 +33,11 @@ func pgReplica(t *testing.T, schema, prefix string, model llm.Client, email *ema
 		t.Fatal(err)
 	}
 	rdb := redisClient(t, prefix)
-	store, err := redispool.New(rdb, redispool.Options{Prefix: prefix})
+	store, err := redispool.New(rdb, redispool.Config{Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
-	locker, err := redispool.NewLocker(rdb, redispool.LockerOptions{Prefix: prefix})
+	locker, err := redispool.NewLocker(rdb, redispool.LockerConfig{Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestReplicasOnPostgresShareHistory(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	mem, err := pgmemory.New(db, pgmemory.Options{Schema: schema})
+	mem, err := pgmemory.New(db, pgmemory.Config{Schema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestPostgresMemoryDown(t *testing.T) {
 		t.Fatal(err) // pgxpool.New does not connect
 	}
 	defer db.Close()
-	mem, err := pgmemory.New(db, pgmemory.Options{})
+	mem, err := pgmemory.New(db, pgmemory.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,13 +52,13 @@ func redisClient(t *testing.T, prefix string) *redis.Client {
 func replica(t *testing.T, prefix string, email *emailAgent, starts bool, locked bool) *agent.Orchestrator {
 	t.Helper()
 	rdb := redisClient(t, prefix)
-	store, err := redispool.New(rdb, redispool.Options{Prefix: prefix})
+	store, err := redispool.New(rdb, redispool.Config{Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := agent.Config{Pool: store}
 	if locked {
-		l, err := redispool.NewLocker(rdb, redispool.LockerOptions{Prefix: prefix})
+		l, err := redispool.NewLocker(rdb, redispool.LockerConfig{Prefix: prefix})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +143,7 @@ func TestApprovalRunsOnceAcrossReplicas(t *testing.T) {
 func TestRedisUnavailable(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DialTimeout: 100 * time.Millisecond, MaxRetries: -1})
 	defer rdb.Close()
-	store, err := redispool.New(rdb, redispool.Options{})
+	store, err := redispool.New(rdb, redispool.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

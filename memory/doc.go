@@ -6,7 +6,7 @@
 // in-memory provider, the default for tests, demos and single-process
 // bots:
 //
-//	mem := memory.NewInMemory(memory.Options{}) // the defaults
+//	mem := memory.NewInMemory(memory.Config{}) // the defaults
 //
 // Every method is scoped to a tenant: the same conversation or item ID in
 // two tenants names two different things, and no call ever reads, changes
@@ -97,7 +97,7 @@
 // [InMemory] keeps everything in the process: nothing survives a restart
 // and nothing is shared between replicas. It is bounded, so that a server
 // seeing a million conversations does not grow without limit; every bound
-// is an [Options] field with an exported default:
+// is a [Config] field with an exported default:
 //
 //   - at most DefaultMaxConversations (10,000) histories; a new one past
 //     that drops the least recently used (by History or Append);
@@ -114,7 +114,7 @@
 //
 // # Hybrid recall
 //
-// Given an llm.Embedder (Options.Embedder; memory/pgmemory has the same
+// Given an llm.Embedder (Config.Embedder; memory/pgmemory has the same
 // option), a provider merges the lexical ranking with a vector ranking by
 // reciprocal rank fusion. Remember embeds its items' texts with one Embed
 // call and keeps each item's vector. Recall embeds the query with one

@@ -14,7 +14,7 @@ import (
 func ExampleNewInMemory_hybrid() {
 	ctx := context.Background()
 	emb := llmtest.NewEmbedder(0).Concept("dentist", "teeth")
-	mem := memory.NewInMemory(memory.Options{Embedder: emb})
+	mem := memory.NewInMemory(memory.Config{Embedder: emb})
 
 	_, _ = mem.Remember(ctx, "alice",
 		memory.Item{Text: "The user's dentist is Dr. Kim."},

@@ -11,7 +11,7 @@ import (
 
 func ExampleNewInMemory() {
 	ctx := context.Background()
-	mem := memory.NewInMemory(memory.Options{}) // bounded, with the defaults
+	mem := memory.NewInMemory(memory.Config{}) // bounded, with the defaults
 
 	// Each completed turn of a conversation is appended...
 	call := llm.ToolCall{ID: "call_1", Name: "contacts", Arguments: []byte(`{"q":"dentist"}`)}

@@ -14,7 +14,7 @@ import (
 	"github.com/valetkit/valet/memory/internal/hybrid"
 )
 
-// Defaults of [Options].
+// Defaults of a zero [Config].
 const (
 	// DefaultMaxConversations is how many conversations' histories the
 	// in-memory provider keeps; past it the least recently used goes.
@@ -34,29 +34,9 @@ const (
 	DefaultMaxItems = 100_000
 )
 
-// Options configures [NewInMemory]. The zero value means the defaults;
-// zero or negative fields mean their default.
-type Options struct {
-	// MaxConversations is how many conversations' histories are kept,
-	// over all tenants; storing one more drops the least recently used
-	// (History or Append). Default DefaultMaxConversations.
-	MaxConversations int
-	// IdleTTL is how long a conversation's history is kept after its
-	// last History or Append. Default DefaultIdleTTL.
-	IdleTTL time.Duration
-	// MaxMessages is how many messages of one conversation's history are
-	// kept; Append drops the oldest past it, cutting so that the history
-	// never starts with a tool result. Default DefaultMaxMessages.
-	MaxMessages int
-	// MaxItemsPerTenant is how many items one tenant keeps; Remember
-	// drops the tenant's oldest (by the order they were remembered) past
-	// it. Default DefaultMaxItemsPerTenant; never more than MaxItems.
-	MaxItemsPerTenant int
-	// MaxItems is how many items all tenants keep together; Remember drops
-	// the oldest of all past it. Default DefaultMaxItems.
-	MaxItems int
-	// Now is the provider's clock; nil means time.Now.
-	Now func() time.Time
+// Config configures [NewInMemory]. The zero value means the documented
+// defaults; zero or negative numbers mean their default.
+type Config struct {
 	// Embedder, when set, adds vector similarity to Recall (see "Hybrid
 	// recall" in the package documentation). Remember embeds its items'
 	// texts with one Embed call, outside the provider's locks; when that
@@ -64,9 +44,44 @@ type Options struct {
 	// are stored without vectors and Remember still succeeds: they are
 	// recalled lexically only. Recall embeds the query with one call;
 	// when that fails, it answers lexically, as without an Embedder. Each
-	// item keeps its vector: 6 KiB for 1,536 dimensions. nil: lexical
-	// recall only.
+	// item keeps its vector: 6 KiB for 1,536 dimensions.
+	// Default: nil, lexical recall only.
 	Embedder llm.Embedder
+	// IdleTTL is how long a conversation's history is kept after its
+	// last History or Append. Default: DefaultIdleTTL (24h).
+	IdleTTL time.Duration
+	// MaxConversations is how many conversations' histories are kept,
+	// over all tenants; storing one more drops the least recently used
+	// (History or Append). Default: DefaultMaxConversations (10,000).
+	MaxConversations int
+	// MaxItems is how many items all tenants keep together; Remember drops
+	// the oldest of all past it. Default: DefaultMaxItems (100,000).
+	MaxItems int
+	// MaxItemsPerTenant is how many items one tenant keeps; Remember
+	// drops the tenant's oldest (by the order they were remembered) past
+	// it; never more than MaxItems. Default: DefaultMaxItemsPerTenant
+	// (1,000), or MaxItems when that is lower.
+	MaxItemsPerTenant int
+	// MaxMessages is how many messages of one conversation's history are
+	// kept; Append drops the oldest past it, cutting so that the history
+	// never starts with a tool result. Default: DefaultMaxMessages (200).
+	MaxMessages int
+	// Now is the provider's clock. Default: time.Now.
+	Now func() time.Time
+}
+
+// withDefaults returns c with every zero or negative field set to its
+// default.
+func (c Config) withDefaults() Config {
+	c.MaxConversations = cmp.Or(max(c.MaxConversations, 0), DefaultMaxConversations)
+	c.MaxMessages = cmp.Or(max(c.MaxMessages, 0), DefaultMaxMessages)
+	c.MaxItems = cmp.Or(max(c.MaxItems, 0), DefaultMaxItems)
+	c.MaxItemsPerTenant = min(cmp.Or(max(c.MaxItemsPerTenant, 0), DefaultMaxItemsPerTenant), c.MaxItems)
+	c.IdleTTL = cmp.Or(max(c.IdleTTL, 0), DefaultIdleTTL)
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
 }
 
 // InMemory is the bounded in-memory [Provider], the default: for tests,
@@ -76,7 +91,7 @@ type Options struct {
 //
 // It holds at most MaxConversations histories of at most MaxMessages
 // messages each, and at most MaxItems items (MaxItemsPerTenant per
-// tenant); see [Options]. Idle histories expire lazily: each History,
+// tenant); see [Config]. Idle histories expire lazily: each History,
 // Append and Forget first drops the histories idle for longer than
 // IdleTTL. No goroutine runs, so there is nothing to close. Items do not
 // expire; only the caps remove them.
@@ -194,24 +209,22 @@ type storedItem struct {
 	vec    []float32      // the text's embedding; nil without one
 }
 
-// NewInMemory returns an empty in-memory provider configured by opts.
-func NewInMemory(opts Options) *InMemory {
-	m := &InMemory{
-		maxConvs:       cmp.Or(max(opts.MaxConversations, 0), DefaultMaxConversations),
-		maxMsgs:        cmp.Or(max(opts.MaxMessages, 0), DefaultMaxMessages),
-		maxTenantItems: cmp.Or(max(opts.MaxItemsPerTenant, 0), DefaultMaxItemsPerTenant),
-		maxItems:       cmp.Or(max(opts.MaxItems, 0), DefaultMaxItems),
-		ttl:            cmp.Or(max(opts.IdleTTL, 0), DefaultIdleTTL),
-		now:            opts.Now,
-		embedder:       opts.Embedder,
+// NewInMemory returns an empty in-memory provider configured by cfg; the
+// zero Config means the defaults. It cannot fail: there is nothing to
+// reject, every zero or negative number meaning its default.
+func NewInMemory(cfg Config) *InMemory {
+	cfg = cfg.withDefaults()
+	return &InMemory{
+		maxConvs:       cfg.MaxConversations,
+		maxMsgs:        cfg.MaxMessages,
+		maxTenantItems: cfg.MaxItemsPerTenant,
+		maxItems:       cfg.MaxItems,
+		ttl:            cfg.IdleTTL,
+		now:            cfg.Now,
+		embedder:       cfg.Embedder,
 		convs:          make(map[convKey]*list.Element),
 		tenants:        make(map[string]*tenantItems),
 	}
-	m.maxTenantItems = min(m.maxTenantItems, m.maxItems)
-	if m.now == nil {
-		m.now = time.Now
-	}
-	return m
 }
 
 // History returns the newest limit messages of a conversation; see
@@ -329,7 +342,7 @@ func (m *InMemory) dropConversation(e *list.Element) int {
 // the tenant's oldest item goes, past MaxItems the oldest of all; a call
 // with more than MaxItemsPerTenant items is ErrInvalid. With an
 // Embedder, the items' texts are embedded first, in one call; if it
-// fails, the items are stored without vectors (see [Options]).
+// fails, the items are stored without vectors (see [Config]).
 func (m *InMemory) Remember(ctx context.Context, tenantID string, items ...Item) ([]string, error) {
 	if err := CheckID("tenant", tenantID); err != nil {
 		return nil, err

@@ -61,7 +61,7 @@ func TestBoundedConversations(t *testing.T) {
 		return ms.HeapAlloc
 	}
 	before := heap()
-	m := NewInMemory(Options{MaxConversations: max})
+	m := NewInMemory(Config{MaxConversations: max})
 	for i := range conversations {
 		if err := m.Append(ctx, fmt.Sprintf("tenant-%d", i%100), fmt.Sprintf("conversation-%d", i), turn...); err != nil {
 			t.Fatal(err)
@@ -89,7 +89,7 @@ func TestBoundedConversations(t *testing.T) {
 func TestReleased(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	m := NewInMemory(Options{IdleTTL: time.Hour, Now: func() time.Time { return now }})
+	m := NewInMemory(Config{IdleTTL: time.Hour, Now: func() time.Time { return now }})
 	turn := []llm.Message{llm.UserMessage("hello"), llm.AssistantMessage("hi")}
 	for i := range 10 {
 		if err := m.Append(ctx, "alice", fmt.Sprint(i), turn...); err != nil {
@@ -139,7 +139,7 @@ func BenchmarkIdleConversationHeap(b *testing.B) {
 		runtime.GC()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		m := NewInMemory(Options{MaxConversations: conversations})
+		m := NewInMemory(Config{MaxConversations: conversations})
 		for i := range conversations {
 			if err := m.Append(ctx, "tenant", "conversation-"+strconv.Itoa(i), turn...); err != nil {
 				b.Fatal(err)
@@ -155,7 +155,7 @@ func BenchmarkIdleConversationHeap(b *testing.B) {
 // BenchmarkTurn is one turn's history work: load the window, append the turn.
 func BenchmarkTurn(b *testing.B) {
 	ctx := context.Background()
-	m := NewInMemory(Options{})
+	m := NewInMemory(Config{})
 	turn := []llm.Message{llm.UserMessage("What's on my calendar tomorrow?"), llm.AssistantMessage("You have a dentist appointment at 10:00.")}
 	i := 0
 	for b.Loop() {
@@ -173,7 +173,7 @@ func BenchmarkTurn(b *testing.B) {
 // BenchmarkRecall recalls from a tenant holding the default cap of items.
 func BenchmarkRecall(b *testing.B) {
 	ctx := context.Background()
-	m := NewInMemory(Options{})
+	m := NewInMemory(Config{})
 	topics := []string{"dentist", "flight", "birthday", "calendar", "invoice", "recipe", "password", "meeting", "holiday", "doctor"}
 	for i := range DefaultMaxItemsPerTenant {
 		text := fmt.Sprintf("The user's %s note number %d mentions %s and %s.", topics[i%10], i, topics[(i*7)%10], topics[(i*3)%10])

@@ -11,7 +11,7 @@ import (
 
 func ExampleMemory() {
 	ctx := context.Background()
-	store := pool.NewMemory()
+	store := pool.NewMemory(pool.MemoryConfig{})
 
 	e := &pool.Entry{
 		ID:        "call_1",

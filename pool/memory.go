@@ -9,17 +9,29 @@ import (
 	"time"
 )
 
-// MemoryOptions configures [NewMemoryWith]. The zero value means the
-// defaults.
-type MemoryOptions struct {
+// MemoryConfig configures [NewMemory]. The zero value means the
+// documented defaults; zero or negative numbers mean their default.
+type MemoryConfig struct {
 	// MaxPerTenant is how many unexpired entries one tenant may hold;
-	// 0 means DefaultMaxPerTenant.
+	// Create past it fails with ErrTenantFull.
+	// Default: DefaultMaxPerTenant.
 	MaxPerTenant int
-	// Retention is how long an entry stays readable after its ExpiresAt
-	// (Expired then reports true); 0 means DefaultRetention.
-	Retention time.Duration
-	// Now is the store's clock; nil means time.Now.
+	// Now is the store's clock. Default: time.Now.
 	Now func() time.Time
+	// Retention is how long an entry stays readable after its ExpiresAt
+	// (Expired then reports true). Default: DefaultRetention (an hour).
+	Retention time.Duration
+}
+
+// withDefaults returns c with every zero or negative field set to its
+// default.
+func (c MemoryConfig) withDefaults() MemoryConfig {
+	c.MaxPerTenant = cmp.Or(max(c.MaxPerTenant, 0), DefaultMaxPerTenant)
+	c.Retention = cmp.Or(max(c.Retention, 0), DefaultRetention)
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
 }
 
 // Memory is a [Store] that keeps entries in the process. It is safe for
@@ -42,29 +54,17 @@ var _ Store = (*Memory)(nil)
 // whenever that tenant is used.
 const sweepEvery = time.Minute
 
-// NewMemory returns an empty in-memory store with the default cap and
-// retention.
-func NewMemory() *Memory { return NewMemoryWith(MemoryOptions{}) }
-
-// NewMemoryWith returns an empty in-memory store configured by opts.
-// Negative numbers count as 0, that is, as the defaults.
-func NewMemoryWith(opts MemoryOptions) *Memory {
-	m := &Memory{
-		max:       opts.MaxPerTenant,
-		retention: opts.Retention,
-		now:       opts.Now,
+// NewMemory returns an empty in-memory store configured by cfg; the zero
+// MemoryConfig means the defaults. It cannot fail: there is nothing to
+// reject, every zero or negative number meaning its default.
+func NewMemory(cfg MemoryConfig) *Memory {
+	cfg = cfg.withDefaults()
+	return &Memory{
+		max:       cfg.MaxPerTenant,
+		retention: cfg.Retention,
+		now:       cfg.Now,
 		tenants:   make(map[string]map[string]*Entry),
 	}
-	if m.max <= 0 {
-		m.max = DefaultMaxPerTenant
-	}
-	if m.retention <= 0 {
-		m.retention = DefaultRetention
-	}
-	if m.now == nil {
-		m.now = time.Now
-	}
-	return m
 }
 
 // Create adds a copy of e; see [Store.Create]. It sets e.Revision to 1

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// fakeClock is a settable clock for MemoryOptions.Now.
+// fakeClock is a settable clock for MemoryConfig.Now.
 type fakeClock struct {
 	mu  sync.Mutex
 	now time.Time
@@ -32,11 +32,11 @@ func entry(tenantID, id string, expires time.Time) *Entry {
 }
 
 func TestMemoryDefaults(t *testing.T) {
-	m := NewMemory()
+	m := NewMemory(MemoryConfig{})
 	if m.max != DefaultMaxPerTenant || m.retention != DefaultRetention || m.now == nil {
 		t.Errorf("NewMemory: max %d, retention %v; want %d, %v", m.max, m.retention, DefaultMaxPerTenant, DefaultRetention)
 	}
-	m = NewMemoryWith(MemoryOptions{MaxPerTenant: -1, Retention: -time.Second})
+	m = NewMemory(MemoryConfig{MaxPerTenant: -1, Retention: -time.Second})
 	if m.max != DefaultMaxPerTenant || m.retention != DefaultRetention {
 		t.Errorf("negative options: max %d, retention %v; want the defaults", m.max, m.retention)
 	}
@@ -47,7 +47,7 @@ func TestMemoryDefaults(t *testing.T) {
 func TestMemoryForgets(t *testing.T) {
 	ctx := context.Background()
 	clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	m := NewMemoryWith(MemoryOptions{Retention: time.Minute, Now: clock.Now})
+	m := NewMemory(MemoryConfig{Retention: time.Minute, Now: clock.Now})
 	for i := range 10 {
 		if err := m.Create(ctx, entry(fmt.Sprint("tenant", i), "e", clock.Now().Add(time.Minute))); err != nil {
 			t.Fatal(err)
@@ -79,7 +79,7 @@ func TestMemoryForgets(t *testing.T) {
 func TestMemoryRetentionClock(t *testing.T) {
 	ctx := context.Background()
 	clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	m := NewMemoryWith(MemoryOptions{Retention: time.Hour, MaxPerTenant: 1, Now: clock.Now})
+	m := NewMemory(MemoryConfig{Retention: time.Hour, MaxPerTenant: 1, Now: clock.Now})
 	if err := m.Create(ctx, entry("t", "e", clock.Now().Add(time.Minute))); err != nil {
 		t.Fatal(err)
 	}

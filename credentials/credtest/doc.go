@@ -8,7 +8,7 @@
 //		credtest.Run(t, func(t *testing.T) credentials.Store {
 //			schema := createSchema(t)                      // isolate this subtest
 //			t.Cleanup(func() { dropSchema(schema) })       // and leave nothing behind
-//			s, err := mystore.New(db, ring, mystore.WithSchema(schema))
+//			s, err := mystore.New(db, mystore.Config{KeyRing: ring, Schema: schema})
 //			if err != nil {
 //				t.Fatal(err)
 //			}

@@ -5,8 +5,14 @@
 //
 //	db, err := pgxpool.New(ctx, url)                   // yours to configure and close
 //	ring, err := credentials.NewKeyRing("k1", map[string][]byte{"k1": key}) // 32 random bytes, kept outside the database
-//	store, err := pgstore.New(db, ring)
+//	store, err := pgstore.New(db, pgstore.Config{KeyRing: ring, Schema: "valet"})
 //	err = store.Migrate(ctx)                           // once per start; idempotent
+//
+// New takes the pool the host already has and a Config: KeyRing is
+// required, and every other field's zero value means its documented
+// default. Config.Schema chooses the schema the tables live in, as it
+// does for every PostgreSQL backend of valet (memory/pgmemory,
+// trigger/rivertrigger); "" is the connection's search_path.
 //
 // # Tables
 //
@@ -19,8 +25,8 @@
 //	                  created_at, updated_at             timestamptz
 //	credentials_keys  key_id PRIMARY KEY, nonce, check_value, created_at
 //
-// WithSchema and WithTable choose other names (the key table is always the
-// credentials table's name with "_keys"). Migrate runs in one transaction
+// Config.Schema and Config.Table choose other names (the key table is
+// always the credentials table's name with "_keys"). Migrate runs in one transaction
 // holding pg_advisory_xact_lock on a hash of the table's name, so
 // processes starting together do not race to create the tables.
 //
@@ -44,7 +50,7 @@
 // To rotate: add a new key as primary on every replica
 // (NewKeyRing("k2", {"k1": old, "k2": new})), call Rotate once, then drop
 // the old key. Rotate re-encrypts rows not under the primary in batches of
-// WithRotateBatch (DefaultRotateBatch, 100) rows per transaction, in
+// Config.RotateBatch (DefaultRotateBatch, 100) rows per transaction, in
 // primary-key order, locking only the batch (SELECT ... FOR UPDATE):
 // readers never wait, and writers of a row wait at most one batch. Rows it
 // cannot decrypt stay as they are and are named in its error. Rotate keeps

@@ -32,7 +32,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err) // names the key id, never its bytes
 	}
-	store, err := pgstore.New(db, ring)
+	store, err := pgstore.New(db, pgstore.Config{KeyRing: ring})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func ExampleStore_Rotate() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	store, err := pgstore.New(db, ring)
+	store, err := pgstore.New(db, pgstore.Config{KeyRing: ring})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -48,10 +48,16 @@ func newRing(t *testing.T, primary string, keys map[string][]byte) *credentials.
 	return r
 }
 
-// open returns a migrated store on schema.
-func open(t *testing.T, db *pgxpool.Pool, schema string, ring *credentials.KeyRing, opts ...pgstore.Option) *pgstore.Store {
+// open returns a migrated store on schema, configured by the optional
+// cfg beside its KeyRing and Schema.
+func open(t *testing.T, db *pgxpool.Pool, schema string, ring *credentials.KeyRing, cfg ...pgstore.Config) *pgstore.Store {
 	t.Helper()
-	s, err := pgstore.New(db, ring, append([]pgstore.Option{pgstore.WithSchema(schema)}, opts...)...)
+	var c pgstore.Config
+	if len(cfg) > 0 {
+		c = cfg[0]
+	}
+	c.KeyRing, c.Schema = ring, schema
+	s, err := pgstore.New(db, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,25 +139,26 @@ func TestNewRejects(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		db   *pgxpool.Pool
-		ring *credentials.KeyRing
-		opts []pgstore.Option
+		cfg  pgstore.Config
 		want string
 	}{
-		{"nil pool", nil, ring, nil, "needs a *pgxpool.Pool"},
-		{"nil ring", db, nil, nil, "needs a *credentials.KeyRing"},
-		{"empty table", db, ring, []pgstore.Option{pgstore.WithTable("")}, "empty table"},
-		{"long table", db, ring, []pgstore.Option{pgstore.WithTable(strings.Repeat("t", 60))}, "longer than"},
-		{"long schema", db, ring, []pgstore.Option{pgstore.WithSchema(strings.Repeat("s", 64))}, "longer than"},
-		{"NUL", db, ring, []pgstore.Option{pgstore.WithTable("a\x00b")}, "NUL"},
-		{"batch", db, ring, []pgstore.Option{pgstore.WithRotateBatch(0)}, "WithRotateBatch(0)"},
+		{"nil pool", nil, pgstore.Config{KeyRing: ring}, "needs a *pgxpool.Pool"},
+		{"nil ring", db, pgstore.Config{}, "KeyRing is nil"},
+		{"long table", db, pgstore.Config{KeyRing: ring, Table: strings.Repeat("t", 60)}, "longer than"},
+		{"long schema", db, pgstore.Config{KeyRing: ring, Schema: strings.Repeat("s", 64)}, "longer than"},
+		{"NUL", db, pgstore.Config{KeyRing: ring, Table: "a\x00b"}, "NUL"},
+		{"batch", db, pgstore.Config{KeyRing: ring, RotateBatch: -1}, "negative RotateBatch"},
 	} {
-		s, err := pgstore.New(tc.db, tc.ring, tc.opts...)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: New = %v, %v; want an error with %q", tc.name, s, err, tc.want)
+		s, err := pgstore.New(tc.db, tc.cfg)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, credentials.ErrInvalid) {
+			t.Errorf("%s: New = %v, %v; want an error wrapping credentials.ErrInvalid with %q", tc.name, s, err, tc.want)
 		}
 	}
-	if _, err := pgstore.New(db, ring, pgstore.WithTable("my creds"), pgstore.WithSchema(`we"ird`), nil); err != nil {
+	if _, err := pgstore.New(db, pgstore.Config{KeyRing: ring, Table: "my creds", Schema: `we"ird`}); err != nil {
 		t.Errorf("names that need quoting: %v", err)
+	}
+	if _, err := pgstore.New(db, pgstore.Config{KeyRing: ring}); err != nil {
+		t.Errorf("the zero Config but its KeyRing: %v", err)
 	}
 }
 
@@ -169,7 +176,7 @@ func TestPostgresDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	s, err := pgstore.New(db, newRing(t, "k1", map[string][]byte{"k1": newKey()}))
+	s, err := pgstore.New(db, pgstore.Config{KeyRing: newRing(t, "k1", map[string][]byte{"k1": newKey()})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +223,7 @@ func TestPostgresDown(t *testing.T) {
 
 func TestNotMigrated(t *testing.T) {
 	db := testDB(t)
-	s, err := pgstore.New(db, newRing(t, "k1", map[string][]byte{"k1": newKey()}), pgstore.WithSchema(newSchema(t, db)))
+	s, err := pgstore.New(db, pgstore.Config{KeyRing: newRing(t, "k1", map[string][]byte{"k1": newKey()}), Schema: newSchema(t, db)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +247,7 @@ func TestMigrateConcurrent(t *testing.T) {
 		start := make(chan struct{})
 		stores := make([]*pgstore.Store, 6)
 		for i := range stores {
-			s, err := pgstore.New(db, ring, pgstore.WithSchema(schema))
+			s, err := pgstore.New(db, pgstore.Config{KeyRing: ring, Schema: schema})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -270,7 +277,7 @@ func TestOtherTableNames(t *testing.T) {
 	db := testDB(t)
 	schema := newSchema(t, db)
 	ring := newRing(t, "k1", map[string][]byte{"k1": newKey()})
-	a := open(t, db, schema, ring, pgstore.WithTable("Creds A"))
+	a := open(t, db, schema, ring, pgstore.Config{Table: "Creds A"})
 	b := open(t, db, schema, ring)
 	if err := a.Save(bg, "t", "s", "", map[string]string{"in": "a"}); err != nil {
 		t.Fatal(err)
@@ -467,7 +474,7 @@ func TestRotateInBatches(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s2 := open(t, db, schema, newRing(t, "k2", map[string][]byte{"k1": k1, "k2": newKey()}), pgstore.WithRotateBatch(batch))
+	s2 := open(t, db, schema, newRing(t, "k2", map[string][]byte{"k1": k1, "k2": newKey()}), pgstore.Config{RotateBatch: batch})
 	// Hold row 20, in the third batch (rows 14 to 20).
 	tx, err := db.Begin(bg)
 	if err != nil {

@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,7 +17,7 @@ import (
 	"github.com/valetkit/valet/credentials"
 )
 
-// Defaults of [New].
+// Defaults of a zero [Config].
 const (
 	// DefaultTable is the table of credentials. Its key checks are in the
 	// table of the same name with "_keys" appended.
@@ -35,26 +36,46 @@ const rollbackTimeout = 5 * time.Second
 // maxRotateErrors is how many failed rows Rotate's error lists.
 const maxRotateErrors = 5
 
-// Option configures [New].
-type Option func(*config)
-
-type config struct {
-	schema, table string
-	batch         int
+// Config configures [New]. KeyRing is required; the zero value of every
+// other field means its documented default.
+type Config struct {
+	// KeyRing encrypts and decrypts every secret; its primary key seals
+	// every write. Required: New refuses a nil KeyRing with an error
+	// wrapping credentials.ErrInvalid. No default.
+	KeyRing *credentials.KeyRing
+	// RotateBatch is how many rows Rotate re-encrypts per transaction.
+	// Negative is an error. Default: DefaultRotateBatch (100).
+	RotateBatch int
+	// Schema holds the tables; it must exist. Stores in different
+	// schemas of one database keep apart. Default: "", the connection's
+	// search_path.
+	Schema string
+	// Table names the table of credentials; the key checks go in the
+	// table of that name with "_keys" appended. Stores that share a
+	// schema and table share their credentials.
+	// Default: DefaultTable ("credentials").
+	Table string
 }
 
-// WithSchema puts the tables in schema, which must exist; "" (the default)
-// means the connection's search_path.
-func WithSchema(schema string) Option { return func(c *config) { c.schema = schema } }
-
-// WithTable names the table of credentials; the default is DefaultTable.
-// The key checks go in the table of that name with "_keys" appended.
-// Stores that share a table share their credentials.
-func WithTable(table string) Option { return func(c *config) { c.table = table } }
-
-// WithRotateBatch sets how many rows Rotate re-encrypts per transaction;
-// the default is DefaultRotateBatch.
-func WithRotateBatch(n int) Option { return func(c *config) { c.batch = n } }
+// withDefaults returns c with its defaults filled in, or an error
+// wrapping credentials.ErrInvalid naming the field it rejects.
+func (c Config) withDefaults() (Config, error) {
+	if c.KeyRing == nil {
+		return c, fmt.Errorf("%w: pgstore: Config.KeyRing is nil", credentials.ErrInvalid)
+	}
+	if c.RotateBatch < 0 {
+		return c, fmt.Errorf("%w: pgstore: negative RotateBatch %d", credentials.ErrInvalid, c.RotateBatch)
+	}
+	c.RotateBatch = cmp.Or(c.RotateBatch, DefaultRotateBatch)
+	c.Table = cmp.Or(c.Table, DefaultTable)
+	if err := checkIdent("table", c.Table+"_keys"); err != nil {
+		return c, err
+	}
+	if err := checkIdent("schema", c.Schema); err != nil {
+		return c, err
+	}
+	return c, nil
+}
 
 // Store is a credentials.Store on PostgreSQL that encrypts every secret
 // with AES-256-GCM under a credentials.KeyRing. It implements
@@ -81,38 +102,24 @@ var (
 )
 
 // New returns a Store on db, a pool the caller configured and closes,
-// encrypting with ring. It sends nothing to PostgreSQL; call Migrate once
-// (from any number of processes) before the first use.
-func New(db *pgxpool.Pool, ring *credentials.KeyRing, opts ...Option) (*Store, error) {
+// encrypting with cfg.KeyRing. It sends nothing to PostgreSQL; call
+// Migrate once (from any number of processes) before the first use.
+func New(db *pgxpool.Pool, cfg Config) (*Store, error) {
 	if db == nil {
-		return nil, errors.New("pgstore: New needs a *pgxpool.Pool, got nil")
+		return nil, fmt.Errorf("%w: pgstore: New needs a *pgxpool.Pool, got nil", credentials.ErrInvalid)
 	}
-	if ring == nil {
-		return nil, errors.New("pgstore: New needs a *credentials.KeyRing, got nil")
-	}
-	c := config{table: DefaultTable, batch: DefaultRotateBatch}
-	for _, o := range opts {
-		if o != nil {
-			o(&c)
-		}
-	}
-	if err := checkIdent("table", c.table+"_keys", false); err != nil {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
 		return nil, err
 	}
-	if err := checkIdent("schema", c.schema, true); err != nil {
-		return nil, err
-	}
-	if c.batch < 1 {
-		return nil, fmt.Errorf("pgstore: WithRotateBatch(%d): want at least 1", c.batch)
-	}
-	s := &Store{db: db, ring: ring, batch: c.batch}
+	s := &Store{db: db, ring: cfg.KeyRing, batch: cfg.RotateBatch}
 	ident := func(name string) string {
-		if c.schema == "" {
+		if cfg.Schema == "" {
 			return pgx.Identifier{name}.Sanitize()
 		}
-		return pgx.Identifier{c.schema, name}.Sanitize()
+		return pgx.Identifier{cfg.Schema, name}.Sanitize()
 	}
-	s.table, s.keys = ident(c.table), ident(c.table+"_keys")
+	s.table, s.keys = ident(cfg.Table), ident(cfg.Table+"_keys")
 	h := fnv.New64a()
 	h.Write([]byte("valet/credentials/pgstore migrate " + s.table))
 	s.lockKey = int64(h.Sum64())
@@ -120,14 +127,15 @@ func New(db *pgxpool.Pool, ring *credentials.KeyRing, opts ...Option) (*Store, e
 	return s, nil
 }
 
-func checkIdent(what, name string, empty bool) error {
+// checkIdent checks a name New gives PostgreSQL ("" is no schema).
+func checkIdent(what, name string) error {
 	switch {
-	case name == "" && !empty, name == "_keys":
-		return fmt.Errorf("pgstore: empty %s name", what)
+	case name == "_keys":
+		return fmt.Errorf("%w: pgstore: empty %s name", credentials.ErrInvalid, what)
 	case len(name) > maxIdentLen:
-		return fmt.Errorf("pgstore: %s name %q is longer than PostgreSQL's %d bytes", what, name, maxIdentLen)
+		return fmt.Errorf("%w: pgstore: %s name %q is longer than PostgreSQL's %d bytes", credentials.ErrInvalid, what, name, maxIdentLen)
 	case strings.IndexByte(name, 0) >= 0:
-		return fmt.Errorf("pgstore: %s name holds a NUL byte", what)
+		return fmt.Errorf("%w: pgstore: %s name holds a NUL byte", credentials.ErrInvalid, what)
 	}
 	return nil
 }
@@ -468,7 +476,7 @@ func (s *Store) Update(ctx context.Context, tenantID, service, account string, f
 }
 
 // Rotate re-encrypts every row that is not under the key ring's primary
-// key, in transactions of the batch size (WithRotateBatch), and returns how
+// key, in transactions of the batch size (Config.RotateBatch), and returns how
 // many rows it re-encrypted. See the package documentation.
 //
 // It walks the table in primary-key order, locking each batch with SELECT

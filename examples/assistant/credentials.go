@@ -32,7 +32,7 @@ const credentialsKeyID = "k1"
 // postgresCredentials returns the credential store on db, encrypting with
 // ring, and creates its table if need be. openStorage opens db.
 func postgresCredentials(ctx context.Context, db *pgxpool.Pool, ring *credentials.KeyRing) (credentials.Store, error) {
-	s, err := pgstore.New(db, ring)
+	s, err := pgstore.New(db, pgstore.Config{KeyRing: ring})
 	if err != nil {
 		return nil, err
 	}

@@ -153,7 +153,7 @@ func TestMemoryLostWithoutPostgres(t *testing.T) {
 // the old in recall.
 func TestOfflineModelLearns(t *testing.T) {
 	ctx := context.Background()
-	mem := memory.NewInMemory(memory.Options{})
+	mem := memory.NewInMemory(memory.Config{})
 	// say handles text with a fresh orchestrator on mem and waits for its
 	// extraction, so the next message recalls what it learned.
 	say := func(text string) string {

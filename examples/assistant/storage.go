@@ -62,7 +62,7 @@ func openStorage(ctx context.Context, w io.Writer, opts options) (*storage, erro
 		return nil, err
 	}
 	// The tables go to the URL's search_path, like the credentials table.
-	mem, err := pgmemory.New(db, pgmemory.Options{})
+	mem, err := pgmemory.New(db, pgmemory.Config{})
 	if err != nil {
 		return nil, err
 	}

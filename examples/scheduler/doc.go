@@ -14,12 +14,13 @@
 //   - "remind me at 3 pm to call the dentist back": a one-time task
 //     (Schedule.At), COMPLETED once it has run.
 //
-// Every task runs through the assistant: agentexec.New(orchestrator) is the
-// engine's trigger.DefaultExecutor, and each run becomes a message to the
-// model, tagged with what fired it ("[Scheduled Task] …", "[Event Trigger]
-// message.received: …" followed by the event in an <event_data> block,
-// "[Condition Trigger] flight_price_below_300: …"). The answer goes to Alex
-// through the Notifier of the "chat" channel (each task's Output), which
+// Every task runs through the assistant: agentexec.New(orchestrator,
+// agentexec.Config{}) is the engine's trigger.DefaultExecutor, and each
+// run becomes a message to the model, tagged with what fired it
+// ("[Scheduled Task] …", "[Event Trigger] message.received: …" followed
+// by the event in an <event_data> block, "[Condition Trigger]
+// flight_price_below_300: …"). The answer goes to Alex through the
+// Notifier of the "chat" channel (each task's Output), which
 // prints it as "[time] task name: text".
 //
 // # Offline: two days in a fraction of a second

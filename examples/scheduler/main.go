@@ -224,6 +224,10 @@ func newDemo(tl *timeline, out *printer, store trigger.Store, bus trigger.EventB
 	if err != nil {
 		return nil, err
 	}
+	exec, err := agentexec.New(o, agentexec.Config{})
+	if err != nil {
+		return nil, err
+	}
 	e, err := trigger.New(trigger.Config{
 		Store: store,
 		Bus:   bus,
@@ -231,7 +235,7 @@ func newDemo(tl *timeline, out *printer, store trigger.Store, bus trigger.EventB
 		// Every task runs through the assistant: agentexec turns a run
 		// into a message tagged [Scheduled Task], [Event Trigger] or
 		// [Condition Trigger].
-		Executors: map[string]trigger.Executor{trigger.DefaultExecutor: agentexec.New(o)},
+		Executors: map[string]trigger.Executor{trigger.DefaultExecutor: exec},
 		Conditions: map[string]trigger.Condition{
 			conditionFlight: func(ctx context.Context, t *trigger.Task) (bool, error) {
 				return w.checkPrice(ctx, t.CreatedAt), nil

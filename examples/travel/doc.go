@@ -54,7 +54,7 @@
 // expires pool entries on the real clock, and an approval stamped with a
 // pinned clock in the past would count as expired at once. The pool's
 // clock must always be the orchestrator's: that is why the in-memory pool
-// is made with pool.NewMemoryWith(pool.MemoryOptions{Now: now}).
+// is made with pool.NewMemory(pool.MemoryConfig{Now: now}).
 //
 // # The model
 //

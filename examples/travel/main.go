@@ -351,7 +351,7 @@ func choosePool(ctx context.Context, w io.Writer, opts options, now func() time.
 		// The pool expires entries on its own clock: it must be the
 		// orchestrator's (Config.Now), or an approval stamped with the
 		// pinned clock would count as long expired and vanish.
-		return pool.NewMemoryWith(pool.MemoryOptions{Now: now}), nil, func() {}, nil
+		return pool.NewMemory(pool.MemoryConfig{Now: now}), nil, func() {}, nil
 	}
 	ro, err := redis.ParseURL(opts.RedisURL)
 	if err != nil {
@@ -363,13 +363,13 @@ func choosePool(ctx context.Context, w io.Writer, opts options, now func() time.
 		return nil, nil, nil, fmt.Errorf("-redis %s: %w", ro.Addr, err)
 	}
 	prefix := cmp.Or(opts.RedisPrefix, redisPrefix)
-	store, err := redispool.New(rdb, redispool.Options{Prefix: prefix, Logger: log})
+	store, err := redispool.New(rdb, redispool.Config{Prefix: prefix, Logger: log})
 	if err != nil {
 		_ = rdb.Close()
 		return nil, nil, nil, err
 	}
 	// The locker serialises one conversation's messages across processes.
-	locker, err := redispool.NewLocker(rdb, redispool.LockerOptions{Prefix: prefix, Logger: log})
+	locker, err := redispool.NewLocker(rdb, redispool.LockerConfig{Prefix: prefix, Logger: log})
 	if err != nil {
 		_ = rdb.Close()
 		return nil, nil, nil, err

@@ -128,7 +128,7 @@ func TestApprovalFlow(t *testing.T) {
 	ctx := context.Background()
 	kit := newKit(pinned)
 	model := demoModel()
-	o, err := newOrchestrator(model, kit.backends, pool.NewMemoryWith(pool.MemoryOptions{Now: pinned}), nil, pinned, nil)
+	o, err := newOrchestrator(model, kit.backends, pool.NewMemory(pool.MemoryConfig{Now: pinned}), nil, pinned, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

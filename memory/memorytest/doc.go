@@ -8,7 +8,7 @@
 //		memorytest.Run(t, func(t *testing.T) memory.Provider {
 //			schema := createSchema(t)                  // isolate this subtest
 //			t.Cleanup(func() { dropSchema(schema) })   // and leave nothing behind
-//			p, err := myprovider.New(db, myprovider.Options{Schema: schema})
+//			p, err := myprovider.New(db, myprovider.Config{Schema: schema})
 //			if err != nil {
 //				t.Fatal(err)
 //			}
@@ -39,7 +39,7 @@
 // llmtest.Embedder):
 //
 //	memorytest.RunHybrid(t, func(t *testing.T, e llm.Embedder) memory.Provider {
-//		return newProvider(t, myprovider.Options{Embedder: e})
+//		return newProvider(t, myprovider.Config{Embedder: e})
 //	})
 //
 // It checks what the memory package documents under "Hybrid recall": an

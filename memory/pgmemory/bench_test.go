@@ -159,7 +159,7 @@ func (d denseEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, 
 func benchRecall(b *testing.B, emb llm.Embedder) {
 	db := testDB(b)
 	schema := newSchema(b, db)
-	p := open(b, db, pgmemory.Options{Schema: schema, MaxItemsPerTenant: benchItems, Embedder: emb})
+	p := open(b, db, pgmemory.Config{Schema: schema, MaxItemsPerTenant: benchItems, Embedder: emb})
 	items := pgx.Identifier{schema, "memory_items"}.Sanitize()
 
 	start := time.Now()
@@ -259,7 +259,7 @@ func benchTurn() []llm.Message {
 //	  go test -run '^$' -bench BenchmarkHistoryTurn -benchtime 200x ./memory/pgmemory/
 func BenchmarkHistoryTurn(b *testing.B) {
 	db := testDB(b)
-	p := open(b, db, pgmemory.Options{})
+	p := open(b, db, pgmemory.Config{})
 	turn := benchTurn()
 	for range pgmemory.DefaultMaxMessages / len(turn) { // 40 turns of 5
 		if err := p.Append(bg, benchTenant, benchHistoryID, turn...); err != nil {

@@ -2,9 +2,15 @@
 // github.com/jackc/pgx/v5: conversation histories and long-term items that
 // survive restarts and are shared by every replica using the same tables.
 //
-//	db, err := pgxpool.New(ctx, url)             // yours to configure and close
-//	mem, err := pgmemory.New(db, pgmemory.Options{})
-//	err = mem.Migrate(ctx)                       // once per start; idempotent
+//	db, err := pgxpool.New(ctx, url)                              // yours to configure and close
+//	mem, err := pgmemory.New(db, pgmemory.Config{Schema: "valet"}) // zero fields: the defaults
+//	err = mem.Migrate(ctx)                                        // once per start; idempotent
+//
+// New takes the pool the host already has and a Config whose zero value
+// means the documented defaults. Config.Schema chooses the schema the
+// tables live in, as it does for every PostgreSQL backend of valet
+// (credentials/pgstore, trigger/rivertrigger); "" is the connection's
+// search_path.
 //
 // # Tables
 //
@@ -29,8 +35,8 @@
 // summary column, and its message column
 // becomes json (from jsonb, which rejects the \u0000 and lone surrogate
 // escapes a tool result or the model may produce; the change rewrites the
-// table once, locking it meanwhile). No PostgreSQL extension is needed. Options.Schema and
-// Options.TablePrefix choose other names; providers on the same tables
+// table once, locking it meanwhile). No PostgreSQL extension is needed. Config.Schema and
+// Config.TablePrefix choose other names; providers on the same tables
 // share their data.
 //
 // # History
@@ -38,7 +44,7 @@
 // Append writes one turn in one transaction, after taking a
 // transaction-level advisory lock on the conversation, so that concurrent
 // turns of one conversation (two replicas answering it in turn) never
-// interleave. Past Options.MaxMessages (memory.DefaultMaxMessages) it
+// interleave. Past Config.MaxMessages (memory.DefaultMaxMessages) it
 // deletes the oldest messages in the same transaction, cutting so that
 // the history never starts with a tool result. History is one SELECT of
 // the newest messages; a window that would start with tool results starts
@@ -58,7 +64,7 @@
 // with MaxTokens, Recall reads at most the 1,000 best matches (or
 // MaxEntries, when more), and stops reading once the budget is full.
 //
-// With Options.Embedder, recall is hybrid, as "Hybrid recall" in the
+// With Config.Embedder, recall is hybrid, as "Hybrid recall" in the
 // memory package documents: Remember embeds the items' texts (one Embed
 // call, before the transaction) and stores the vectors in the embedding
 // column; Recall embeds the query (one call), reads in one statement the
@@ -72,7 +78,7 @@
 // dimensions (text-embedding-3-small; openai.Config.EmbeddingDimensions
 // asks for shorter ones).
 //
-// Remember caps each tenant at Options.MaxItemsPerTenant
+// Remember caps each tenant at Config.MaxItemsPerTenant
 // (memory.DefaultMaxItemsPerTenant) items, deleting the oldest in the same
 // transaction. Unlike the in-memory provider there is no cap over all
 // tenants: the database is the bound.

@@ -27,7 +27,7 @@ func TestPostgresDown(t *testing.T) {
 		t.Fatal(err) // pgxpool.New does not connect
 	}
 	defer db.Close()
-	p, err := pgmemory.New(db, pgmemory.Options{})
+	p, err := pgmemory.New(db, pgmemory.Config{})
 	if err != nil {
 		t.Fatalf("New: %v; want a provider (New sends nothing to PostgreSQL)", err)
 	}

@@ -21,7 +21,7 @@ func Example() {
 	}
 	defer db.Close()
 
-	mem, err := pgmemory.New(db, pgmemory.Options{})
+	mem, err := pgmemory.New(db, pgmemory.Config{})
 	if err != nil {
 		log.Fatal(err)
 	}

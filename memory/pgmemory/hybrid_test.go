@@ -19,7 +19,7 @@ import (
 func TestHybrid(t *testing.T) {
 	db := testDB(t)
 	memorytest.RunHybrid(t, func(t *testing.T, e llm.Embedder) memory.Provider {
-		return open(t, db, pgmemory.Options{Embedder: e})
+		return open(t, db, pgmemory.Config{Embedder: e})
 	})
 }
 
@@ -30,7 +30,7 @@ func TestHybridStoresVectors(t *testing.T) {
 	db := testDB(t)
 	schema := newSchema(t, db)
 	emb := llmtest.NewEmbedder(8)
-	p := open(t, db, pgmemory.Options{Schema: schema, Embedder: emb})
+	p := open(t, db, pgmemory.Config{Schema: schema, Embedder: emb})
 	ids, err := p.Remember(bg, "t", memory.Item{Text: "alpha beta"}, memory.Item{Text: "gamma"})
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +76,7 @@ func TestMigrateAddsEmbedding(t *testing.T) {
 	db := testDB(t)
 	schema := newSchema(t, db)
 	items := pgx.Identifier{schema, "memory_items"}.Sanitize()
-	old := open(t, db, pgmemory.Options{Schema: schema})
+	old := open(t, db, pgmemory.Config{Schema: schema})
 	// Back to the tables of the first release.
 	for _, q := range []string{
 		`ALTER TABLE ` + items + ` DROP COLUMN embedding`,
@@ -90,7 +90,7 @@ func TestMigrateAddsEmbedding(t *testing.T) {
 	if _, err := old.Remember(bg, "t", memory.Item{Text: "dentist"}); err == nil {
 		t.Fatal("Remember into the first release's table did not fail: the column is still there")
 	}
-	p := open(t, db, pgmemory.Options{Schema: schema, Embedder: llmtest.NewEmbedder(0).Concept("dentist", "teeth")})
+	p := open(t, db, pgmemory.Config{Schema: schema, Embedder: llmtest.NewEmbedder(0).Concept("dentist", "teeth")})
 	moved := "The user's dentist moved to Porto."
 	if _, err := p.Remember(bg, "t", memory.Item{Text: moved}); err != nil {
 		t.Fatalf("Remember after migrating again: %v", err)
@@ -126,7 +126,7 @@ func recallTexts(t *testing.T, p memory.Provider, query string) []string {
 // is more.
 func TestHybridCandidates(t *testing.T) {
 	db := testDB(t)
-	p := open(t, db, pgmemory.Options{Embedder: llmtest.NewEmbedder(0).Concept("orthodontist", "teeth")})
+	p := open(t, db, pgmemory.Config{Embedder: llmtest.NewEmbedder(0).Concept("orthodontist", "teeth")})
 	const n = 150
 	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	var batch []memory.Item
@@ -174,7 +174,7 @@ func TestHybridCandidates(t *testing.T) {
 // at most the 1,000 best matches (or MaxEntries, when more).
 func TestRecallTokenBudgetCandidates(t *testing.T) {
 	db := testDB(t)
-	p := open(t, db, pgmemory.Options{MaxItemsPerTenant: 2000})
+	p := open(t, db, pgmemory.Config{MaxItemsPerTenant: 2000})
 	batch := make([]memory.Item, 1100)
 	for i := range batch {
 		batch[i] = memory.Item{Text: fmt.Sprintf("note %d", i)}
@@ -208,7 +208,7 @@ func TestMigrateUpgradesHistory(t *testing.T) {
 	db := testDB(t)
 	schema := newSchema(t, db)
 	history := pgx.Identifier{schema, "memory_history"}.Sanitize()
-	open(t, db, pgmemory.Options{Schema: schema})
+	open(t, db, pgmemory.Config{Schema: schema})
 	for _, q := range []string{
 		`ALTER TABLE ` + history + ` DROP COLUMN summary`,
 		`ALTER TABLE ` + history + ` ALTER COLUMN message TYPE jsonb`,
@@ -218,7 +218,7 @@ func TestMigrateUpgradesHistory(t *testing.T) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	p := open(t, db, pgmemory.Options{Schema: schema}) // migrates again
+	p := open(t, db, pgmemory.Config{Schema: schema}) // migrates again
 	turn := []llm.Message{
 		{Role: llm.RoleSystem, Name: memory.SummaryName, Content: "summary of the old question"},
 		llm.UserMessage("a NUL: \x00 here"),

@@ -15,7 +15,7 @@ import (
 // is lost (ErrHistoryNotSaved at the orchestrator, every time).
 func TestAppendTurnWithNULByte(t *testing.T) {
 	db := testDB(t)
-	p := open(t, db, pgmemory.Options{})
+	p := open(t, db, pgmemory.Config{})
 	turn := []llm.Message{
 		llm.UserMessage("read my latest mail"),
 		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c1", Name: "read_mail", Arguments: []byte(`{"q":"a\u0000b"}`)}}},
@@ -25,7 +25,7 @@ func TestAppendTurnWithNULByte(t *testing.T) {
 	if err := memory.CheckTurn(turn); err != nil {
 		t.Fatalf("CheckTurn rejects the turn: %v", err)
 	}
-	if err := memory.NewInMemory(memory.Options{}).Append(bg, "u1", "c1", turn...); err != nil {
+	if err := memory.NewInMemory(memory.Config{}).Append(bg, "u1", "c1", turn...); err != nil {
 		t.Fatalf("in-memory Append: %v", err)
 	}
 	if err := p.Append(bg, "u1", "c1", turn...); err != nil {
@@ -46,7 +46,7 @@ func TestAppendTurnWithNULByte(t *testing.T) {
 // whole Append.
 func TestAppendArgumentsJSONBRejects(t *testing.T) {
 	db := testDB(t)
-	p := open(t, db, pgmemory.Options{})
+	p := open(t, db, pgmemory.Config{})
 	turn := []llm.Message{
 		llm.UserMessage("text Ann a smiley"),
 		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c1", Name: "sms", Arguments: []byte(`{"text":"hi \ud83d"}`)}}},

@@ -19,7 +19,7 @@ func TestMigrateAddsOrigin(t *testing.T) {
 	db := testDB(t)
 	schema := newSchema(t, db)
 	items := pgx.Identifier{schema, "memory_items"}.Sanitize()
-	open(t, db, pgmemory.Options{Schema: schema})
+	open(t, db, pgmemory.Config{Schema: schema})
 	for _, q := range []string{
 		`ALTER TABLE ` + items + ` DROP COLUMN origin`,
 		`INSERT INTO ` + items + ` (tenant_id, text, tokens, task_id, kind) VALUES ('t', 'The bank of the mail is EvilBank.', 10, 'mail', 'task_result')`,
@@ -32,7 +32,7 @@ func TestMigrateAddsOrigin(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
-			p, err := pgmemory.New(db, pgmemory.Options{Schema: schema})
+			p, err := pgmemory.New(db, pgmemory.Config{Schema: schema})
 			if err == nil {
 				err = p.Migrate(bg)
 			}
@@ -42,7 +42,7 @@ func TestMigrateAddsOrigin(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	p := open(t, db, pgmemory.Options{Schema: schema}) // and once more
+	p := open(t, db, pgmemory.Config{Schema: schema}) // and once more
 	if _, err := p.Remember(bg, "t", memory.Item{Text: "The user's old bank was Beta Bank.", Kind: "task_result", Source: memory.Provenance{TaskID: "x"}, Origin: memory.OriginUser}); err != nil {
 		t.Fatal(err)
 	}

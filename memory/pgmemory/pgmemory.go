@@ -22,7 +22,7 @@ import (
 	"github.com/valetkit/valet/memory/internal/hybrid"
 )
 
-// Defaults of [Options].
+// Defaults of a zero [Config].
 const (
 	// DefaultTablePrefix starts the names of the provider's tables:
 	// memory_history and memory_items.
@@ -47,26 +47,9 @@ const rollbackTimeout = 5 * time.Second
 // matching half a tenant's items does not bring them all over the wire.
 const tokenBudgetCandidates = 1000
 
-// Options configures [New]. The zero value means the defaults; zero or
-// negative numbers mean their default.
-type Options struct {
-	// Schema holds the tables; it must exist. "" (the default) means the
-	// connection's search_path.
-	Schema string
-	// TablePrefix starts the table names: <prefix>history and
-	// <prefix>items. Providers with the same schema and prefix share
-	// their data. Default DefaultTablePrefix.
-	TablePrefix string
-	// MaxMessages is how many messages of one conversation's history are
-	// kept; Append drops the oldest past it, in its transaction, cutting
-	// so that the history never starts with a tool result. Default
-	// DefaultMaxMessages.
-	MaxMessages int
-	// MaxItemsPerTenant is how many items one tenant keeps; Remember
-	// drops the tenant's oldest (by the order they were remembered) past
-	// it, in its transaction, and a call with more items than that is
-	// memory.ErrInvalid. Default DefaultMaxItemsPerTenant.
-	MaxItemsPerTenant int
+// Config configures [New]. The zero value means the documented defaults;
+// zero or negative numbers mean their default.
+type Config struct {
 	// Embedder, when set, adds vector similarity to Recall (see "Recall"
 	// in the package documentation). Remember embeds its items' texts
 	// with one Embed call, before its transaction, and stores each vector
@@ -74,8 +57,45 @@ type Options struct {
 	// do not answer the texts), the items are stored without vectors and
 	// Remember still succeeds: they are recalled lexically only. Recall
 	// embeds the query with one call; when that fails, it answers
-	// lexically, as without an Embedder. nil: lexical recall only.
+	// lexically, as without an Embedder. Default: nil, lexical recall
+	// only.
 	Embedder llm.Embedder
+	// MaxItemsPerTenant is how many items one tenant keeps; Remember
+	// drops the tenant's oldest (by the order they were remembered) past
+	// it, in its transaction, and a call with more items than that is
+	// memory.ErrInvalid. Default: DefaultMaxItemsPerTenant (1,000).
+	MaxItemsPerTenant int
+	// MaxMessages is how many messages of one conversation's history are
+	// kept; Append drops the oldest past it, in its transaction, cutting
+	// so that the history never starts with a tool result. Default:
+	// DefaultMaxMessages (200).
+	MaxMessages int
+	// Schema holds the tables; it must exist. Providers in different
+	// schemas of one database keep apart. Default: "", the connection's
+	// search_path.
+	Schema string
+	// TablePrefix starts the table names: <prefix>history and
+	// <prefix>items. Providers with the same schema and prefix share
+	// their data. Default: DefaultTablePrefix ("memory_").
+	TablePrefix string
+}
+
+// withDefaults returns c with its defaults filled in, or an error when a
+// name it gives PostgreSQL is not one.
+func (c Config) withDefaults() (Config, error) {
+	c.MaxItemsPerTenant = cmp.Or(max(c.MaxItemsPerTenant, 0), DefaultMaxItemsPerTenant)
+	c.MaxMessages = cmp.Or(max(c.MaxMessages, 0), DefaultMaxMessages)
+	c.TablePrefix = cmp.Or(c.TablePrefix, DefaultTablePrefix)
+	// The longest name New derives from the prefix.
+	if err := checkIdent("table prefix", c.TablePrefix+"history_conversation_idx"); err != nil {
+		return c, err
+	}
+	if c.Schema != "" {
+		if err := checkIdent("schema", c.Schema); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
 }
 
 // Provider is a memory.Provider on PostgreSQL. It implements
@@ -96,33 +116,28 @@ var (
 )
 
 // New returns a Provider on db, a pool the caller configured and closes.
-// It sends nothing to PostgreSQL; call Migrate once (from any number of
-// processes) before the first use.
-func New(db *pgxpool.Pool, opts Options) (*Provider, error) {
+// The zero Config means the defaults. It sends nothing to PostgreSQL; call
+// Migrate once (from any number of processes) before the first use.
+func New(db *pgxpool.Pool, cfg Config) (*Provider, error) {
 	if db == nil {
 		return nil, errors.New("pgmemory: New needs a *pgxpool.Pool, got nil")
 	}
-	prefix := cmp.Or(opts.TablePrefix, DefaultTablePrefix)
-	// The longest name New derives from the prefix.
-	if err := checkIdent("table prefix", prefix+"history_conversation_idx"); err != nil {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
 		return nil, err
 	}
-	if opts.Schema != "" {
-		if err := checkIdent("schema", opts.Schema); err != nil {
-			return nil, err
-		}
-	}
+	prefix := cfg.TablePrefix
 	p := &Provider{
 		db:       db,
-		maxMsgs:  cmp.Or(max(opts.MaxMessages, 0), DefaultMaxMessages),
-		maxItems: cmp.Or(max(opts.MaxItemsPerTenant, 0), DefaultMaxItemsPerTenant),
-		embedder: opts.Embedder,
+		maxMsgs:  cfg.MaxMessages,
+		maxItems: cfg.MaxItemsPerTenant,
+		embedder: cfg.Embedder,
 	}
 	ident := func(name string) string {
-		if opts.Schema == "" {
+		if cfg.Schema == "" {
 			return pgx.Identifier{name}.Sanitize()
 		}
-		return pgx.Identifier{opts.Schema, name}.Sanitize()
+		return pgx.Identifier{cfg.Schema, name}.Sanitize()
 	}
 	p.history, p.items = ident(prefix+"history"), ident(prefix+"items")
 	p.lockKey = hashKey("valet/memory/pgmemory migrate", p.history, p.items)
@@ -510,7 +525,7 @@ func (p *Provider) Append(ctx context.Context, tenantID, conversationID string, 
 // items go in the same transaction; a call with more than
 // MaxItemsPerTenant items is memory.ErrInvalid. With an Embedder, the
 // items' texts are embedded first, in one call, outside the transaction;
-// if that fails, the items are stored without vectors (see [Options]).
+// if that fails, the items are stored without vectors (see [Config]).
 func (p *Provider) Remember(ctx context.Context, tenantID string, items ...memory.Item) ([]string, error) {
 	if err := memory.CheckID("tenant", tenantID); err != nil {
 		return nil, fmt.Errorf("pgmemory: remember: %w", err)

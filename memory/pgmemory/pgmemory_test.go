@@ -30,7 +30,7 @@ func testDB(t testing.TB) *pgxpool.Pool               { return pgtest.DB(t) }
 func newSchema(t testing.TB, db *pgxpool.Pool) string { return pgtest.Schema(t, db) }
 
 // open returns a migrated provider in a schema of the test's own.
-func open(t testing.TB, db *pgxpool.Pool, opts pgmemory.Options) *pgmemory.Provider {
+func open(t testing.TB, db *pgxpool.Pool, opts pgmemory.Config) *pgmemory.Provider {
 	t.Helper()
 	if opts.Schema == "" {
 		opts.Schema = newSchema(t, db)
@@ -48,7 +48,7 @@ func open(t testing.TB, db *pgxpool.Pool, opts pgmemory.Options) *pgmemory.Provi
 func TestProvider(t *testing.T) {
 	db := testDB(t)
 	memorytest.Run(t, func(t *testing.T) memory.Provider {
-		return open(t, db, pgmemory.Options{})
+		return open(t, db, pgmemory.Config{})
 	})
 }
 
@@ -61,20 +61,20 @@ func TestNewRejects(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		db   *pgxpool.Pool
-		opts pgmemory.Options
+		opts pgmemory.Config
 		want string
 	}{
-		{"nil pool", nil, pgmemory.Options{}, "needs a *pgxpool.Pool"},
-		{"long prefix", db, pgmemory.Options{TablePrefix: strings.Repeat("p", 40)}, "longer than"},
-		{"long schema", db, pgmemory.Options{Schema: strings.Repeat("s", 64)}, "longer than"},
-		{"NUL", db, pgmemory.Options{TablePrefix: "a\x00b"}, "NUL"},
+		{"nil pool", nil, pgmemory.Config{}, "needs a *pgxpool.Pool"},
+		{"long prefix", db, pgmemory.Config{TablePrefix: strings.Repeat("p", 40)}, "longer than"},
+		{"long schema", db, pgmemory.Config{Schema: strings.Repeat("s", 64)}, "longer than"},
+		{"NUL", db, pgmemory.Config{TablePrefix: "a\x00b"}, "NUL"},
 	} {
 		p, err := pgmemory.New(tc.db, tc.opts)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: New = %v, %v; want an error with %q", tc.name, p, err, tc.want)
 		}
 	}
-	if _, err := pgmemory.New(db, pgmemory.Options{Schema: `we"ird`, TablePrefix: "my mem "}); err != nil {
+	if _, err := pgmemory.New(db, pgmemory.Config{Schema: `we"ird`, TablePrefix: "my mem "}); err != nil {
 		t.Errorf("names that need quoting: %v", err)
 	}
 }
@@ -89,7 +89,7 @@ func TestMigrateConcurrent(t *testing.T) {
 		start := make(chan struct{})
 		provs := make([]*pgmemory.Provider, 6)
 		for i := range provs {
-			p, err := pgmemory.New(db, pgmemory.Options{Schema: schema})
+			p, err := pgmemory.New(db, pgmemory.Config{Schema: schema})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -123,7 +123,7 @@ func TestMigrateConcurrent(t *testing.T) {
 
 func TestNotMigrated(t *testing.T) {
 	db := testDB(t)
-	p, err := pgmemory.New(db, pgmemory.Options{Schema: newSchema(t, db)})
+	p, err := pgmemory.New(db, pgmemory.Config{Schema: newSchema(t, db)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestNotMigrated(t *testing.T) {
 func TestMaxMessages(t *testing.T) {
 	db := testDB(t)
 	schema := newSchema(t, db)
-	p := open(t, db, pgmemory.Options{Schema: schema, MaxMessages: 5})
+	p := open(t, db, pgmemory.Config{Schema: schema, MaxMessages: 5})
 	call := llm.ToolCall{ID: "x", Name: "lookup", Arguments: []byte(`{}`)}
 	tool := []llm.Message{llm.UserMessage("q1"), llm.AssistantMessage("", call), llm.ToolResultMessage(call, "r", false), llm.AssistantMessage("a1")}
 	for _, turn := range [][]llm.Message{tool, {llm.UserMessage("q2"), llm.AssistantMessage("a2")}} {
@@ -171,7 +171,7 @@ func TestMaxMessages(t *testing.T) {
 // TestItemCap: past MaxItemsPerTenant the tenant's oldest items go.
 func TestItemCap(t *testing.T) {
 	db := testDB(t)
-	p := open(t, db, pgmemory.Options{MaxItemsPerTenant: 3})
+	p := open(t, db, pgmemory.Config{MaxItemsPerTenant: 3})
 	for i := range 5 {
 		if _, err := p.Remember(bg, "t", memory.Item{Text: fmt.Sprintf("note %d", i)}); err != nil {
 			t.Fatal(err)

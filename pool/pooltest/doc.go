@@ -7,7 +7,7 @@
 //		pooltest.Run(t, func(t *testing.T, maxPerTenant int, retention time.Duration) pool.Store {
 //			prefix := "test:" + rand.Text() + ":"      // isolate this subtest
 //			t.Cleanup(func() { deleteKeys(prefix) })   // and leave nothing behind
-//			s, err := mystore.New(client, mystore.Options{Prefix: prefix, MaxPerTenant: maxPerTenant, Retention: retention})
+//			s, err := mystore.New(client, mystore.Config{Prefix: prefix, MaxPerTenant: maxPerTenant, Retention: retention})
 //			if err != nil {
 //				t.Fatal(err)
 //			}

@@ -4,8 +4,14 @@
 // so of replicas racing to resume one entry exactly one wins.
 //
 //	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"}) // yours to configure and close
-//	store, err := redispool.New(rdb, redispool.Options{Prefix: "valet:"})
-//	locker, err := redispool.NewLocker(rdb, redispool.LockerOptions{})
+//	store, err := redispool.New(rdb, redispool.Config{})           // the zero Config: the defaults
+//	locker, err := redispool.NewLocker(rdb, redispool.LockerConfig{Prefix: "prod:"})
+//
+// Both constructors take the client the host already has, any
+// redis.UniversalClient (a *redis.Client, a *redis.ClusterClient, a
+// failover client), and a Config whose zero value means the documented
+// defaults. Config.Prefix, DefaultPrefix ("valet:") by default, starts
+// every key: give each environment sharing a Redis its own.
 //
 // # Keys
 //

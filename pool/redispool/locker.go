@@ -15,7 +15,7 @@ import (
 	"github.com/valetkit/valet/pool"
 )
 
-// Defaults of [LockerOptions].
+// Defaults of a zero [LockerConfig].
 const (
 	// DefaultLease is how long a lock outlives a holder that stopped
 	// renewing it (a crashed process).
@@ -28,28 +28,46 @@ const (
 // has no context of its own.
 const releaseTimeout = 5 * time.Second
 
-// LockerOptions configures [NewLocker]. The zero value means the
-// defaults.
-type LockerOptions struct {
-	// Prefix starts every key; "" means DefaultPrefix. Lock keys are
-	// prefix + "lock:" + key.
-	Prefix string
+// LockerConfig configures [NewLocker]. The zero value means the
+// documented defaults.
+type LockerConfig struct {
 	// Lease is how long a lock lasts unless renewed; its holder renews it
-	// every Lease/3 until release. 0 means DefaultLease.
+	// every Lease/3 until release. At least 3ms.
+	// Default: DefaultLease (30s).
 	Lease time.Duration
-	// RetryDelay is how often a waiting Lock tries again; 0 means
-	// DefaultRetryDelay.
-	RetryDelay time.Duration
-	// Logger reports failed renewals and releases; nil means
-	// slog.Default().
+	// Logger reports failed renewals and releases.
+	// Default: slog.Default().
 	Logger *slog.Logger
+	// Prefix starts every key: lock keys are Prefix + "lock:" + key.
+	// Lockers that share a prefix (and a Redis) share their locks.
+	// Default: DefaultPrefix ("valet:").
+	Prefix string
+	// RetryDelay is how often a waiting Lock tries again. Negative is an
+	// error. Default: DefaultRetryDelay (20ms).
+	RetryDelay time.Duration
+}
+
+// withDefaults returns c with its defaults filled in, or an error naming
+// the field it rejects.
+func (c LockerConfig) withDefaults() (LockerConfig, error) {
+	if c.Lease < 0 || (c.Lease > 0 && c.Lease < 3*time.Millisecond) {
+		return c, fmt.Errorf("redispool: Lease %v is under 3ms", c.Lease)
+	}
+	if c.RetryDelay < 0 {
+		return c, fmt.Errorf("redispool: negative RetryDelay %v", c.RetryDelay)
+	}
+	c.Lease = cmp.Or(c.Lease, DefaultLease)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.Prefix = cmp.Or(c.Prefix, DefaultPrefix)
+	c.RetryDelay = cmp.Or(c.RetryDelay, DefaultRetryDelay)
+	return c, nil
 }
 
 // Locker is a [pool.Locker] on Redis: it serialises work on a key across
 // the processes that share a prefix. A held lock is renewed in the
 // background; if its holder dies, the lock ends after the lease.
 type Locker struct {
-	rdb    *redis.Client
+	rdb    redis.UniversalClient
 	prefix string
 	lease  time.Duration
 	retry  time.Duration
@@ -77,27 +95,25 @@ return 0`
 )
 
 // NewLocker returns a Locker on rdb, a client the caller configured and
-// closes.
-func NewLocker(rdb *redis.Client, opts LockerOptions) (*Locker, error) {
+// closes: a *redis.Client, *redis.ClusterClient or a failover client. The
+// zero LockerConfig means the defaults.
+func NewLocker(rdb redis.UniversalClient, cfg LockerConfig) (*Locker, error) {
 	if rdb == nil {
-		return nil, errors.New("redispool: NewLocker needs a *redis.Client, got nil")
+		return nil, errors.New("redispool: NewLocker needs a redis.UniversalClient, got nil")
 	}
-	if opts.Lease < 0 || opts.RetryDelay < 0 {
-		return nil, fmt.Errorf("redispool: negative Lease %v or RetryDelay %v", opts.Lease, opts.RetryDelay)
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
 	}
-	l := &Locker{
+	return &Locker{
 		rdb:    rdb,
-		prefix: cmp.Or(opts.Prefix, DefaultPrefix),
-		lease:  cmp.Or(opts.Lease, DefaultLease),
-		retry:  cmp.Or(opts.RetryDelay, DefaultRetryDelay),
-		log:    cmp.Or(opts.Logger, slog.Default()),
+		prefix: cfg.Prefix,
+		lease:  cfg.Lease,
+		retry:  cfg.RetryDelay,
+		log:    cfg.Logger,
 		renew:  redis.NewScript(renewScript),
 		unlock: redis.NewScript(unlockScript),
-	}
-	if l.lease < 3*time.Millisecond {
-		return nil, fmt.Errorf("redispool: Lease %v is under 3ms", l.lease)
-	}
-	return l, nil
+	}, nil
 }
 
 // Lock blocks until key is held or ctx ends (then it returns ctx.Err()).

@@ -86,7 +86,7 @@ func escapeGlob(s string) string {
 	return b.String()
 }
 
-func newStore(t *testing.T, opts Options) *Store {
+func newStore(t *testing.T, opts Config) *Store {
 	t.Helper()
 	if opts.Prefix == "" {
 		opts.Prefix = uniquePrefix()
@@ -101,7 +101,7 @@ func newStore(t *testing.T, opts Options) *Store {
 func TestStore(t *testing.T) {
 	envURL(t)
 	pooltest.Run(t, func(t *testing.T, maxPerTenant int, retention time.Duration) pool.Store {
-		return newStore(t, Options{MaxPerTenant: maxPerTenant, Retention: retention})
+		return newStore(t, Config{MaxPerTenant: maxPerTenant, Retention: retention})
 	})
 }
 
@@ -109,7 +109,7 @@ func TestLocker(t *testing.T) {
 	envURL(t)
 	pooltest.RunLocker(t, func(t *testing.T) pool.Locker {
 		prefix := uniquePrefix()
-		l, err := NewLocker(client(t, prefix), LockerOptions{Prefix: prefix, RetryDelay: 2 * time.Millisecond})
+		l, err := NewLocker(client(t, prefix), LockerConfig{Prefix: prefix, RetryDelay: 2 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,32 +118,32 @@ func TestLocker(t *testing.T) {
 }
 
 func TestNewRejects(t *testing.T) {
-	if _, err := New(nil, Options{}); err == nil {
+	if _, err := New(nil, Config{}); err == nil {
 		t.Error("New(nil) returned no error")
 	}
-	if _, err := NewLocker(nil, LockerOptions{}); err == nil {
+	if _, err := NewLocker(nil, LockerConfig{}); err == nil {
 		t.Error("NewLocker(nil) returned no error")
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	defer rdb.Close()
-	for _, o := range []Options{{MaxPerTenant: -1}, {Retention: -time.Second}, {Retention: time.Microsecond}} {
+	for _, o := range []Config{{MaxPerTenant: -1}, {Retention: -time.Second}, {Retention: time.Microsecond}} {
 		if _, err := New(rdb, o); err == nil {
 			t.Errorf("New with %+v returned no error", o)
 		}
 	}
-	for _, o := range []LockerOptions{{Lease: -1}, {RetryDelay: -1}, {Lease: time.Millisecond}} {
+	for _, o := range []LockerConfig{{Lease: -1}, {RetryDelay: -1}, {Lease: time.Millisecond}} {
 		if _, err := NewLocker(rdb, o); err == nil {
 			t.Errorf("NewLocker with %+v returned no error", o)
 		}
 	}
-	s, err := New(rdb, Options{})
+	s, err := New(rdb, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s.prefix != DefaultPrefix || s.max != pool.DefaultMaxPerTenant || s.retention != pool.DefaultRetention || s.log == nil {
 		t.Errorf("defaults: prefix %q, max %d, retention %v", s.prefix, s.max, s.retention)
 	}
-	l, err := NewLocker(rdb, LockerOptions{})
+	l, err := NewLocker(rdb, LockerConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func TestCorrupt(t *testing.T) {
 	envURL(t)
 	ctx := context.Background()
 	logs := &logBuffer{}
-	s := newStore(t, Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	s := newStore(t, Config{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 
 	for _, id := range []string{"good1", "good2"} {
 		if err := s.Create(ctx, pooltest.NewEntry("t", id)); err != nil {
@@ -298,7 +298,7 @@ func TestCorrupt(t *testing.T) {
 func TestDanglingIndex(t *testing.T) {
 	envURL(t)
 	ctx := context.Background()
-	s := newStore(t, Options{MaxPerTenant: 1})
+	s := newStore(t, Config{MaxPerTenant: 1})
 	if err := s.Create(ctx, pooltest.NewEntry("t", "evicted")); err != nil {
 		t.Fatal(err)
 	}
@@ -318,7 +318,7 @@ func TestDanglingIndex(t *testing.T) {
 func TestKeysExpire(t *testing.T) {
 	envURL(t)
 	ctx := context.Background()
-	s := newStore(t, Options{Retention: time.Hour})
+	s := newStore(t, Config{Retention: time.Hour})
 	e := pooltest.NewEntry("t", "e")
 	e.ExpiresAt = time.Now().Add(time.Hour).Round(time.Millisecond)
 	if err := s.Create(ctx, e); err != nil {
@@ -363,7 +363,7 @@ func TestUnavailable(t *testing.T) {
 		MaxRetries:    -1,
 	})
 	defer rdb.Close()
-	s, err := New(rdb, Options{})
+	s, err := New(rdb, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -393,7 +393,7 @@ func TestUnavailable(t *testing.T) {
 	check("TakeRevision", err)
 	check("Delete", s.Delete(ctx, "t", "e"))
 
-	l, err := NewLocker(rdb, LockerOptions{})
+	l, err := NewLocker(rdb, LockerConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -410,8 +410,8 @@ func TestUnavailable(t *testing.T) {
 func TestReplicasTake(t *testing.T) {
 	envURL(t)
 	prefix := uniquePrefix()
-	a := newStore(t, Options{Prefix: prefix})
-	b := newStore(t, Options{Prefix: prefix})
+	a := newStore(t, Config{Prefix: prefix})
+	b := newStore(t, Config{Prefix: prefix})
 	ctx := context.Background()
 	for round := range 5 {
 		id := "hot" + string(rune('0'+round))
@@ -458,7 +458,7 @@ func TestLease(t *testing.T) {
 	const lease = 300 * time.Millisecond
 	prefix := uniquePrefix()
 	rdb := client(t, prefix)
-	l, err := NewLocker(rdb, LockerOptions{Prefix: prefix, Lease: lease, RetryDelay: 5 * time.Millisecond})
+	l, err := NewLocker(rdb, LockerConfig{Prefix: prefix, Lease: lease, RetryDelay: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -511,7 +511,7 @@ func TestReleaseKeepsOthersLock(t *testing.T) {
 	prefix := uniquePrefix()
 	rdb := client(t, prefix)
 	quiet := slog.New(slog.DiscardHandler) // the renewal will log that the lock was lost
-	l, err := NewLocker(rdb, LockerOptions{Prefix: prefix, Lease: 300 * time.Millisecond, Logger: quiet})
+	l, err := NewLocker(rdb, LockerConfig{Prefix: prefix, Lease: 300 * time.Millisecond, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -535,7 +535,7 @@ func TestReleaseKeepsOthersLock(t *testing.T) {
 func TestIndexPruned(t *testing.T) {
 	envURL(t)
 	ctx := context.Background()
-	s := newStore(t, Options{Retention: 50 * time.Millisecond})
+	s := newStore(t, Config{Retention: 50 * time.Millisecond})
 	if err := s.Create(ctx, pooltest.NewEntry("t", "long")); err != nil { // keeps the index alive
 		t.Fatal(err)
 	}

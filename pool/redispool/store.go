@@ -19,27 +19,46 @@ import (
 // DefaultPrefix starts every key the Store and the Locker write.
 const DefaultPrefix = "valet:"
 
-// Options configures [New]. The zero value means the defaults.
-type Options struct {
-	// Prefix starts every key; "" means DefaultPrefix. Stores that share
-	// a prefix share their entries.
-	Prefix string
-	// MaxPerTenant is how many unexpired entries one tenant may hold;
-	// 0 means pool.DefaultMaxPerTenant.
-	MaxPerTenant int
-	// Retention is how long an entry stays readable after its ExpiresAt;
-	// 0 means pool.DefaultRetention. Stores that share a prefix should
-	// share it too.
-	Retention time.Duration
-	// Logger reports corrupt values the store removed; nil means
-	// slog.Default().
+// Config configures [New]. The zero value means the documented defaults.
+type Config struct {
+	// Logger reports corrupt values the store removed.
+	// Default: slog.Default().
 	Logger *slog.Logger
+	// MaxPerTenant is how many unexpired entries one tenant may hold;
+	// Create past it fails with pool.ErrTenantFull. Negative is an error.
+	// Default: pool.DefaultMaxPerTenant.
+	MaxPerTenant int
+	// Prefix starts every key the store writes (see "Keys" in the package
+	// documentation): stores that share a prefix share their entries, so
+	// give each environment sharing a Redis its own.
+	// Default: DefaultPrefix ("valet:").
+	Prefix string
+	// Retention is how long an entry stays readable after its ExpiresAt;
+	// stores that share a prefix should share it too. At least a
+	// millisecond. Default: pool.DefaultRetention (an hour).
+	Retention time.Duration
+}
+
+// withDefaults returns c with its defaults filled in, or an error naming
+// the field it rejects.
+func (c Config) withDefaults() (Config, error) {
+	if c.MaxPerTenant < 0 {
+		return c, fmt.Errorf("redispool: negative MaxPerTenant %d", c.MaxPerTenant)
+	}
+	if c.Retention < 0 || (c.Retention > 0 && c.Retention < time.Millisecond) {
+		return c, fmt.Errorf("redispool: Retention %v is under a millisecond", c.Retention)
+	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.MaxPerTenant = cmp.Or(c.MaxPerTenant, pool.DefaultMaxPerTenant)
+	c.Prefix = cmp.Or(c.Prefix, DefaultPrefix)
+	c.Retention = cmp.Or(c.Retention, pool.DefaultRetention)
+	return c, nil
 }
 
 // Store is a [pool.Store] on Redis. It is safe for concurrent use, also by
 // several processes on one prefix.
 type Store struct {
-	rdb       *redis.Client
+	rdb       redis.UniversalClient
 	prefix    string
 	max       int
 	retention time.Duration
@@ -50,24 +69,24 @@ type Store struct {
 
 var _ pool.Store = (*Store)(nil)
 
-// New returns a Store on rdb, a client the caller configured and closes.
-// It sends nothing to Redis yet.
-func New(rdb *redis.Client, opts Options) (*Store, error) {
+// New returns a Store on rdb, a client the caller configured and closes:
+// a *redis.Client, *redis.ClusterClient (a tenant's keys share one hash
+// slot) or a failover client. The zero Config means the defaults. It
+// sends nothing to Redis yet.
+func New(rdb redis.UniversalClient, cfg Config) (*Store, error) {
 	if rdb == nil {
-		return nil, errors.New("redispool: New needs a *redis.Client, got nil")
+		return nil, errors.New("redispool: New needs a redis.UniversalClient, got nil")
 	}
-	if opts.MaxPerTenant < 0 {
-		return nil, fmt.Errorf("redispool: negative MaxPerTenant %d", opts.MaxPerTenant)
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
 	}
-	if opts.Retention < 0 {
-		return nil, fmt.Errorf("redispool: negative Retention %v", opts.Retention)
-	}
-	s := &Store{
+	return &Store{
 		rdb:          rdb,
-		prefix:       cmp.Or(opts.Prefix, DefaultPrefix),
-		max:          cmp.Or(opts.MaxPerTenant, pool.DefaultMaxPerTenant),
-		retention:    cmp.Or(opts.Retention, pool.DefaultRetention),
-		log:          cmp.Or(opts.Logger, slog.Default()),
+		prefix:       cfg.Prefix,
+		max:          cfg.MaxPerTenant,
+		retention:    cfg.Retention,
+		log:          cfg.Logger,
 		create:       redis.NewScript(createScript),
 		update:       redis.NewScript(updateScript),
 		take:         redis.NewScript(takeScript),
@@ -75,11 +94,7 @@ func New(rdb *redis.Client, opts Options) (*Store, error) {
 		del:          redis.NewScript(deleteScript),
 		drop:         redis.NewScript(dropScript),
 		prune:        redis.NewScript(pruneScript),
-	}
-	if s.retention < time.Millisecond {
-		return nil, fmt.Errorf("redispool: Retention %v is under a millisecond", opts.Retention)
-	}
-	return s, nil
+	}, nil
 }
 
 // tenantKey is the part of the keys that names the tenant:

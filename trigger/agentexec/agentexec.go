@@ -14,13 +14,13 @@ import (
 	"github.com/valetkit/valet/trigger"
 )
 
-// Config holds the options of the executor NewWithConfig returns. The
-// zero Config is what New uses.
+// Config configures the executor [New] returns. The zero value means the
+// documented defaults.
 type Config struct {
 	// Location is the time zone shown to the model with the current time.
-	// Nil: the Zone of the task's cron schedule when it names one (a task
-	// set for 08:00 in Europe/Paris runs for a user in Paris), else the
-	// orchestrator's Config.Location.
+	// Default: nil, the Zone of the task's cron schedule when it names one
+	// (a task set for 08:00 in Europe/Paris runs for a user in Paris),
+	// else the orchestrator's Config.Location.
 	Location *time.Location
 }
 
@@ -31,16 +31,15 @@ type executor struct {
 	cfg Config
 }
 
-// New returns the executor that runs tasks through o, with the zero
-// Config. Register it under trigger.DefaultExecutor.
-func New(o *agent.Orchestrator) trigger.Executor {
-	return NewWithConfig(o, Config{})
-}
-
-// NewWithConfig returns the executor that runs tasks through o, with cfg.
-// It is safe for concurrent use.
-func NewWithConfig(o *agent.Orchestrator, cfg Config) trigger.Executor {
-	return &executor{o: o, cfg: cfg}
+// New returns the executor that runs tasks through o, configured by cfg
+// (the zero Config means the defaults); register it under
+// trigger.DefaultExecutor. It is safe for concurrent use. A nil o is an
+// error wrapping trigger.ErrInvalid.
+func New(o *agent.Orchestrator, cfg Config) (trigger.Executor, error) {
+	if o == nil {
+		return nil, fmt.Errorf("%w: agentexec: New needs an *agent.Orchestrator, got nil", trigger.ErrInvalid)
+	}
+	return &executor{o: o, cfg: cfg}, nil
 }
 
 // Execute runs one attempt of run.Task as an agent.Message (see the
@@ -151,7 +150,8 @@ func (x *executor) CheckTask(ctx context.Context, t *trigger.Task) error {
 //
 //	var link agentexec.Approvals
 //	o, _ := agent.NewOrchestrator(agent.Config{…, Hooks: agent.Hooks{Decided: link.Decided}})
-//	e, _ := trigger.New(trigger.Config{Executors: map[string]trigger.Executor{trigger.DefaultExecutor: agentexec.New(o)}})
+//	exec, _ := agentexec.New(o, agentexec.Config{})
+//	e, _ := trigger.New(trigger.Config{Executors: map[string]trigger.Executor{trigger.DefaultExecutor: exec}})
 //	link.Attach(e)
 //
 // Its zero value is ready to use; decisions taken before Attach are

@@ -64,7 +64,7 @@ func approvalSetupAt(t *testing.T, after string, now func() time.Time) (*agent.O
 	o := newOrch(t, model, nil, agent.Config{Agents: reg, Now: now, Hooks: agent.Hooks{Decided: link.Decided}})
 	n := &notes{}
 	e, err := trigger.New(trigger.Config{
-		Executors: map[string]trigger.Executor{trigger.DefaultExecutor: agentexec.New(o)},
+		Executors: map[string]trigger.Executor{trigger.DefaultExecutor: newExec(t, o, agentexec.Config{})},
 		Notifiers: map[string]trigger.Notifier{"chat": n},
 	})
 	if err != nil {

@@ -66,7 +66,7 @@ func waitingMailRun(t *testing.T, question string, after ...llmtest.Reply) (*age
 	o := newOrch(t, model, nil, agent.Config{Agents: reg, Now: time.Now, Hooks: agent.Hooks{Decided: link.Decided}})
 	n := &notes{}
 	e, err := trigger.New(trigger.Config{
-		Executors: map[string]trigger.Executor{trigger.DefaultExecutor: agentexec.New(o)},
+		Executors: map[string]trigger.Executor{trigger.DefaultExecutor: newExec(t, o, agentexec.Config{})},
 		Notifiers: map[string]trigger.Notifier{"chat": n},
 	})
 	if err != nil {

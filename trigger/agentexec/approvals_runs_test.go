@@ -36,7 +36,7 @@ func TestSecondRunClaimsFirstRunsApproval(t *testing.T) {
 	)
 	var link agentexec.Approvals
 	o := newOrch(t, model, nil, agent.Config{Agents: reg, Now: time.Now, Hooks: agent.Hooks{Decided: link.Decided}})
-	e, err := trigger.New(trigger.Config{Executors: map[string]trigger.Executor{trigger.DefaultExecutor: agentexec.New(o)}})
+	e, err := trigger.New(trigger.Config{Executors: map[string]trigger.Executor{trigger.DefaultExecutor: newExec(t, o, agentexec.Config{})}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestTriggerMessageDecidesPendingApproval(t *testing.T) {
 	})
 	var link agentexec.Approvals
 	o := newOrch(t, model, nil, agent.Config{Agents: reg, Now: time.Now, Hooks: agent.Hooks{Decided: link.Decided}})
-	e, err := trigger.New(trigger.Config{Executors: map[string]trigger.Executor{trigger.DefaultExecutor: agentexec.New(o)}})
+	e, err := trigger.New(trigger.Config{Executors: map[string]trigger.Executor{trigger.DefaultExecutor: newExec(t, o, agentexec.Config{})}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@
 // agent.Orchestrator. Package trigger does not import package agent; this
 // adapter imports both. Register it under trigger.DefaultExecutor:
 //
-//	exec := agentexec.New(orchestrator)
+//	exec, err := agentexec.New(orchestrator, agentexec.Config{}) // the zero Config: the defaults
 //	engine, err := trigger.New(trigger.Config{
 //		Executors: map[string]trigger.Executor{trigger.DefaultExecutor: exec},
 //	})
@@ -19,7 +19,7 @@
 // agent.SourceTrigger and TaskID the task's ID, and its Budget is the
 // task's Budget as it is (trigger.Budget and agent.Budget are both
 // budget.Limits; a zero field takes the orchestrator's
-// LoopConfig.Budget). Its time zone is NewWithConfig's Config.Location,
+// LoopConfig.Budget). Its time zone is New's Config.Location,
 // else the zone of the task's cron schedule, else the orchestrator's.
 //
 // Its text is the task's instruction, tagged with what fired it:
@@ -76,7 +76,8 @@
 //
 //	var link agentexec.Approvals
 //	o, _ := agent.NewOrchestrator(agent.Config{…, Hooks: agent.Hooks{Decided: link.Decided}})
-//	e, _ := trigger.New(trigger.Config{Executors: map[string]trigger.Executor{trigger.DefaultExecutor: agentexec.New(o)}})
+//	exec, _ := agentexec.New(o, agentexec.Config{})
+//	e, _ := trigger.New(trigger.Config{Executors: map[string]trigger.Executor{trigger.DefaultExecutor: exec}})
 //	link.Attach(e)
 //
 // The user hears the outcome once. When they decide in the chat (their

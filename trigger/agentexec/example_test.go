@@ -22,7 +22,11 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	exec := agentexec.New(o)
+	exec, err := agentexec.New(o, agentexec.Config{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	engine, err := trigger.New(trigger.Config{
 		Executors: map[string]trigger.Executor{trigger.DefaultExecutor: exec},
 		Clock:     triggertest.NewClock(time.Date(2026, 6, 1, 7, 0, 0, 0, time.UTC)),

@@ -27,7 +27,7 @@ func TestChainedTaskReadsPreviousOutputOnlyInItsBlock(t *testing.T) {
 		return llmtest.Text("Summary: one mail asks for money.")
 	})
 	o := newOrch(t, model, nil, agent.Config{})
-	e, err := trigger.New(trigger.Config{Executors: map[string]trigger.Executor{trigger.DefaultExecutor: agentexec.New(o)}})
+	e, err := trigger.New(trigger.Config{Executors: map[string]trigger.Executor{trigger.DefaultExecutor: newExec(t, o, agentexec.Config{})}})
 	if err != nil {
 		t.Fatal(err)
 	}

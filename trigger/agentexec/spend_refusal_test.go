@@ -32,7 +32,7 @@ func TestSpendRefusedDailyTaskStaysScheduled(t *testing.T) {
 	o := newOrch(t, model, nil, agent.Config{SpendGuard: g, Prices: agent.Prices{llmtest.ModelName: {InputPerMillion: 1, OutputPerMillion: 2}}})
 	clk := triggertest.NewClock(time.Date(2026, 6, 1, 7, 0, 0, 0, time.UTC))
 	e, err := trigger.New(trigger.Config{
-		Executors: map[string]trigger.Executor{trigger.DefaultExecutor: agentexec.New(o)},
+		Executors: map[string]trigger.Executor{trigger.DefaultExecutor: newExec(t, o, agentexec.Config{})},
 		Clock:     clk,
 		Logger:    slog.New(slog.DiscardHandler),
 	})
@@ -74,7 +74,7 @@ func TestSpendRefusedTaskDoesNotTellTheUserTheServiceFigures(t *testing.T) {
 	notes := make(chan trigger.Notification, 4)
 	clk := triggertest.NewClock(time.Date(2026, 6, 1, 7, 0, 0, 0, time.UTC))
 	e, err := trigger.New(trigger.Config{
-		Executors: map[string]trigger.Executor{trigger.DefaultExecutor: agentexec.New(o)},
+		Executors: map[string]trigger.Executor{trigger.DefaultExecutor: newExec(t, o, agentexec.Config{})},
 		Notifiers: map[string]trigger.Notifier{"chat": trigger.NotifierFunc(func(ctx context.Context, n trigger.Notification) error {
 			notes <- n
 			return nil

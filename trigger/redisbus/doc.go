@@ -8,14 +8,22 @@
 //	err = bus.Publish(ctx, trigger.Event{ID: "msg-1", TenantID: "acme", Source: "gmail", Type: "message.received"})
 //	err = bus.Subscribe(ctx, handle) // until ctx ends
 //
+// New takes the client the host already has, any redis.UniversalClient
+// (a *redis.Client, a *redis.ClusterClient, a failover client), and a
+// Config whose zero value means the documented defaults.
+//
 // # Namespaces
 //
 // A Bus belongs to one deployment: its Config.Namespace names it, and the
-// stream is named from it, "valet:" + Namespace + ":events" ([StreamFor];
-// [DefaultStream], "valet:events", when there is no namespace). Give it
-// the namespace of the engine's store — rivertrigger.Store.Namespace, the
-// PostgreSQL database and schema of its tasks — so production and staging
-// sharing one Redis read different streams: a shared stream and group
+// stream is named from it and Config.Prefix, Prefix + Namespace +
+// ":events" ([StreamFor]; Prefix + "events" when there is no namespace,
+// [DefaultStream], "valet:events", with the default prefix). Prefix is
+// the key prefix of pool/redispool too, DefaultPrefix ("valet:") by
+// default: an environment given its own prefix keeps all of valet's keys
+// apart in a shared Redis. Give the Bus the namespace of the engine's
+// store — rivertrigger.Store.Namespace, the PostgreSQL database and
+// schema of its tasks — so production and staging sharing one Redis read
+// different streams: a shared stream and group
 // would hand production's events to staging's engine, which would run
 // staging's tasks on them while production's never fire. trigger.New
 // refuses a Bus and a Store whose namespaces differ (the Bus implements

@@ -1,6 +1,7 @@
 package redisbus
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -19,10 +20,13 @@ import (
 
 // Defaults of a zero Config.
 const (
+	// DefaultPrefix starts the stream's key, as it starts every key of
+	// pool/redispool.
+	DefaultPrefix = "valet:"
 	// DefaultStream is the stream events are added to when Config sets
-	// neither Stream nor Namespace. With a Namespace it is
-	// "valet:" + Namespace + ":events" (StreamFor).
-	DefaultStream = "valet:events"
+	// neither Stream, Prefix nor Namespace: StreamFor("", ""). With a
+	// Namespace it is "valet:" + Namespace + ":events".
+	DefaultStream = DefaultPrefix + "events"
 	// DefaultGroup is the consumer group that reads them.
 	DefaultGroup = "valet-engine"
 	// DefaultMaxLen is about how many entries the stream keeps.
@@ -53,55 +57,97 @@ const DeadSuffix = ":dead"
 // field is the one field of an entry: the event as JSON.
 const field = "event"
 
-// Config configures a Bus. The zero value means the defaults.
+// Config configures a Bus. The zero value means the documented defaults.
 type Config struct {
+	// Block is how long one XREADGROUP waits for new entries, and so
+	// about how long Subscribe may take to return after its ctx ends
+	// (go-redis does not interrupt a blocked read unless the client sets
+	// ContextTimeoutEnabled). At least a millisecond.
+	// Default: DefaultBlock (2s).
+	Block time.Duration
+	// ClaimIdle is how long an entry stays pending before a consumer
+	// takes it with XAUTOCLAIM: the entry of a consumer that died, or
+	// whose handler failed. It must exceed the longest time a handler
+	// takes, or a slow handler's entry is delivered twice. At least a
+	// millisecond. Default: DefaultClaimIdle (1m).
+	ClaimIdle time.Duration
+	// Consumer names this Bus in the group. Two live Buses must not share
+	// a name. Default: the host name, the process id and a random suffix,
+	// unique per Bus.
+	Consumer string
+	// Count is how many entries one read or claim takes at most.
+	// Default: DefaultCount (10).
+	Count int64
+	// Group is the consumer group. Buses with the same Stream and Group
+	// share the events: each goes to one of them.
+	// Default: DefaultGroup ("valet-engine").
+	Group string
+	// Logger logs what Subscribe cannot return: Redis errors it retries,
+	// failed handlers, dead entries. Default: slog.Default().
+	Logger *slog.Logger
+	// MaxDeliveries is how many times an entry is delivered; when its
+	// last delivery fails, or an entry is claimed after it, it is
+	// acknowledged, logged and copied to the dead stream.
+	// Default: DefaultMaxDeliveries.
+	MaxDeliveries int64
+	// MaxLen is about how many entries the stream keeps: XADD trims it
+	// with MAXLEN ~, dropping the oldest entries first, acknowledged or
+	// not. Size it well above the backlog you expect. The dead stream is
+	// trimmed the same way. Default: DefaultMaxLen (100,000).
+	MaxLen int64
 	// Namespace names the deployment whose events the bus carries: give
 	// it the Store's (rivertrigger.Store.Namespace, its PostgreSQL
 	// database and schema), and the stream is named from it, so two
 	// environments sharing a Redis never read each other's events.
 	// trigger.New refuses a Bus and a Store whose namespaces differ
-	// (trigger.Namespaced), the default "" included. "": none.
+	// (trigger.Namespaced), the default "" included. Default: "", none.
 	Namespace string
-	// Stream is the stream's key. "": StreamFor(Namespace), that is
-	// "valet:" + Namespace + ":events", or DefaultStream when Namespace
-	// is "" too. Setting it chooses the stream apart from the namespace:
-	// keep it unique per deployment. Its dead entries go to Stream +
-	// DeadSuffix.
+	// Prefix starts the stream's key when Stream is "": the stream is
+	// Prefix + Namespace + ":events" (StreamFor), the same notion as
+	// pool/redispool's Config.Prefix, so one prefix per environment keeps
+	// all of valet's keys in a Redis apart. Default: DefaultPrefix
+	// ("valet:").
+	Prefix string
+	// Stream is the stream's key; setting it chooses the stream apart
+	// from Prefix and Namespace: keep it unique per deployment. Its dead
+	// entries go to Stream + DeadSuffix. Default: StreamFor(Prefix,
+	// Namespace), "valet:" + Namespace + ":events", or DefaultStream
+	// ("valet:events") when Namespace is "" too.
 	Stream string
-	// Group is the consumer group. "": DefaultGroup. Buses with the same
-	// Stream and Group share the events: each goes to one of them.
-	Group string
-	// Consumer names this Bus in the group. "": the host name, the
-	// process id and a random suffix, unique per Bus. Two live Buses
-	// must not share a name.
-	Consumer string
-	// MaxLen is about how many entries the stream keeps: XADD trims it
-	// with MAXLEN ~, dropping the oldest entries first, acknowledged or
-	// not. Size it well above the backlog you expect. 0: DefaultMaxLen.
-	// The dead stream is trimmed the same way.
-	MaxLen int64
-	// ClaimIdle is how long an entry stays pending before a consumer
-	// takes it with XAUTOCLAIM: the entry of a consumer that died, or
-	// whose handler failed. It must exceed the longest time a handler
-	// takes, or a slow handler's entry is delivered twice. 0:
-	// DefaultClaimIdle. At least a millisecond.
-	ClaimIdle time.Duration
-	// Block is how long one XREADGROUP waits for new entries, and so
-	// about how long Subscribe may take to return after its ctx ends
-	// (go-redis does not interrupt a blocked read unless the client sets
-	// ContextTimeoutEnabled). 0: DefaultBlock. At least a millisecond.
-	Block time.Duration
-	// Count is how many entries one read or claim takes at most. 0:
-	// DefaultCount.
-	Count int64
-	// MaxDeliveries is how many times an entry is delivered; when its
-	// last delivery fails, or an entry is claimed after it, it is
-	// acknowledged, logged and copied to the dead stream. 0:
-	// DefaultMaxDeliveries.
-	MaxDeliveries int64
-	// Logger logs what Subscribe cannot return: Redis errors it retries,
-	// failed handlers, dead entries. Nil: slog.Default().
-	Logger *slog.Logger
+}
+
+// withDefaults returns c with its defaults filled in, or an error
+// wrapping trigger.ErrInvalid naming the field it rejects.
+func (c Config) withDefaults() (Config, error) {
+	switch {
+	case c.MaxLen < 0:
+		return c, fmt.Errorf("%w: redisbus: negative MaxLen %d", trigger.ErrInvalid, c.MaxLen)
+	case c.ClaimIdle < 0 || (c.ClaimIdle > 0 && c.ClaimIdle < time.Millisecond):
+		return c, fmt.Errorf("%w: redisbus: ClaimIdle %v is under a millisecond", trigger.ErrInvalid, c.ClaimIdle)
+	case c.Block < 0 || (c.Block > 0 && c.Block < time.Millisecond):
+		return c, fmt.Errorf("%w: redisbus: Block %v is under a millisecond", trigger.ErrInvalid, c.Block)
+	case c.Count < 0:
+		return c, fmt.Errorf("%w: redisbus: negative Count %d", trigger.ErrInvalid, c.Count)
+	case c.MaxDeliveries < 0:
+		return c, fmt.Errorf("%w: redisbus: negative MaxDeliveries %d", trigger.ErrInvalid, c.MaxDeliveries)
+	}
+	c.Prefix = cmp.Or(c.Prefix, DefaultPrefix)
+	c.Stream = cmp.Or(c.Stream, StreamFor(c.Prefix, c.Namespace))
+	c.Group = cmp.Or(c.Group, DefaultGroup)
+	if c.Consumer == "" {
+		host, err := os.Hostname()
+		if err != nil || host == "" {
+			host = "host"
+		}
+		c.Consumer = host + "-" + strconv.Itoa(os.Getpid()) + "-" + rand.Text()[:8]
+	}
+	c.MaxLen = cmp.Or(c.MaxLen, DefaultMaxLen)
+	c.ClaimIdle = cmp.Or(c.ClaimIdle, DefaultClaimIdle)
+	c.Block = cmp.Or(c.Block, DefaultBlock)
+	c.Count = cmp.Or(c.Count, DefaultCount)
+	c.MaxDeliveries = cmp.Or(c.MaxDeliveries, DefaultMaxDeliveries)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	return c, nil
 }
 
 // Bus is a trigger.EventBus on a Redis stream read by a consumer group.
@@ -121,68 +167,33 @@ var (
 	_ trigger.Namespaced = (*Bus)(nil)
 )
 
-// New returns a Bus on rdb, a client the caller configured and closes.
-// It sends nothing to Redis yet. Requires Redis 6.2 or later.
+// New returns a Bus on rdb, a client the caller configured and closes
+// (any redis.UniversalClient), configured by cfg; the zero Config means
+// the defaults. It sends nothing to Redis yet. Requires Redis 6.2 or
+// later.
 func New(rdb redis.UniversalClient, cfg Config) (*Bus, error) {
 	if rdb == nil {
 		return nil, fmt.Errorf("%w: redisbus: New needs a redis.UniversalClient, got nil", trigger.ErrInvalid)
 	}
-	switch {
-	case cfg.MaxLen < 0:
-		return nil, fmt.Errorf("%w: redisbus: negative MaxLen %d", trigger.ErrInvalid, cfg.MaxLen)
-	case cfg.ClaimIdle < 0 || (cfg.ClaimIdle > 0 && cfg.ClaimIdle < time.Millisecond):
-		return nil, fmt.Errorf("%w: redisbus: ClaimIdle %v is under a millisecond", trigger.ErrInvalid, cfg.ClaimIdle)
-	case cfg.Block < 0 || (cfg.Block > 0 && cfg.Block < time.Millisecond):
-		return nil, fmt.Errorf("%w: redisbus: Block %v is under a millisecond", trigger.ErrInvalid, cfg.Block)
-	case cfg.Count < 0:
-		return nil, fmt.Errorf("%w: redisbus: negative Count %d", trigger.ErrInvalid, cfg.Count)
-	case cfg.MaxDeliveries < 0:
-		return nil, fmt.Errorf("%w: redisbus: negative MaxDeliveries %d", trigger.ErrInvalid, cfg.MaxDeliveries)
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
 	}
-	if cfg.Stream == "" {
-		cfg.Stream = StreamFor(cfg.Namespace)
-	}
-	if cfg.Group == "" {
-		cfg.Group = DefaultGroup
-	}
-	if cfg.Consumer == "" {
-		host, err := os.Hostname()
-		if err != nil || host == "" {
-			host = "host"
-		}
-		cfg.Consumer = host + "-" + strconv.Itoa(os.Getpid()) + "-" + rand.Text()[:8]
-	}
-	if cfg.MaxLen == 0 {
-		cfg.MaxLen = DefaultMaxLen
-	}
-	if cfg.ClaimIdle == 0 {
-		cfg.ClaimIdle = DefaultClaimIdle
-	}
-	if cfg.Block == 0 {
-		cfg.Block = DefaultBlock
-	}
-	if cfg.Count == 0 {
-		cfg.Count = DefaultCount
-	}
-	if cfg.MaxDeliveries == 0 {
-		cfg.MaxDeliveries = DefaultMaxDeliveries
-	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.Default()
-	}
+	log := cfg.Logger.With("stream", cfg.Stream, "group", cfg.Group, "consumer", cfg.Consumer)
 	cfg.Logger = nil
-	log = log.With("stream", cfg.Stream, "group", cfg.Group, "consumer", cfg.Consumer)
 	return &Bus{rdb: rdb, cfg: cfg, dead: cfg.Stream + DeadSuffix, log: log}, nil
 }
 
-// StreamFor returns the default stream of a Bus in namespace ns:
-// "valet:" + ns + ":events", or DefaultStream when ns is "".
-func StreamFor(ns string) string {
+// StreamFor returns the default stream of a Bus with key prefix prefix
+// ("" means DefaultPrefix) in namespace ns: prefix + ns + ":events", or
+// prefix + "events" when ns is "" (DefaultStream with the default
+// prefix).
+func StreamFor(prefix, ns string) string {
+	prefix = cmp.Or(prefix, DefaultPrefix)
 	if ns == "" {
-		return DefaultStream
+		return prefix + "events"
 	}
-	return "valet:" + ns + ":events"
+	return prefix + ns + ":events"
 }
 
 // Namespace implements trigger.Namespaced: Config.Namespace.

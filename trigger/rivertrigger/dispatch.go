@@ -179,8 +179,8 @@ func (s *Store) cancelStale(ctx context.Context, job *river.Job[runArgs], stale 
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		var status string
 		var next *time.Time
-		err := tx.QueryRow(ctx, `SELECT status, next_run FROM valet_trigger_tasks
-			WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, job.Args.TenantID, job.Args.TaskID).Scan(&status, &next)
+		err := tx.QueryRow(ctx, s.sql(`SELECT status, next_run FROM {tasks}
+			WHERE tenant_id = $1 AND id = $2 FOR UPDATE`), job.Args.TenantID, job.Args.TaskID).Scan(&status, &next)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
@@ -192,9 +192,9 @@ func (s *Store) cancelStale(ctx context.Context, job *river.Job[runArgs], stale 
 		// own; finalizing it here, under the task's lock, frees its
 		// unique key before a Resume can look for it. River's own update
 		// later finds it no longer running and leaves it.
-		_, err = tx.Exec(ctx, `UPDATE river_job SET state = 'cancelled', finalized_at = now(),
+		_, err = tx.Exec(ctx, s.sql(`UPDATE {river_job} SET state = 'cancelled', finalized_at = now(),
 			errors = array_append(errors, jsonb_build_object('at', now(), 'attempt', attempt, 'error', $2::text))
-			WHERE id = $1 AND state = 'running'`, job.ID, stale.Error())
+			WHERE id = $1 AND state = 'running'`), job.ID, stale.Error())
 		return err
 	})
 	if err != nil {
@@ -300,11 +300,11 @@ func (s *Store) reconcileOnce(ctx context.Context, h trigger.DueHandler, since t
 	newest := since
 	afterAt, afterID := since.Add(-reconcileOverlap), int64(0)
 	for {
-		rows, err := s.pool.Query(ctx, `SELECT id, args, attempt, max_attempts, finalized_at, created_at,
+		rows, err := s.pool.Query(ctx, s.sql(`SELECT id, args, attempt, max_attempts, finalized_at, created_at,
 				coalesce(errors[array_upper(errors, 1)]->>'error', '')
-			FROM river_job
+			FROM {river_job}
 			WHERE kind = $1 AND queue = $2 AND state = 'discarded' AND (finalized_at, id) > ($3, $4)
-			ORDER BY finalized_at, id LIMIT $5`, JobKind, s.cfg.Queue, afterAt, afterID, reconcilePage)
+			ORDER BY finalized_at, id LIMIT $5`), JobKind, s.cfg.Queue, afterAt, afterID, reconcilePage)
 		if err != nil {
 			return newest, err
 		}

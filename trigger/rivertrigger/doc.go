@@ -2,34 +2,49 @@
 // through River (github.com/riverqueue/river), so that any number of
 // engine replicas share them durably.
 //
-//	store, err := rivertrigger.New(pool, rivertrigger.Config{})
+//	store, err := rivertrigger.New(pool, rivertrigger.Config{Schema: "valet"}) // zero fields: the defaults
 //	if err := store.Migrate(ctx); err != nil { … }
 //	bus, err := redisbus.New(rdb, redisbus.Config{Namespace: store.Namespace()})
 //	engine, err := trigger.New(trigger.Config{Store: store, Bus: bus, Executors: executors})
 //	go engine.Run(ctx) // River works the runs until ctx ends
 //
+// New takes the pool the host already has and a [Config] whose zero value
+// means the documented defaults.
+//
+// # Schema
+//
+// Config.Schema chooses the schema valet's tables and River's live in,
+// as it does for every PostgreSQL backend of valet (memory/pgmemory,
+// credentials/pgstore): it is passed to River (river.Config.Schema, and
+// its migrations), and valet's queries name their tables in it, so
+// stores in two schemas of one database keep their tasks, runs and River
+// jobs apart on the same pool, whatever its search_path. The schema must
+// exist before Migrate. "" (the default) is the connection's search_path.
+//
 // # Namespace
 //
 // A Store names the deployment its tasks belong to ([Store.Namespace],
 // trigger.Namespaced): Config.Namespace, by default "database/schema",
-// the pool's database and the first schema of the search_path its
-// connection string sets, as a parameter or in its options ("-c
-// search_path=…"; "public" when none). An event bus must belong
-// to the same one: trigger.New refuses a Store and a Bus whose namespaces
-// differ (ErrInvalid), so an engine on staging's tables cannot read
-// production's events. A redisbus.Bus given the store's namespace names
-// its stream from it, "valet:database/schema:events". The server is not
-// part of it: set Config.Namespace when deployments sharing a Redis use
-// databases of the same name on different servers, when the schema is
-// chosen otherwise (a role's default search_path, SET in AfterConnect),
-// or to name the deployment yourself.
+// the pool's database and Config.Schema, or when that is "" the first
+// schema of the search_path its connection string sets, as a parameter or
+// in its options ("-c search_path=…"; "public" when none). An event bus
+// must belong to the same one: trigger.New refuses a Store and a Bus whose
+// namespaces differ (ErrInvalid), so an engine on staging's tables cannot
+// read production's events. A redisbus.Bus given the store's namespace
+// names its stream from it and its key prefix,
+// "valet:database/schema:events" by default. The server is not part of
+// it: set Config.Namespace when deployments sharing a Redis use databases
+// of the same name on different servers, when the schema is chosen
+// otherwise (a role's default search_path, SET in AfterConnect), or to
+// name the deployment yourself.
 //
 // # Tables
 //
 // Task definitions and run histories live in valet's tables,
 // valet_trigger_tasks and valet_trigger_runs, beside River's (river_job
-// and the others). [Store.Migrate] creates both, River's migrations
-// included, under an advisory lock: run it at start from every process. Times are kept to the microsecond, in UTC.
+// and the others), in Config.Schema. [Store.Migrate] creates both,
+// River's migrations included, under an advisory lock: run it at start
+// from every process. Times are kept to the microsecond, in UTC.
 //
 // # Runs as River jobs
 //

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,67 +47,115 @@ const (
 	migrateLock = int64(0x76616c6574747267) // "valettrg"
 )
 
-// Config configures a Store. Its zero value is ready to use.
+// Config configures a Store. The zero value means the documented
+// defaults.
 type Config struct {
-	// Queue is the River queue the runs go through. Default DefaultQueue.
-	// Engines that share a database and a queue share the runs.
-	Queue string
-	// MaxWorkers is how many runs this process executes at once: River's
-	// worker cap on the queue. Default trigger.DefaultMaxConcurrent.
-	// Keep the engine's MaxConcurrent at least as large: a run waits for
-	// one of its slots too.
-	MaxWorkers int
+	// Clock gives CreatedAt and UpdatedAt. River keeps the database's
+	// time for its jobs. Default: trigger.SystemClock.
+	Clock trigger.Clock
+	// FetchCooldown is River's least time between two fetches of runs.
+	// Default: River's, 100ms.
+	FetchCooldown time.Duration
+	// FetchPollInterval is River's: how often a worker polls for runs
+	// when PostgreSQL's notifications do not wake it.
+	// Default: River's, 1s.
+	FetchPollInterval time.Duration
 	// JobTimeout is how long River lets a run go on before it cancels
 	// it. Set it above the longest run: the engine's RunTimeout and every
 	// task's Budget.MaxWall plus trigger.WallGrace (Create and Update
-	// refuse a task whose MaxWall reaches it). Default DefaultJobTimeout.
+	// refuse a task whose MaxWall reaches it).
+	// Default: DefaultJobTimeout (15m).
 	JobTimeout time.Duration
-	// RescueStuckJobsAfter is how long after its start River takes a run
-	// for one whose worker died, and runs it again (River has no
-	// heartbeats). It must exceed JobTimeout. Default
-	// DefaultRescueStuckJobsAfter, or JobTimeout plus an hour when that is
-	// later.
-	RescueStuckJobsAfter time.Duration
-	// FetchPollInterval and FetchCooldown are River's: how often a worker
-	// polls for runs when PostgreSQL's notifications do not wake it, and
-	// the least time between two fetches. Zero: River's defaults (1 s,
-	// 100 ms).
-	FetchPollInterval, FetchCooldown time.Duration
-	// ReconcileInterval is how often Dispatch looks for runs River
-	// discarded without valet recording their end. Default
-	// DefaultReconcileInterval.
-	ReconcileInterval time.Duration
-	// MaxRuns is how many runs the history keeps per task, the newest.
-	// Default trigger.DefaultMaxRuns.
-	MaxRuns int
-	// Clock gives CreatedAt and UpdatedAt. Nil: trigger.SystemClock.
-	// River keeps the database's time for its jobs.
-	Clock trigger.Clock
 	// Logger receives what the dispatcher cannot return, and River's own
-	// logs at warning level and above. Nil: slog.Default().
+	// logs at warning level and above. Default: slog.Default().
 	Logger *slog.Logger
+	// MaxRuns is how many runs the history keeps per task, the newest.
+	// Default: trigger.DefaultMaxRuns.
+	MaxRuns int
+	// MaxWorkers is how many runs this process executes at once: River's
+	// worker cap on the queue. Keep the engine's MaxConcurrent at least
+	// as large: a run waits for one of its slots too.
+	// Default: trigger.DefaultMaxConcurrent.
+	MaxWorkers int
 	// Namespace names the deployment the tasks belong to (Store.Namespace,
 	// trigger.Namespaced): give the same to the event bus
 	// (redisbus.Config{Namespace: store.Namespace()}), which names its
 	// stream from it; trigger.New refuses a bus of another namespace.
-	// "": the pool's database and schema, "database/schema", the schema
-	// being the first of the search_path the pool's connection string
-	// sets, as a search_path parameter or in its options parameter ("-c
-	// search_path=…"), "public" when it sets none. The server is not part
-	// of it: set it when two deployments use databases of the same name on
-	// different servers, and when the schema is chosen otherwise (a role's
-	// default search_path, "$user", SET in AfterConnect).
+	// Set it when two deployments use databases of the same name on
+	// different servers (Engine.Run refuses the second to claim a stream,
+	// see trigger.NamespaceClaimer), and when the schema is chosen
+	// otherwise than by Schema or the connection string (a role's default
+	// search_path, "$user", SET in AfterConnect). Default: the pool's
+	// database and schema, "database/schema", the schema being Schema,
+	// else the first of the search_path the pool's connection string sets
+	// (a search_path parameter, or "-c search_path=…" in its options
+	// parameter), else "public".
 	Namespace string
+	// Queue is the River queue the runs go through. Engines that share a
+	// database, a schema and a queue share the runs.
+	// Default: DefaultQueue ("valet_trigger").
+	Queue string
+	// ReconcileInterval is how often Dispatch looks for runs River
+	// discarded without valet recording their end.
+	// Default: DefaultReconcileInterval (1m).
+	ReconcileInterval time.Duration
+	// RescueStuckJobsAfter is how long after its start River takes a run
+	// for one whose worker died, and runs it again (River has no
+	// heartbeats). It must exceed JobTimeout.
+	// Default: DefaultRescueStuckJobsAfter (1h), or JobTimeout plus an
+	// hour when that is later.
+	RescueStuckJobsAfter time.Duration
+	// Schema holds valet's tables and River's (river.Config.Schema; Migrate
+	// creates both there): stores in different schemas of one database
+	// keep apart, their tasks, runs and River jobs alike, whatever the
+	// connection's search_path. The schema must exist. Default: "", the
+	// connection's search_path.
+	Schema string
+}
+
+// withDefaults returns c with its defaults filled in, or an error
+// wrapping trigger.ErrInvalid naming what it rejects. conn is the pool's
+// connection config, which the default Namespace is read from.
+func (c Config) withDefaults(conn pgconn.Config) (Config, error) {
+	if c.MaxWorkers < 0 || c.JobTimeout < 0 || c.RescueStuckJobsAfter < 0 || c.FetchPollInterval < 0 ||
+		c.FetchCooldown < 0 || c.ReconcileInterval < 0 || c.MaxRuns < 0 {
+		return c, fmt.Errorf("%w: rivertrigger: negative setting in %+v", trigger.ErrInvalid, c)
+	}
+	if err := checkSchema(c.Schema); err != nil {
+		return c, err
+	}
+	c.Queue = cmp.Or(c.Queue, DefaultQueue)
+	c.MaxWorkers = cmp.Or(c.MaxWorkers, trigger.DefaultMaxConcurrent)
+	c.JobTimeout = cmp.Or(c.JobTimeout, DefaultJobTimeout)
+	if c.RescueStuckJobsAfter == 0 {
+		c.RescueStuckJobsAfter = max(DefaultRescueStuckJobsAfter, c.JobTimeout+time.Hour)
+	}
+	if c.RescueStuckJobsAfter <= c.JobTimeout {
+		return c, fmt.Errorf("%w: rivertrigger: RescueStuckJobsAfter %s is not above JobTimeout %s",
+			trigger.ErrInvalid, c.RescueStuckJobsAfter, c.JobTimeout)
+	}
+	c.ReconcileInterval = cmp.Or(c.ReconcileInterval, DefaultReconcileInterval)
+	c.MaxRuns = cmp.Or(c.MaxRuns, trigger.DefaultMaxRuns)
+	if c.Clock == nil {
+		c.Clock = trigger.SystemClock{}
+	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	if c.Namespace == "" {
+		c.Namespace = namespaceOf(conn, c.Schema)
+	}
+	return c, nil
 }
 
 // Store is a trigger.Store and trigger.Dispatcher on PostgreSQL through
 // River. It is safe for concurrent use, also by several processes on the
 // same database.
 type Store struct {
-	pool   *pgxpool.Pool
-	client *river.Client[pgx.Tx]
-	cfg    Config
-	log    *slog.Logger
+	pool     *pgxpool.Pool
+	client   *river.Client[pgx.Tx]
+	cfg      Config
+	log      *slog.Logger
+	riverLog *slog.Logger
+	names    *strings.Replacer // {tasks}, {runs}, {river_job}: the tables in cfg.Schema
 
 	handler    atomic.Pointer[trigger.DueHandler]
 	dispatchMu sync.Mutex
@@ -123,36 +172,26 @@ var (
 // processes) before the first use.
 func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if pool == nil {
-		return nil, errors.New("rivertrigger: New needs a *pgxpool.Pool, got nil")
+		return nil, fmt.Errorf("%w: rivertrigger: New needs a *pgxpool.Pool, got nil", trigger.ErrInvalid)
 	}
-	if cfg.MaxWorkers < 0 || cfg.JobTimeout < 0 || cfg.RescueStuckJobsAfter < 0 || cfg.FetchPollInterval < 0 ||
-		cfg.FetchCooldown < 0 || cfg.ReconcileInterval < 0 || cfg.MaxRuns < 0 {
-		return nil, fmt.Errorf("%w: rivertrigger: negative setting in %+v", trigger.ErrInvalid, cfg)
+	cfg, err := cfg.withDefaults(pool.Config().ConnConfig.Config)
+	if err != nil {
+		return nil, err
 	}
-	cfg.Queue = cmp.Or(cfg.Queue, DefaultQueue)
-	cfg.MaxWorkers = cmp.Or(cfg.MaxWorkers, trigger.DefaultMaxConcurrent)
-	cfg.JobTimeout = cmp.Or(cfg.JobTimeout, DefaultJobTimeout)
-	if cfg.RescueStuckJobsAfter == 0 {
-		cfg.RescueStuckJobsAfter = max(DefaultRescueStuckJobsAfter, cfg.JobTimeout+time.Hour)
+	s := &Store{pool: pool, cfg: cfg, log: cfg.Logger}
+	s.riverLog = slog.New(levelHandler{s.log.Handler(), slog.LevelWarn})
+	table := func(name string) string {
+		if cfg.Schema == "" {
+			return pgx.Identifier{name}.Sanitize()
+		}
+		return pgx.Identifier{cfg.Schema, name}.Sanitize()
 	}
-	if cfg.RescueStuckJobsAfter <= cfg.JobTimeout {
-		return nil, fmt.Errorf("%w: rivertrigger: RescueStuckJobsAfter %s is not above JobTimeout %s",
-			trigger.ErrInvalid, cfg.RescueStuckJobsAfter, cfg.JobTimeout)
-	}
-	cfg.ReconcileInterval = cmp.Or(cfg.ReconcileInterval, DefaultReconcileInterval)
-	cfg.MaxRuns = cmp.Or(cfg.MaxRuns, trigger.DefaultMaxRuns)
-	if cfg.Clock == nil {
-		cfg.Clock = trigger.SystemClock{}
-	}
-	if cfg.Namespace == "" {
-		cfg.Namespace = namespaceOf(pool.Config().ConnConfig.Config)
-	}
-	s := &Store{pool: pool, cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default())}
+	s.names = strings.NewReplacer("{tasks}", table("valet_trigger_tasks"), "{runs}", table("valet_trigger_runs"),
+		"{river_job}", table("river_job"))
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, &worker{s: s}); err != nil {
 		return nil, fmt.Errorf("rivertrigger: %w", err)
 	}
-	riverLog := slog.New(levelHandler{s.log.Handler(), slog.LevelWarn})
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		Queues:               map[string]river.QueueConfig{cfg.Queue: {MaxWorkers: cfg.MaxWorkers}},
 		Workers:              workers,
@@ -160,7 +199,8 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 		JobTimeout:           cfg.JobTimeout,
 		FetchPollInterval:    cfg.FetchPollInterval,
 		FetchCooldown:        cfg.FetchCooldown,
-		Logger:               riverLog,
+		Logger:               s.riverLog,
+		Schema:               cfg.Schema,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("rivertrigger: %w", err)
@@ -168,6 +208,10 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	s.client = client
 	return s, nil
 }
+
+// sql returns query on the Store's tables: {tasks}, {runs} and
+// {river_job} become their names, qualified by Config.Schema when set.
+func (s *Store) sql(query string) string { return s.names.Replace(query) }
 
 // Client returns the River client, for inspecting jobs (JobList) or
 // subscribing to River's events. Do not start or stop it: Dispatch does.
@@ -198,7 +242,7 @@ func (s *Store) migrate(ctx context.Context) error {
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, migrateLock); err != nil {
 		return err
 	}
-	m, err := rivermigrate.New(riverpgxv5.New(s.pool), nil)
+	m, err := rivermigrate.New(riverpgxv5.New(s.pool), &rivermigrate.Config{Logger: s.riverLog, Schema: s.cfg.Schema})
 	if err != nil {
 		return err
 	}
@@ -210,16 +254,18 @@ func (s *Store) migrate(ctx context.Context) error {
 		return err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	for _, q := range schema {
-		if _, err := tx.Exec(ctx, q); err != nil {
+	for _, q := range tables {
+		if _, err := tx.Exec(ctx, s.sql(q)); err != nil {
 			return err
 		}
 	}
 	return tx.Commit(ctx)
 }
 
-var schema = []string{
-	`CREATE TABLE IF NOT EXISTS valet_trigger_tasks (
+// tables are the statements that create valet's tables, on the names
+// of s.sql.
+var tables = []string{
+	`CREATE TABLE IF NOT EXISTS {tasks} (
 		tenant_id  text        NOT NULL,
 		id         text        NOT NULL,
 		status     text        NOT NULL,
@@ -231,18 +277,18 @@ var schema = []string{
 		PRIMARY KEY (tenant_id, id)
 	)`,
 	`CREATE INDEX IF NOT EXISTS valet_trigger_tasks_due
-		ON valet_trigger_tasks (next_run, priority DESC, tenant_id, id)
+		ON {tasks} (next_run, priority DESC, tenant_id, id)
 		WHERE status = 'ACTIVE' AND next_run IS NOT NULL`,
-	`CREATE TABLE IF NOT EXISTS valet_trigger_runs (
+	`CREATE TABLE IF NOT EXISTS {runs} (
 		tenant_id text   NOT NULL,
 		task_id   text   NOT NULL,
 		id        text   NOT NULL,
 		seq       bigserial,
 		run       json   NOT NULL,
 		PRIMARY KEY (tenant_id, task_id, id),
-		FOREIGN KEY (tenant_id, task_id) REFERENCES valet_trigger_tasks (tenant_id, id) ON DELETE CASCADE
+		FOREIGN KEY (tenant_id, task_id) REFERENCES {tasks} (tenant_id, id) ON DELETE CASCADE
 	)`,
-	`CREATE INDEX IF NOT EXISTS valet_trigger_runs_seq ON valet_trigger_runs (tenant_id, task_id, seq DESC)`,
+	`CREATE INDEX IF NOT EXISTS valet_trigger_runs_seq ON {runs} (tenant_id, task_id, seq DESC)`,
 }
 
 // pgTime is t as PostgreSQL keeps it: UTC, to the microsecond.
@@ -303,9 +349,9 @@ func (s *Store) Create(ctx context.Context, t *trigger.Task) error {
 		return fmt.Errorf("rivertrigger: create: %w", err)
 	}
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `INSERT INTO valet_trigger_tasks
+		tag, err := tx.Exec(ctx, s.sql(`INSERT INTO {tasks}
 			(tenant_id, id, status, next_run, priority, revision, created_at, task)
-			VALUES ($1, $2, $3, $4, $5, 1, $6, $7) ON CONFLICT DO NOTHING`,
+			VALUES ($1, $2, $3, $4, $5, 1, $6, $7) ON CONFLICT DO NOTHING`),
 			c.TenantID, c.ID, string(c.Status), nullTime(c.NextRun), c.Priority, c.CreatedAt, string(data))
 		if err != nil {
 			return err
@@ -325,7 +371,7 @@ func (s *Store) Create(ctx context.Context, t *trigger.Task) error {
 // Get implements [trigger.Store.Get].
 func (s *Store) Get(ctx context.Context, tenantID, id string) (*trigger.Task, error) {
 	var data []byte
-	err := s.pool.QueryRow(ctx, `SELECT task FROM valet_trigger_tasks WHERE tenant_id = $1 AND id = $2`,
+	err := s.pool.QueryRow(ctx, s.sql(`SELECT task FROM {tasks} WHERE tenant_id = $1 AND id = $2`),
 		tenantID, id).Scan(&data)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%w: tenant %q, task %q", trigger.ErrNotFound, tenantID, id)
@@ -353,9 +399,9 @@ func (s *Store) List(ctx context.Context, tenantID string, statuses ...trigger.S
 		}
 		sts = append(sts, string(st))
 	}
-	rows, err := s.pool.Query(ctx, `SELECT task FROM valet_trigger_tasks
+	rows, err := s.pool.Query(ctx, s.sql(`SELECT task FROM {tasks}
 		WHERE tenant_id = $1 AND ($2::text[] IS NULL OR status = ANY($2))
-		ORDER BY created_at, id`, tenantID, sts)
+		ORDER BY created_at, id`), tenantID, sts)
 	if err != nil {
 		return nil, s.fail(ctx, "list", err)
 	}
@@ -420,8 +466,8 @@ func (s *Store) update(ctx context.Context, op string, t *trigger.Task, also fun
 		var created time.Time
 		var status string
 		var next *time.Time
-		err := tx.QueryRow(ctx, `SELECT revision, created_at, status, next_run FROM valet_trigger_tasks
-			WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, c.TenantID, c.ID).Scan(&rev, &created, &status, &next)
+		err := tx.QueryRow(ctx, s.sql(`SELECT revision, created_at, status, next_run FROM {tasks}
+			WHERE tenant_id = $1 AND id = $2 FOR UPDATE`), c.TenantID, c.ID).Scan(&rev, &created, &status, &next)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("%w: tenant %q, task %q", trigger.ErrNotFound, c.TenantID, c.ID)
 		}
@@ -438,9 +484,9 @@ func (s *Store) update(ctx context.Context, op string, t *trigger.Task, also fun
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `UPDATE valet_trigger_tasks
+		if _, err := tx.Exec(ctx, s.sql(`UPDATE {tasks}
 			SET status = $3, next_run = $4, priority = $5, revision = $6, task = $7
-			WHERE tenant_id = $1 AND id = $2`,
+			WHERE tenant_id = $1 AND id = $2`),
 			c.TenantID, c.ID, string(c.Status), nullTime(c.NextRun), c.Priority, c.Revision, string(data)); err != nil {
 			return err
 		}
@@ -464,7 +510,7 @@ func (s *Store) update(ctx context.Context, op string, t *trigger.Task, also fun
 // Delete implements [trigger.Store.Delete]. A queued run of the task is
 // dropped when it comes up.
 func (s *Store) Delete(ctx context.Context, tenantID, id string) error {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM valet_trigger_tasks WHERE tenant_id = $1 AND id = $2`, tenantID, id)
+	tag, err := s.pool.Exec(ctx, s.sql(`DELETE FROM {tasks} WHERE tenant_id = $1 AND id = $2`), tenantID, id)
 	if err != nil {
 		return s.fail(ctx, "delete", err)
 	}
@@ -486,8 +532,8 @@ func (s *Store) AddRun(ctx context.Context, r trigger.Run) error {
 		return fmt.Errorf("rivertrigger: add run: %w", err)
 	}
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `INSERT INTO valet_trigger_runs (tenant_id, task_id, id, run)
-			VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`, r.TenantID, r.TaskID, r.ID, string(data))
+		tag, err := tx.Exec(ctx, s.sql(`INSERT INTO {runs} (tenant_id, task_id, id, run)
+			VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`), r.TenantID, r.TaskID, r.ID, string(data))
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23503" { // foreign_key_violation
 			return fmt.Errorf("%w: tenant %q, task %q", trigger.ErrNotFound, r.TenantID, r.TaskID)
@@ -498,9 +544,9 @@ func (s *Store) AddRun(ctx context.Context, r trigger.Run) error {
 		if tag.RowsAffected() == 0 {
 			return fmt.Errorf("%w: tenant %q, task %q: run %q exists", trigger.ErrConflict, r.TenantID, r.TaskID, r.ID)
 		}
-		_, err = tx.Exec(ctx, `DELETE FROM valet_trigger_runs WHERE tenant_id = $1 AND task_id = $2 AND seq <= (
-			SELECT seq FROM valet_trigger_runs WHERE tenant_id = $1 AND task_id = $2
-			ORDER BY seq DESC OFFSET $3 LIMIT 1)`, r.TenantID, r.TaskID, s.cfg.MaxRuns)
+		_, err = tx.Exec(ctx, s.sql(`DELETE FROM {runs} WHERE tenant_id = $1 AND task_id = $2 AND seq <= (
+			SELECT seq FROM {runs} WHERE tenant_id = $1 AND task_id = $2
+			ORDER BY seq DESC OFFSET $3 LIMIT 1)`), r.TenantID, r.TaskID, s.cfg.MaxRuns)
 		return err
 	})
 	return s.fail(ctx, "add run", err)
@@ -524,8 +570,8 @@ func (s *Store) updateRun(ctx context.Context, db execer, r trigger.Run) error {
 	if err != nil {
 		return err
 	}
-	tag, err := db.Exec(ctx, `UPDATE valet_trigger_runs SET run = $4
-		WHERE tenant_id = $1 AND task_id = $2 AND id = $3`, r.TenantID, r.TaskID, r.ID, string(data))
+	tag, err := db.Exec(ctx, s.sql(`UPDATE {runs} SET run = $4
+		WHERE tenant_id = $1 AND task_id = $2 AND id = $3`), r.TenantID, r.TaskID, r.ID, string(data))
 	if err != nil {
 		return err
 	}
@@ -541,7 +587,7 @@ func (s *Store) Runs(ctx context.Context, tenantID, taskID string, limit int) ([
 		return nil, fmt.Errorf("%w: negative limit %d", trigger.ErrInvalid, limit)
 	}
 	var exists bool
-	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM valet_trigger_tasks WHERE tenant_id = $1 AND id = $2)`,
+	if err := s.pool.QueryRow(ctx, s.sql(`SELECT EXISTS (SELECT 1 FROM {tasks} WHERE tenant_id = $1 AND id = $2)`),
 		tenantID, taskID).Scan(&exists); err != nil {
 		return nil, s.fail(ctx, "runs", err)
 	}
@@ -552,8 +598,8 @@ func (s *Store) Runs(ctx context.Context, tenantID, taskID string, limit int) ([
 	if limit > 0 {
 		lim = &limit
 	}
-	rows, err := s.pool.Query(ctx, `SELECT run FROM valet_trigger_runs WHERE tenant_id = $1 AND task_id = $2
-		ORDER BY seq DESC LIMIT $3`, tenantID, taskID, lim)
+	rows, err := s.pool.Query(ctx, s.sql(`SELECT run FROM {runs} WHERE tenant_id = $1 AND task_id = $2
+		ORDER BY seq DESC LIMIT $3`), tenantID, taskID, lim)
 	if err != nil {
 		return nil, s.fail(ctx, "runs", err)
 	}
@@ -576,9 +622,9 @@ func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]*trigger.T
 	if limit <= 0 {
 		return nil, fmt.Errorf("%w: limit %d is not positive", trigger.ErrInvalid, limit)
 	}
-	rows, err := s.pool.Query(ctx, `SELECT task FROM valet_trigger_tasks
+	rows, err := s.pool.Query(ctx, s.sql(`SELECT task FROM {tasks}
 		WHERE status = 'ACTIVE' AND next_run IS NOT NULL AND next_run <= $1
-		ORDER BY next_run, priority DESC, tenant_id, id LIMIT $2`, now, limit)
+		ORDER BY next_run, priority DESC, tenant_id, id LIMIT $2`), now, limit)
 	if err != nil {
 		return nil, s.fail(ctx, "due", err)
 	}
