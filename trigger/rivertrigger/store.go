@@ -174,8 +174,9 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 func (s *Store) Client() *river.Client[pgx.Tx] { return s.client }
 
 // Migrate brings River's tables to the version this River release needs
-// and creates valet's tables (valet_trigger_tasks, valet_trigger_runs) if
-// they do not exist, holding a session advisory lock throughout, so that
+// and creates valet's tables (valet_trigger_tasks, valet_trigger_runs,
+// and valet_trigger_instance with its instance id: InstanceID) if they do
+// not exist, holding a session advisory lock throughout, so that
 // several processes may run it at once. River applies its migrations one
 // transaction each (some cannot share one).
 func (s *Store) Migrate(ctx context.Context) error {
@@ -214,6 +215,9 @@ func (s *Store) migrate(ctx context.Context) error {
 		if _, err := tx.Exec(ctx, q); err != nil {
 			return err
 		}
+	}
+	if err := migrateInstance(ctx, tx); err != nil {
+		return err
 	}
 	return tx.Commit(ctx)
 }
