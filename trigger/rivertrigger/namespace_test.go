@@ -99,7 +99,7 @@ func TestTwoEnvironmentsShareRedis(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { rdb.Del(context.Background(), bus.Stream(), bus.DeadStream()) })
+		t.Cleanup(func() { rdb.Del(context.Background(), bus.Stream(), bus.DeadStream(), bus.OwnerKey()) })
 		e, err := trigger.New(trigger.Config{Store: s, Bus: bus, MaxConcurrent: 4,
 			Executors: map[string]trigger.Executor{trigger.DefaultExecutor: trigger.ExecutorFunc(
 				func(context.Context, trigger.ExecRun) (trigger.ExecResult, error) {
