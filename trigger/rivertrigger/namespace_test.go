@@ -84,7 +84,7 @@ func TestTwoEnvironmentsShareRedis(t *testing.T) {
 		t.Fatal(err)
 	}
 	rdb := redis.NewClient(ro)
-	defer rdb.Close()
+	t.Cleanup(func() { _ = rdb.Close() }) // after the engines stop and their keys are deleted
 	ctx := context.Background()
 	type env struct {
 		e     *trigger.Engine
