@@ -121,7 +121,16 @@
 // what it cannot return (failed runs, notifiers, stores). A Store and a
 // Bus that report their deployment ([Namespaced]: rivertrigger's
 // database and schema, redisbus's Namespace) must report the same one, or
-// New refuses them with ErrInvalid. A nil Logger
+// New refuses them with ErrInvalid. Namespaces of two deployments may
+// still collide (databases of one name on two servers sharing a Redis),
+// so [Engine.Run], before it starts, has a Store that identifies its data
+// ([InstanceIdentifier]: rivertrigger's instance id, made by Migrate)
+// claim its namespace on a Bus that takes claims ([NamespaceClaimer]:
+// redisbus records the owner beside its stream): the first data to claim
+// owns the bus, and Run on other data returns the refusal (ErrInvalid)
+// and runs nothing; one database reached by several host names is one
+// owner. A Store or a Bus without the interface claims nothing (the
+// in-memory ones). A nil Logger
 // means slog.Default(), here and in every valet package (MemoryBus,
 // rivertrigger, redisbus, redispool, agent). Every method takes
 // the tenant id; a task of another tenant is [ErrNotFound].

@@ -341,11 +341,22 @@ func (e *Engine) busy() int {
 // runs under way, whose contexts are cancelled, have returned (an error
 // when the Dispatcher cannot start). One Run at a time: a second
 // concurrent call returns an error.
+//
+// Before it starts, a Store that implements InstanceIdentifier claims its
+// namespace on a Bus that implements NamespaceClaimer: when other data
+// owns the bus (ErrInvalid), or the claim cannot be made, Run returns the
+// error and runs nothing.
 func (e *Engine) Run(ctx context.Context) error {
 	if !e.started.CompareAndSwap(false, true) {
 		return errors.New("trigger: Engine.Run is already running")
 	}
 	defer e.started.Store(false)
+	if err := e.claimNamespace(ctx); err != nil { // before anything runs: see NamespaceClaimer
+		if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
+			return nil
+		}
+		return err
+	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	sctx, stopEvents := context.WithCancel(ctx)

@@ -181,7 +181,7 @@ func TestLiveTwoProcesses(t *testing.T) {
 		}
 		rdb := redis.NewClient(ro)
 		defer rdb.Close()
-		rdb.Del(context.Background(), stream, stream+":dead")
+		rdb.Del(context.Background(), stream, stream+":dead", stream+":owner")
 	})
 
 	// A compressed timeline: 24 seconds.

@@ -31,12 +31,28 @@
 // start. Config.Stream still chooses a stream of your own; keep it
 // unique per deployment.
 //
+// Namespaces can still collide: two deployments whose databases have the
+// same name on two servers get the same default namespace. So the stream
+// has an owner: [Bus.ClaimNamespace] (trigger.NamespaceClaimer), which
+// trigger.Engine.Run calls before it starts with the store's instance id
+// (trigger.InstanceIdentifier: rivertrigger's, the identity of its
+// database and schema, not of the server's name), sets the key
+// [Bus.OwnerKey], Stream + ":owner", to the id when it is unset (SET NX,
+// no expiry). An engine whose data is not the owner gets an error
+// wrapping trigger.ErrInvalid and does not start: set
+// rivertrigger.Config.Namespace and redisbus.Config.Namespace per
+// environment. One database reached by two host names is one owner.
+// Delete the key when a deployment moves to new data on purpose; a key
+// lost (Redis without persistence, eviction) is set again by the next
+// engine to start. Publish and Subscribe do not check it.
+//
 // # Keys
 //
 //	Stream                 the events, one entry each: a field "event" holding the event as JSON
 //	Stream + ":dead"       the entries given up on, with why (see Dead entries)
+//	Stream + ":owner"      the instance id of the data that owns the stream (see Namespaces)
 //
-// On Redis Cluster the two are in different slots; nothing needs them
+// On Redis Cluster the three are in different slots; nothing needs them
 // together.
 //
 // # Delivery

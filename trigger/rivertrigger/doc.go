@@ -38,13 +38,27 @@
 // otherwise (a role's default search_path, SET in AfterConnect), or to
 // name the deployment yourself.
 //
+// A mistake there is caught when the engine starts: [Store.Migrate] makes
+// an instance id for the data in its schema, once ([Store.InstanceID],
+// trigger.InstanceIdentifier), the same by whatever host name, proxy or
+// address the pool reaches the server, and trigger.Engine.Run claims the
+// bus's namespace for it (trigger.NamespaceClaimer). The first database to
+// run an engine on a redisbus stream owns it; an engine on another
+// database whose namespace is the same returns ErrInvalid from Run, saying
+// to set rivertrigger.Config.Namespace and redisbus.Config.Namespace per
+// environment, and takes no event. A dump restored elsewhere keeps its
+// id; new data for a deployment (its schema recreated) needs the stream's
+// owner key deleted (redisbus.Bus.OwnerKey).
+//
 // # Tables
 //
 // Task definitions and run histories live in valet's tables,
 // valet_trigger_tasks and valet_trigger_runs, beside River's (river_job
-// and the others), in Config.Schema. [Store.Migrate] creates both,
-// River's migrations included, under an advisory lock: run it at start
-// from every process. Times are kept to the microsecond, in UTC.
+// and the others), and the instance id in valet_trigger_instance (one
+// row), all in Config.Schema. [Store.Migrate] creates them, River's
+// migrations included, under an advisory lock: run it at start from every
+// process (an engine on a schema it has not migrated fails to start, the
+// instance id missing). Times are kept to the microsecond, in UTC.
 //
 // # Runs as River jobs
 //

@@ -49,17 +49,3 @@ func TestNamespaceFollowsTheSchemaTheConnectionStringSets(t *testing.T) {
 		t.Errorf("options search_path=staging: namespace %q, want valet/staging", got)
 	}
 }
-
-// Two environments on two PostgreSQL servers whose databases have the
-// same name (one config template, the usual case) and that share one
-// Redis get the same default namespace, so both buses read and write the
-// one stream "valet:valet/public:events": staging's engines take
-// production's events, which the namespace was meant to prevent (issue
-// 18 item 13).
-func TestNamespaceTellsServersApart(t *testing.T) {
-	prod := namespaceOf(t, "postgres://u@pg-prod.internal:5432/valet")
-	staging := namespaceOf(t, "postgres://u@pg-staging.internal:5432/valet")
-	if prod == staging {
-		t.Errorf("the databases of two servers share the namespace %q", prod)
-	}
-}

@@ -84,7 +84,7 @@ func TestTwoEnvironmentsShareRedis(t *testing.T) {
 		t.Fatal(err)
 	}
 	rdb := redis.NewClient(ro)
-	defer rdb.Close()
+	t.Cleanup(func() { _ = rdb.Close() }) // after the engines stop and their keys are deleted
 	ctx := context.Background()
 	type env struct {
 		e     *trigger.Engine
@@ -99,7 +99,7 @@ func TestTwoEnvironmentsShareRedis(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { rdb.Del(context.Background(), bus.Stream(), bus.DeadStream()) })
+		t.Cleanup(func() { rdb.Del(context.Background(), bus.Stream(), bus.DeadStream(), bus.OwnerKey()) })
 		e, err := trigger.New(trigger.Config{Store: s, Bus: bus, MaxConcurrent: 4,
 			Executors: map[string]trigger.Executor{trigger.DefaultExecutor: trigger.ExecutorFunc(
 				func(context.Context, trigger.ExecRun) (trigger.ExecResult, error) {

@@ -155,7 +155,7 @@ type Store struct {
 	cfg      Config
 	log      *slog.Logger
 	riverLog *slog.Logger
-	names    *strings.Replacer // {tasks}, {runs}, {river_job}: the tables in cfg.Schema
+	names    *strings.Replacer // {tasks}, {runs}, {river_job}, {instance}: the tables in cfg.Schema
 
 	handler    atomic.Pointer[trigger.DueHandler]
 	dispatchMu sync.Mutex
@@ -187,7 +187,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 		return pgx.Identifier{cfg.Schema, name}.Sanitize()
 	}
 	s.names = strings.NewReplacer("{tasks}", table("valet_trigger_tasks"), "{runs}", table("valet_trigger_runs"),
-		"{river_job}", table("river_job"))
+		"{river_job}", table("river_job"), "{instance}", table("valet_trigger_instance"))
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, &worker{s: s}); err != nil {
 		return nil, fmt.Errorf("rivertrigger: %w", err)
@@ -218,8 +218,9 @@ func (s *Store) sql(query string) string { return s.names.Replace(query) }
 func (s *Store) Client() *river.Client[pgx.Tx] { return s.client }
 
 // Migrate brings River's tables to the version this River release needs
-// and creates valet's tables (valet_trigger_tasks, valet_trigger_runs) if
-// they do not exist, holding a session advisory lock throughout, so that
+// and creates valet's tables (valet_trigger_tasks, valet_trigger_runs,
+// and valet_trigger_instance with its instance id: InstanceID) if they do
+// not exist, holding a session advisory lock throughout, so that
 // several processes may run it at once. River applies its migrations one
 // transaction each (some cannot share one).
 func (s *Store) Migrate(ctx context.Context) error {
@@ -258,6 +259,9 @@ func (s *Store) migrate(ctx context.Context) error {
 		if _, err := tx.Exec(ctx, s.sql(q)); err != nil {
 			return err
 		}
+	}
+	if err := s.migrateInstance(ctx, tx); err != nil {
+		return err
 	}
 	return tx.Commit(ctx)
 }
