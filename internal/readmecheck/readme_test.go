@@ -26,11 +26,13 @@ import (
 	"github.com/valetkit/valet/agent"
 	"github.com/valetkit/valet/approval"
 	"github.com/valetkit/valet/credentials"
+	"github.com/valetkit/valet/credentials/pgstore"
 	"github.com/valetkit/valet/llm"
 	"github.com/valetkit/valet/llm/llmtest"
 	"github.com/valetkit/valet/llm/openai"
 	"github.com/valetkit/valet/memory"
 	"github.com/valetkit/valet/memory/pgmemory"
+	"github.com/valetkit/valet/pool"
 	"github.com/valetkit/valet/pool/redispool"
 	"github.com/valetkit/valet/tool"
 	"github.com/valetkit/valet/trigger"
@@ -42,8 +44,9 @@ import (
 var (
 	ctx          context.Context
 	client       llm.Client
-	pool         *pgxpool.Pool
-	redisClient  redis.UniversalClient
+	db           *pgxpool.Pool
+	rdb          redis.UniversalClient
+	ring         *credentials.KeyRing
 	orchestrator *agent.Orchestrator
 	chat         trigger.Notifier
 	executors    map[string]trigger.Executor
@@ -60,6 +63,8 @@ var (
 	_ = openai.New
 	_ = memory.EstimateTokens
 	_ = pgmemory.New
+	_ = pgstore.New
+	_ = pool.NewMemory
 	_ = redispool.New
 	_ = tool.New[struct{}, string]
 	_ = agentexec.New
