@@ -8,6 +8,13 @@
 // ExpiresAt. All requests raised in one turn are shown to the user at once,
 // and [Present] writes them as plain text:
 //
+//	pending := []approval.Request{{
+//		ID:                "appr_1",
+//		ActionSummary:     "Send an email to team@example.com",
+//		Details:           map[string]any{"to": "team@example.com", "subject": "Weekly report"},
+//		AllowModification: true,
+//		ExpiresAt:         time.Date(2025, 6, 1, 15, 4, 5, 0, time.UTC),
+//	}}
 //	fmt.Print(approval.Present(pending))
 //	// 1. Send an email to team@example.com
 //	//    subject: Weekly report

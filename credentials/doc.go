@@ -10,8 +10,10 @@
 // account; the account "" means [PrimaryAccount], "primary". Its value is
 // a JSON object the tool understands — a struct, a map, a json.RawMessage:
 //
-//	store := credentials.NewMemory()                             // one process; tests
-//	store, err := pgstore.New(db, pgstore.Config{KeyRing: ring}) // PostgreSQL, encrypted at rest
+//	store := credentials.NewMemory() // one process; tests
+//
+//	ring, err := credentials.NewKeyRing("k1", map[string][]byte{"k1": key}) // 32 bytes, kept outside the database
+//	store, err := pgstore.New(db, pgstore.Config{KeyRing: ring})             // PostgreSQL, encrypted at rest
 //
 //	err = store.Save(ctx, "alice", "google", "", token) // "" is the primary account
 //	secret, err := store.Get(ctx, "alice", "google", "")

@@ -9,6 +9,16 @@
 // trigger/redisbus is an EventBus on Redis Streams; trigger/agentexec is
 // the executor that hands a task to the assistant.
 //
+// [New] takes a [Config] whose zero fields mean the documented defaults
+// (an in-memory store and bus, the system clock):
+//
+//	exec, err := agentexec.New(orchestrator, agentexec.Config{})
+//	engine, err := trigger.New(trigger.Config{
+//		Executors: map[string]trigger.Executor{trigger.DefaultExecutor: exec},
+//	})
+//	err = engine.CreateTask(ctx, task) // task.Executor "": DefaultExecutor
+//	go engine.Run(ctx)                 // the scheduler, until ctx ends
+//
 // # Tasks
 //
 // A Task belongs to a tenant. Its Trigger is one of three kinds: a
