@@ -2,7 +2,7 @@
 // through River (github.com/riverqueue/river), so that any number of
 // engine replicas share them durably.
 //
-//	store, err := rivertrigger.New(pool, rivertrigger.Config{Schema: "valet"}) // zero fields: the defaults
+//	store, err := rivertrigger.New(db, rivertrigger.Config{Schema: "valet"}) // db: your *pgxpool.Pool; zero fields: the defaults
 //	if err := store.Migrate(ctx); err != nil { … }
 //	bus, err := redisbus.New(rdb, redisbus.Config{Namespace: store.Namespace()})
 //	engine, err := trigger.New(trigger.Config{Store: store, Bus: bus, Executors: executors})
