@@ -30,7 +30,7 @@
 //	go run ./examples/scheduler
 //
 // The engine keeps its defaults — a trigger.MemoryStore and a
-// trigger.MemoryBus — on a triggertest.Clock that starts on Monday 2 March
+// trigger.MemoryBus — on a clocktest.Clock that starts on Monday 2 March
 // 2026 at 07:00 in Paris. The program moves it a quarter of an hour at a
 // time through two days, waiting after each step for the engine to finish
 // what the step made due, and publishes emails on the way: Amazon's

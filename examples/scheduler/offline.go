@@ -12,8 +12,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/valetkit/valet/clock/clocktest"
 	"github.com/valetkit/valet/trigger"
-	"github.com/valetkit/valet/trigger/triggertest"
 )
 
 // step is how far the offline clock moves at a time.
@@ -25,7 +25,7 @@ const settleTimeout = 20 * time.Second
 func runOffline(ctx context.Context, w io.Writer, cfg config) error {
 	tl := cmp.Or(cfg.timeline, offlineTimeline())
 	start := offlineStart
-	clk := triggertest.NewClock(start)
+	clk := clocktest.New(start)
 	out := &printer{w: w}
 	c := newChat(out, clk.Now, tl)
 	c.hold, c.notified = true, cfg.notified
@@ -33,7 +33,7 @@ func runOffline(ctx context.Context, w io.Writer, cfg config) error {
 	// stamps CreatedAt with it) and to see the bus's backlog.
 	store := &trigger.MemoryStore{Clock: clk}
 	bus := &trigger.MemoryBus{Clock: clk}
-	d, err := newDemo(tl, out, store, bus, clk, clk.Now, c, logger(cfg))
+	d, err := newDemo(tl, out, store, bus, clk, c, logger(cfg))
 	if err != nil {
 		return err
 	}
@@ -120,7 +120,7 @@ func runOffline(ctx context.Context, w io.Writer, cfg config) error {
 
 // waitForScheduler waits until the scheduler sleeps on a timer of the
 // fake clock, so that an advance fires it.
-func (d *demo) waitForScheduler(ctx context.Context, clk *triggertest.Clock) error {
+func (d *demo) waitForScheduler(ctx context.Context, clk *clocktest.Clock) error {
 	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
 	defer cancel()
 	if err := clk.AwaitTimers(ctx, 1); err != nil {
@@ -133,7 +133,7 @@ func (d *demo) waitForScheduler(ctx context.Context, clk *triggertest.Clock) err
 // time: no event waiting on the bus, no ACTIVE task due, no run under way,
 // and every finished run's result in the chat. The engine works in
 // goroutines of its own, which the fake clock does not wait for.
-func (d *demo) settle(ctx context.Context, clk *triggertest.Clock, bus *trigger.MemoryBus) error {
+func (d *demo) settle(ctx context.Context, clk *clocktest.Clock, bus *trigger.MemoryBus) error {
 	deadline := time.Now().Add(settleTimeout)
 	for {
 		idle, err := d.idle(ctx, clk.Now(), bus)
