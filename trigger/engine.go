@@ -198,6 +198,12 @@ type Engine struct {
 	early     map[string]Settled
 	earlyRing []string
 	watched   chan struct{} // buffered: a run went waiting
+	// For Idle: the one-off goroutines at work, the wake-ups of those
+	// asleep (by id), and the wake-up of the approvals' sweep.
+	work    int
+	wakes   map[uint64]time.Time
+	wakeSeq uint64
+	sweepAt time.Time
 }
 
 type taskKey struct{ tenant, id string }

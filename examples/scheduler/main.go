@@ -397,8 +397,7 @@ type chat struct {
 
 	mu    sync.Mutex
 	held  []chatLine
-	count map[string]int  // notifications per task id
-	runs  map[string]bool // the runs notified
+	count map[string]int // notifications per task id
 }
 
 type chatLine struct {
@@ -408,7 +407,7 @@ type chatLine struct {
 }
 
 func newChat(out *printer, now func() time.Time, tl *timeline) *chat {
-	return &chat{out: out, now: now, loc: tl.loc, layout: tl.stamp, count: map[string]int{}, runs: map[string]bool{}}
+	return &chat{out: out, now: now, loc: tl.loc, layout: tl.stamp, count: map[string]int{}}
 }
 
 // Notify implements trigger.Notifier.
@@ -426,7 +425,6 @@ func (c *chat) Notify(ctx context.Context, n trigger.Notification) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.count[n.TaskID]++
-	c.runs[n.RunID] = true
 	if c.notified != nil {
 		c.notified(n)
 	}
@@ -457,13 +455,6 @@ func (c *chat) notifications(taskID string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.count[taskID]
-}
-
-// delivered reports whether the run's outcome reached the chat.
-func (c *chat) delivered(runID string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.runs[runID]
 }
 
 // ---------------------------------------------------------------- helpers

@@ -3,6 +3,10 @@
 // The fake clock is clock/clocktest.Clock: hand one to trigger.Config.Clock
 // and to everything else the test wires.
 //
+// [WaitIdle] waits until an engine has done everything its clock's time
+// made due: call it after moving the fake clock or publishing an event,
+// before looking at the runs.
+//
 // [RunStore] is the conformance suite of a trigger.Store: a backend's
 // tests call it with a function that makes an empty store, and it checks
 // tenant isolation, copies, revisions under concurrent updates, the
