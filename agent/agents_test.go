@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/valetkit/valet/clock"
+	"github.com/valetkit/valet/clock/clocktest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -119,8 +121,8 @@ func agentsOrch(t *testing.T, s llm.Client, cfg agent.Config, email *emailAgent,
 		t.Fatal(err)
 	}
 	cfg.Agents = reg
-	if cfg.Now == nil {
-		cfg.Now = time.Now // the pool's clock
+	if cfg.Clock == nil {
+		cfg.Clock = clock.System{} // the pool's clock
 	}
 	if cfg.Tools == nil {
 		cfg.Tools = []tool.Tool{weatherTool()}
@@ -546,12 +548,11 @@ func TestInvalidEditIsAskedAgain(t *testing.T) {
 
 func TestResolveApprovalBadInput(t *testing.T) {
 	now := time.Date(2026, 11, 20, 9, 30, 0, 0, time.UTC)
-	var clock atomic.Pointer[time.Time]
-	clock.Store(&now)
+	clk := clocktest.New(now)
 	rt := &router{loop: []llmtest.Reply{llmtest.Calls(llmtest.Call("send_email", `{"to":"team@example.com","subject":"Plan"}`))}}
 	email := &emailAgent{}
-	mem := pool.NewMemory(pool.MemoryConfig{Now: func() time.Time { return *clock.Load() }})
-	o := agentsOrch(t, rt.script(t), agent.Config{Pool: mem, Now: func() time.Time { return *clock.Load() }}, email, &noteAgent{})
+	mem := pool.NewMemory(pool.MemoryConfig{Clock: clk})
+	o := agentsOrch(t, rt.script(t), agent.Config{Pool: mem, Clock: clk}, email, &noteAgent{})
 	ctx := context.Background()
 	first, _ := o.HandleMessage(ctx, msg("mail the team"))
 	id := first.PendingApprovals[0].ID
@@ -572,7 +573,7 @@ func TestResolveApprovalBadInput(t *testing.T) {
 		t.Fatalf("something ran: %v", email.Sent())
 	}
 	later := now.Add(agent.DefaultApprovalTimeout + time.Minute)
-	clock.Store(&later)
+	clk.Set(later)
 	if _, err := o.ResolveApproval(ctx, "u1", id, approval.Decision{Action: approval.Approve}); !errors.Is(err, approval.ErrExpired) {
 		t.Errorf("after expiry: %v", err)
 	}
@@ -586,20 +587,19 @@ func TestResolveApprovalBadInput(t *testing.T) {
 
 func TestExpiredApprovalIsToldToTheModel(t *testing.T) {
 	now := time.Date(2026, 11, 20, 9, 30, 0, 0, time.UTC)
-	var clock atomic.Pointer[time.Time]
-	clock.Store(&now)
+	clk := clocktest.New(now)
 	rt := &router{loop: []llmtest.Reply{
 		llmtest.Calls(llmtest.Call("send_email", `{"to":"team@example.com","subject":"Plan"}`)),
 		llmtest.Text("Sorry, that request expired."),
 	}}
 	email := &emailAgent{}
 	s := rt.script(t)
-	mem := pool.NewMemory(pool.MemoryConfig{Now: func() time.Time { return *clock.Load() }})
-	o := agentsOrch(t, s, agent.Config{Pool: mem, Now: func() time.Time { return *clock.Load() }}, email, &noteAgent{})
+	mem := pool.NewMemory(pool.MemoryConfig{Clock: clk})
+	o := agentsOrch(t, s, agent.Config{Pool: mem, Clock: clk}, email, &noteAgent{})
 	ctx := context.Background()
 	_, _ = o.HandleMessage(ctx, msg("mail the team"))
 	later := now.Add(time.Hour)
-	clock.Store(&later)
+	clk.Set(later)
 	res, err := o.HandleMessage(ctx, msg("yes"))
 	if err != nil {
 		t.Fatal(err)
@@ -697,7 +697,7 @@ func TestStaleSchemaEntryIsDiscarded(t *testing.T) {
 	}
 	rt := &router{loop: []llmtest.Reply{llmtest.Text("What shall I do?")}}
 	email := &emailAgent{}
-	o := agentsOrch(t, rt.script(t), agent.Config{Pool: shared, Now: time.Now}, email, &noteAgent{})
+	o := agentsOrch(t, rt.script(t), agent.Config{Pool: shared, Clock: clock.System{}}, email, &noteAgent{})
 	res, err := o.HandleMessage(ctx, msg("yes"))
 	if err != nil {
 		t.Fatal(err)
@@ -816,12 +816,12 @@ func TestAgentPanicAndTimeoutAreErrorResults(t *testing.T) {
 	}
 }
 
-// The default pool runs on Config.Now, so a pinned clock in the past does
+// The default pool runs on Config.Clock, so a pinned clock in the past does
 // not make every pooled agent expire at once.
 func TestDefaultPoolFollowsConfigNow(t *testing.T) {
 	rt := &router{loop: []llmtest.Reply{llmtest.Calls(llmtest.Call("send_email", `{"to":"team@example.com","subject":"Plan"}`))}}
 	past := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
-	o := agentsOrch(t, rt.script(t), agent.Config{Now: func() time.Time { return past }}, &emailAgent{}, &noteAgent{})
+	o := agentsOrch(t, rt.script(t), agent.Config{Clock: clocktest.New(past)}, &emailAgent{}, &noteAgent{})
 	res, err := o.HandleMessage(context.Background(), msg("mail the team"))
 	if err != nil {
 		t.Fatal(err)

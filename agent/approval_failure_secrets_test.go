@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/valetkit/valet/clock"
 	"log/slog"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/valetkit/valet/agent"
 	"github.com/valetkit/valet/approval"
@@ -52,7 +52,7 @@ func TestApprovalPanicOnEditDoesNotLeakItsText(t *testing.T) {
 	}
 	var logs syncBuffer
 	o := newOrch(t, paired{t, s}, agent.Config{
-		Agents: reg, Memory: memory.NewInMemory(memory.Config{}), Now: time.Now,
+		Agents: reg, Memory: memory.NewInMemory(memory.Config{}), Clock: clock.System{},
 		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 	})
 	ctx := context.Background()

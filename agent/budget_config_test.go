@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"github.com/valetkit/valet/clock/clocktest"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -130,7 +131,7 @@ func TestTokenBudgetNoCallFitsRefusedEverywhere(t *testing.T) {
 	for _, n := range []int{least - 1, least} {
 		c := cfg
 		c.LLM, c.Logger = llmtest.NewScript(), slog.New(slog.DiscardHandler)
-		c.Now = func() time.Time { return time.Date(2026, 11, 20, 9, 30, 0, 0, time.UTC) }
+		c.Clock = clocktest.New(time.Date(2026, 11, 20, 9, 30, 0, 0, time.UTC))
 		c.Loop.Budget = agent.Budget{MaxTokens: n}
 		_, err := agent.NewOrchestrator(c)
 		if n < least && (!errors.Is(err, agent.ErrInvalidConfig) || !errors.Is(err, agent.ErrInvalidBudget)) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/valetkit/valet/clock"
 	"log/slog"
 	"time"
 
@@ -290,7 +291,7 @@ type Config struct {
 	// tools, which may wait for the user's input or approval.
 	Agents *Registry
 	// Pool keeps the Agent-Tools that wait. Nil → an in-memory pool,
-	// pool.NewMemory(pool.MemoryConfig{Now: Now}); use pool/redispool to
+	// pool.NewMemory(pool.MemoryConfig{Clock: Clock}); use pool/redispool to
 	// survive restarts and share the pool between replicas.
 	Pool pool.Store
 	// Locker serialises the messages of one conversation across replicas
@@ -303,8 +304,8 @@ type Config struct {
 	Credentials credentials.Store
 	// Memory keeps each conversation's history and the tenant's long-term
 	// items, recalled into the system prompt of each message. Nil → a
-	// bounded in-memory provider, memory.NewInMemory(memory.Config{Now:
-	// Now}), whose history is lost on restart; memory/pgmemory keeps it
+	// bounded in-memory provider, memory.NewInMemory(memory.Config{Clock:
+	// Clock}), whose history is lost on restart; memory/pgmemory keeps it
 	// in PostgreSQL, shared by replicas.
 	Memory memory.Provider
 	// MemoryOptions says how Memory is used beyond history.
@@ -330,8 +331,11 @@ type Config struct {
 	CountTokens func(text string) int
 	// Logger receives warnings and debug traces. Default slog.Default().
 	Logger *slog.Logger
-	// Now returns the current time. Default time.Now; tests pin it.
-	Now func() time.Time
+	// Clock gives the time: the orchestrator's, and that of the
+	// in-memory pool and memory made when Pool or Memory is nil. Nil:
+	// clock.System. Tests pass one clock/clocktest.Clock to everything
+	// they wire.
+	Clock clock.Clock
 }
 
 // Errors returned by the orchestrator; check them with errors.Is.

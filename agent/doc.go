@@ -32,6 +32,11 @@
 // Forget and the pending-agent methods refuse others with [ErrInvalidID]
 // before anything runs; an empty tenant is [ErrNoTenant].
 //
+// The clock comes from Config.Clock (and SpendLimitsConfig.Clock), a
+// clock.Clock; nil is clock.System. Tests pass one clock/clocktest.Clock
+// to everything they wire: the orchestrator, its memory, its pool and the
+// trigger engine.
+//
 // # One message, step by step
 //
 // The ShouldProcess hook may decline the message. Messages of the same

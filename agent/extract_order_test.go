@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"github.com/valetkit/valet/clock"
 	"strings"
 	"testing"
 	"time"
@@ -35,7 +36,7 @@ func TestExtractionsLandOutOfOrder(t *testing.T) {
 		}
 		return remember(`[{"text":"The user's dentist is Dr. Lee.","kind":"person"}]`)
 	})
-	o := newOrch(t, s, agent.Config{Memory: mem, MemoryOptions: agent.MemoryOptions{Extract: true}, Now: time.Now})
+	o := newOrch(t, s, agent.Config{Memory: mem, MemoryOptions: agent.MemoryOptions{Extract: true}, Clock: clock.System{}})
 	if _, err := o.HandleMessage(ctx, msg("My dentist is Dr. Kim.")); err != nil {
 		t.Fatal(err)
 	}

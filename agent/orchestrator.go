@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/valetkit/valet/clock"
 	"iter"
 	"log/slog"
 	"maps"
@@ -32,7 +33,7 @@ type Orchestrator struct {
 	hooks    Hooks
 	cfg      Config
 	log      *slog.Logger
-	now      func() time.Time
+	clock    clock.Clock
 	loc      *time.Location
 	persona  string // system prompt up to (excluding) the time line
 	capsText string // capabilities paragraph
@@ -135,9 +136,9 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 		hooks: cfg.Hooks,
 		cfg:   cfg,
 		log:   cfg.Logger,
-		now:   cfg.Now,
 		loc:   cfg.Location,
 		convs: make(map[convKey]*conversation),
+		clock: clock.Or(cfg.Clock),
 
 		agents:   agents,
 		callable: callable,
@@ -147,7 +148,7 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 		memOpts:  memOpts,
 	}
 	if o.mem == nil {
-		o.mem = memory.NewInMemory(memory.Config{Now: cfg.Now})
+		o.mem = memory.NewInMemory(memory.Config{Clock: o.clock})
 	}
 	o.prices = DefaultPrices()
 	maps.Copy(o.prices, cfg.Prices)
@@ -163,15 +164,12 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 		return nil, err
 	}
 	if o.pool == nil {
-		// On the orchestrator's clock, so a pinned Config.Now and the
+		// On the orchestrator's clock, so a fake Config.Clock and the
 		// pool agree about what has expired.
-		o.pool = pool.NewMemory(pool.MemoryConfig{Now: cfg.Now})
+		o.pool = pool.NewMemory(pool.MemoryConfig{Clock: o.clock})
 	}
 	if o.log == nil {
 		o.log = slog.Default()
-	}
-	if o.now == nil {
-		o.now = time.Now
 	}
 	if o.loc == nil {
 		o.loc = time.UTC
@@ -332,3 +330,6 @@ func (o *Orchestrator) Forget(ctx context.Context, tenantID, conversationID stri
 	}
 	return nil
 }
+
+// now reads the orchestrator's clock (Config.Clock).
+func (o *Orchestrator) now() time.Time { return o.clock.Now() }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/valetkit/valet/clock/clocktest"
 	"iter"
 	"log/slog"
 	"strings"
@@ -60,8 +61,8 @@ func newOrch(t *testing.T, model llm.Client, cfg agent.Config) *agent.Orchestrat
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Now == nil {
-		cfg.Now = func() time.Time { return time.Date(2026, 11, 20, 9, 30, 0, 0, time.UTC) }
+	if cfg.Clock == nil {
+		cfg.Clock = clocktest.New(time.Date(2026, 11, 20, 9, 30, 0, 0, time.UTC))
 	}
 	o, err := agent.NewOrchestrator(cfg)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/valetkit/valet/clock"
 	"math"
 	"slices"
 	"strings"
@@ -155,8 +156,9 @@ type SpendLimitsConfig struct {
 	Observer func(SpendAlert)
 	// Location sets where days and months begin. Default UTC.
 	Location *time.Location
-	// Now is the clock. Default time.Now.
-	Now func() time.Time
+	// Clock gives the time that decides the day and the month. Nil:
+	// clock.System.
+	Clock clock.Clock
 }
 
 // SpendLimits is the in-memory SpendGuard: daily and monthly limits in US
@@ -220,9 +222,7 @@ func NewSpendLimits(cfg SpendLimitsConfig) (*SpendLimits, error) {
 	if cfg.Location == nil {
 		cfg.Location = time.UTC
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
+	cfg.Clock = clock.Or(cfg.Clock)
 	return &SpendLimits{cfg: cfg, tenants: make(map[string]*spendState)}, nil
 }
 
@@ -266,7 +266,7 @@ func (s *SpendLimits) Check(ctx context.Context, tenantID string) error {
 			return nil
 		}
 	}
-	now := s.cfg.Now().In(s.cfg.Location)
+	now := s.cfg.Clock.Now().In(s.cfg.Location)
 	day, month := now.Format("2006-01-02"), now.Format("2006-01")
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -303,7 +303,7 @@ func (s *SpendLimits) Record(ctx context.Context, tenantID string, c Consumed) e
 	if notAmount(c.CostUSD) {
 		return fmt.Errorf("agent: spend of %v USD is not a cost", c.CostUSD)
 	}
-	now := s.cfg.Now().In(s.cfg.Location)
+	now := s.cfg.Clock.Now().In(s.cfg.Location)
 	day, month := now.Format("2006-01-02"), now.Format("2006-01")
 	var alerts []SpendAlert
 	s.mu.Lock()
@@ -378,7 +378,7 @@ func (s *SpendLimits) prune(month string) {
 // Spent returns what the tenant ("" for all tenants) spent today and this
 // month.
 func (s *SpendLimits) Spent(tenantID string) (day, month float64) {
-	now := s.cfg.Now().In(s.cfg.Location)
+	now := s.cfg.Clock.Now().In(s.cfg.Location)
 	d, m := now.Format("2006-01-02"), now.Format("2006-01")
 	s.mu.Lock()
 	defer s.mu.Unlock()

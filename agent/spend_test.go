@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/valetkit/valet/clock/clocktest"
 	"math"
 	"sync"
 	"testing"
@@ -24,18 +25,6 @@ func costly() *llmtest.Script {
 // $0.30 per call: 1000 × $100/M + 200 × $1000/M.
 var testPrices = agent.Prices{llmtest.ModelName: {InputPerMillion: 100, OutputPerMillion: 1000}}
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 func spendOrch(t *testing.T, s *llmtest.Script, cfg agent.SpendLimitsConfig) (*agent.Orchestrator, *agent.SpendLimits) {
 	t.Helper()
 	g, err := agent.NewSpendLimits(cfg)
@@ -53,13 +42,13 @@ func send(o *agent.Orchestrator, tenant string, source string) (*agent.Result, e
 // tenants are not; the next day it may spend again. Alerts come at 50,
 // 80, 90 and 100%, once each.
 func TestSpendLimitsPerTenant(t *testing.T) {
-	clk := &clock{t: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
+	clk := clocktest.New(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
 	var mu sync.Mutex
 	var alerts []string
 	s := costly()
 	o, g := spendOrch(t, s, agent.SpendLimitsConfig{
 		Tenant: agent.Limits{DailyUSD: 1},
-		Now:    clk.now,
+		Clock:  clk,
 		Observer: func(a agent.SpendAlert) {
 			mu.Lock()
 			alerts = append(alerts, fmt.Sprintf("%s/%s/%.1f", a.TenantID, a.Period, a.Threshold))
@@ -88,7 +77,7 @@ func TestSpendLimitsPerTenant(t *testing.T) {
 	if got != "[alice/day/0.5 alice/day/0.8 alice/day/0.9 alice/day/1.0]" {
 		t.Fatalf("alerts = %s", got)
 	}
-	clk.add(24 * time.Hour)
+	clk.Advance(24 * time.Hour)
 	if _, err := send(o, "alice", agent.SourceUser); err != nil {
 		t.Fatalf("the next day: %v", err)
 	}

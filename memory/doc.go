@@ -111,6 +111,8 @@
 //
 // Idle histories expire lazily, when History, Append or Forget next runs;
 // no goroutine runs, and there is nothing to close. Items do not expire.
+// Its clock comes from Config.Clock (nil: clock.System); tests pass one
+// clock/clocktest.Clock to everything they wire.
 //
 // # Hybrid recall
 //

@@ -5,6 +5,7 @@ import (
 	"container/list"
 	"context"
 	"fmt"
+	"github.com/valetkit/valet/clock"
 	"slices"
 	"strconv"
 	"sync"
@@ -66,8 +67,8 @@ type Config struct {
 	// kept; Append drops the oldest past it, cutting so that the history
 	// never starts with a tool result. Default: DefaultMaxMessages (200).
 	MaxMessages int
-	// Now is the provider's clock. Default: time.Now.
-	Now func() time.Time
+	// Clock is the provider's clock. Nil: clock.System.
+	Clock clock.Clock
 }
 
 // withDefaults returns c with every zero or negative field set to its
@@ -78,9 +79,7 @@ func (c Config) withDefaults() Config {
 	c.MaxItems = cmp.Or(max(c.MaxItems, 0), DefaultMaxItems)
 	c.MaxItemsPerTenant = min(cmp.Or(max(c.MaxItemsPerTenant, 0), DefaultMaxItemsPerTenant), c.MaxItems)
 	c.IdleTTL = cmp.Or(max(c.IdleTTL, 0), DefaultIdleTTL)
-	if c.Now == nil {
-		c.Now = time.Now
-	}
+	c.Clock = clock.Or(c.Clock)
 	return c
 }
 
@@ -220,7 +219,7 @@ func NewInMemory(cfg Config) *InMemory {
 		maxTenantItems: cfg.MaxItemsPerTenant,
 		maxItems:       cfg.MaxItems,
 		ttl:            cfg.IdleTTL,
-		now:            cfg.Now,
+		now:            cfg.Clock.Now,
 		embedder:       cfg.Embedder,
 		convs:          make(map[convKey]*list.Element),
 		tenants:        make(map[string]*tenantItems),

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"github.com/valetkit/valet/clock/clocktest"
 	"runtime"
 	"slices"
 	"strconv"
@@ -88,15 +89,15 @@ func TestBoundedConversations(t *testing.T) {
 // leaves nothing behind: no conversation, no tenant, no index entry.
 func TestReleased(t *testing.T) {
 	ctx := context.Background()
-	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	m := NewInMemory(Config{IdleTTL: time.Hour, Now: func() time.Time { return now }})
+	clk := clocktest.New(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
+	m := NewInMemory(Config{IdleTTL: time.Hour, Clock: clk})
 	turn := []llm.Message{llm.UserMessage("hello"), llm.AssistantMessage("hi")}
 	for i := range 10 {
 		if err := m.Append(ctx, "alice", fmt.Sprint(i), turn...); err != nil {
 			t.Fatal(err)
 		}
 	}
-	now = now.Add(2 * time.Hour)
+	clk.Advance(2 * time.Hour)
 	if _, err := m.History(ctx, "bob", "x", 0); err != nil {
 		t.Fatal(err)
 	}

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/valetkit/valet/clock/clocktest"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -35,25 +35,7 @@ func TestInMemoryConformanceTightBounds(t *testing.T) {
 	})
 }
 
-// clock is a settable clock for Config.Now.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *clock { return &clock{now: time.Date(2025, 1, 1, 9, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+func newClock() *clocktest.Clock { return clocktest.New(time.Date(2025, 1, 1, 9, 0, 0, 0, time.UTC)) }
 
 func chat(user, answer string) []llm.Message {
 	return []llm.Message{llm.UserMessage(user), llm.AssistantMessage(answer)}
@@ -123,7 +105,7 @@ func TestLRUEviction(t *testing.T) {
 
 func TestIdleTTL(t *testing.T) {
 	clk := newClock()
-	m := memory.NewInMemory(memory.Config{IdleTTL: time.Hour, Now: clk.Now})
+	m := memory.NewInMemory(memory.Config{IdleTTL: time.Hour, Clock: clk})
 	mustAppend(t, m, "alice", "c1", chat("one", "1")...) // 9:00
 	if _, err := m.Remember(bg, "alice", memory.Item{Text: "a long-term note"}); err != nil {
 		t.Fatal(err)
@@ -247,7 +229,7 @@ func TestItemCapTotal(t *testing.T) {
 
 func TestCreatedAtFromClock(t *testing.T) {
 	clk := newClock()
-	m := memory.NewInMemory(memory.Config{Now: clk.Now})
+	m := memory.NewInMemory(memory.Config{Clock: clk})
 	m.Remember(bg, "alice", memory.Item{Text: "a note"})
 	items, _ := m.Recall(bg, "alice", "note", memory.Budget{})
 	if len(items) != 1 || !items[0].CreatedAt.Equal(clk.Now()) {

@@ -56,6 +56,8 @@
 // true, so the user can be told that the action expired; then it is gone.
 // A tenant may hold DefaultMaxPerTenant unexpired entries; Create past
 // that fails with ErrTenantFull. Expired entries do not count.
+// [Memory]'s clock comes from MemoryConfig.Clock (nil: clock.System);
+// tests pass one clock/clocktest.Clock to everything they wire.
 //
 // Stores keep times to at least the millisecond.
 //

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/valetkit/valet/clock"
 	"slices"
 	"sync"
 	"time"
@@ -16,8 +17,8 @@ type MemoryConfig struct {
 	// Create past it fails with ErrTenantFull.
 	// Default: DefaultMaxPerTenant.
 	MaxPerTenant int
-	// Now is the store's clock. Default: time.Now.
-	Now func() time.Time
+	// Clock is the store's clock. Nil: clock.System.
+	Clock clock.Clock
 	// Retention is how long an entry stays readable after its ExpiresAt
 	// (Expired then reports true). Default: DefaultRetention (an hour).
 	Retention time.Duration
@@ -28,9 +29,7 @@ type MemoryConfig struct {
 func (c MemoryConfig) withDefaults() MemoryConfig {
 	c.MaxPerTenant = cmp.Or(max(c.MaxPerTenant, 0), DefaultMaxPerTenant)
 	c.Retention = cmp.Or(max(c.Retention, 0), DefaultRetention)
-	if c.Now == nil {
-		c.Now = time.Now
-	}
+	c.Clock = clock.Or(c.Clock)
 	return c
 }
 
@@ -62,7 +61,7 @@ func NewMemory(cfg MemoryConfig) *Memory {
 	return &Memory{
 		max:       cfg.MaxPerTenant,
 		retention: cfg.Retention,
-		now:       cfg.Now,
+		now:       cfg.Clock.Now,
 		tenants:   make(map[string]map[string]*Entry),
 	}
 }

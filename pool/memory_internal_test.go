@@ -4,28 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/valetkit/valet/clock/clocktest"
 	"sync"
 	"testing"
 	"time"
 )
-
-// fakeClock is a settable clock for MemoryConfig.Now.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 func entry(tenantID, id string, expires time.Time) *Entry {
 	return &Entry{ID: id, TenantID: tenantID, AgentName: "a", Status: StatusWaitingForInput, ExpiresAt: expires}
@@ -46,8 +29,8 @@ func TestMemoryDefaults(t *testing.T) {
 // the periodic sweep, and emptied tenants leave no map behind.
 func TestMemoryForgets(t *testing.T) {
 	ctx := context.Background()
-	clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	m := NewMemory(MemoryConfig{Retention: time.Minute, Now: clock.Now})
+	clock := clocktest.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	m := NewMemory(MemoryConfig{Retention: time.Minute, Clock: clock})
 	for i := range 10 {
 		if err := m.Create(ctx, entry(fmt.Sprint("tenant", i), "e", clock.Now().Add(time.Minute))); err != nil {
 			t.Fatal(err)
@@ -56,7 +39,7 @@ func TestMemoryForgets(t *testing.T) {
 	if err := m.Create(ctx, entry("kept", "e", clock.Now().Add(time.Hour))); err != nil {
 		t.Fatal(err)
 	}
-	clock.Add(2*time.Minute + time.Second)
+	clock.Advance(2*time.Minute + time.Second)
 	if err := m.Create(ctx, entry("new", "e", clock.Now().Add(time.Hour))); err != nil {
 		t.Fatal(err)
 	}
@@ -78,12 +61,12 @@ func TestMemoryForgets(t *testing.T) {
 // expired until ExpiresAt+Retention, then gone.
 func TestMemoryRetentionClock(t *testing.T) {
 	ctx := context.Background()
-	clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	m := NewMemory(MemoryConfig{Retention: time.Hour, MaxPerTenant: 1, Now: clock.Now})
+	clock := clocktest.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	m := NewMemory(MemoryConfig{Retention: time.Hour, MaxPerTenant: 1, Clock: clock})
 	if err := m.Create(ctx, entry("t", "e", clock.Now().Add(time.Minute))); err != nil {
 		t.Fatal(err)
 	}
-	clock.Add(time.Minute)
+	clock.Advance(time.Minute)
 	got, err := m.Get(ctx, "t", "e")
 	if err != nil || !got.Expired(clock.Now()) {
 		t.Fatalf("at ExpiresAt: %v, %v; want the entry, expired", got, err)
@@ -91,11 +74,11 @@ func TestMemoryRetentionClock(t *testing.T) {
 	if err := m.Create(ctx, entry("t", "f", clock.Now().Add(time.Minute))); err != nil {
 		t.Fatalf("an expired entry counted toward the cap: %v", err)
 	}
-	clock.Add(time.Hour - time.Millisecond)
+	clock.Advance(time.Hour - time.Millisecond)
 	if _, err := m.Get(ctx, "t", "e"); err != nil {
 		t.Fatalf("just before retention ends: %v", err)
 	}
-	clock.Add(time.Millisecond)
+	clock.Advance(time.Millisecond)
 	if _, err := m.Get(ctx, "t", "e"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("when retention ends: %v, want ErrNotFound", err)
 	}

@@ -283,10 +283,12 @@ func (e *Engine) sweep(ctx context.Context) {
 			}
 			continue
 		}
+		e.setSweep(e.clock.Now().Add(ApprovalSweep))
 		tm := e.clock.NewTimer(ApprovalSweep)
 		select {
 		case <-ctx.Done():
 			tm.Stop()
+			e.setSweep(time.Time{})
 			return
 		case <-tm.C():
 		}
@@ -304,6 +306,7 @@ func (e *Engine) sweep(ctx context.Context) {
 				e.log.Error("trigger: expiring a waiting run", "tenant", k.tenant, "task", k.task, "run", k.run, "err", err)
 			}
 		}
+		e.setSweep(time.Time{}) // this pass is done
 	}
 }
 

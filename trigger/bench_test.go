@@ -3,6 +3,7 @@ package trigger_test
 import (
 	"context"
 	"fmt"
+	"github.com/valetkit/valet/clock"
 	"slices"
 	"sync"
 	"testing"
@@ -126,7 +127,7 @@ func benchFiringLagMemory(b *testing.B, n int, spread time.Duration, maxConcurre
 		rec := newBenchRecorder(n)
 		e, err := trigger.New(trigger.Config{
 			Store:         trigger.NewMemoryStore(),
-			Clock:         trigger.SystemClock{},
+			Clock:         clock.System{},
 			Executors:     map[string]trigger.Executor{trigger.DefaultExecutor: rec},
 			MaxConcurrent: maxConcurrent,
 		})

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/valetkit/valet/clock"
 	"log/slog"
 	"strings"
 	"sync"
@@ -148,8 +149,8 @@ type MemoryBus struct {
 	// MaxDeliveries is how many deliveries of an event may fail before
 	// the bus drops it. Zero: DefaultMaxDeliveries.
 	MaxDeliveries int
-	// Clock times redeliveries. Nil: SystemClock.
-	Clock Clock
+	// Clock times redeliveries. Nil: clock.System.
+	Clock clock.Clock
 	// Logger logs the events dropped and the handlers that panicked.
 	// Nil: slog.Default().
 	Logger *slog.Logger
@@ -195,9 +196,9 @@ func (b *MemoryBus) maxDeliveries() int {
 	return b.MaxDeliveries
 }
 
-func (b *MemoryBus) clock() Clock {
+func (b *MemoryBus) clock() clock.Clock {
 	if b.Clock == nil {
-		return SystemClock{}
+		return clock.System{}
 	}
 	return b.Clock
 }

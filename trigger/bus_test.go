@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/valetkit/valet/clock/clocktest"
 	"log/slog"
 	"slices"
 	"strings"
@@ -74,7 +75,7 @@ func TestMemoryBusRedeliveryDelay(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	clk := triggertest.NewClock(time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC))
+	clk := clocktest.New(time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC))
 	b := &trigger.MemoryBus{Clock: clk, RedeliveryDelay: time.Minute}
 	var calls atomic.Int32
 	handled := make(chan struct{})

@@ -124,7 +124,7 @@
 // # Engine
 //
 // [New] makes an [Engine] from a [Config]: a Store (default a new
-// MemoryStore), a Clock (default SystemClock), the executors by name,
+// MemoryStore), a Clock (default clock.System), the executors by name,
 // how many runs execute at once (MaxConcurrent, default
 // [DefaultMaxConcurrent]), the Grace of [Schedule.Due] and the timeout of
 // a run without Budget.MaxWall ([DefaultRunTimeout]), and a Logger for
@@ -268,8 +268,10 @@
 //
 // # Clocks
 //
-// A scheduler reads the time and waits through a [Clock]: [SystemClock]
-// in production, trigger/triggertest.Clock in tests, which moves only
-// when the test advances it, so a test runs a month of schedules without
-// sleeping.
+// The clock comes from Config.Clock (a clock.Clock; nil: clock.System),
+// and MemoryStore's and MemoryBus's from their Clock fields; tests pass
+// one clock/clocktest.Clock to everything they wire, which moves only when
+// the test advances it, so a test runs a month of schedules without
+// sleeping. [Clock], [Timer] and [SystemClock] are aliases of
+// clock.Clock, clock.Timer and clock.System.
 package trigger

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/valetkit/valet/clock"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -111,8 +112,8 @@ type ExecResult struct {
 type Config struct {
 	// Store keeps the tasks. Nil: a new MemoryStore using Clock.
 	Store Store
-	// Clock gives the time and the timers. Nil: SystemClock.
-	Clock Clock
+	// Clock gives the time and the timers. Nil: clock.System.
+	Clock clock.Clock
 	// Executors maps executor names to executors; a task naming an
 	// executor that is not here is refused. DefaultExecutor
 	// ("orchestrator") is the name of a task whose Executor is empty.
@@ -165,7 +166,7 @@ type Condition func(ctx context.Context, task *Task) (bool, error)
 // methods manage tasks of one tenant. It is safe for concurrent use.
 type Engine struct {
 	store      Store
-	clock      Clock
+	clock      clock.Clock
 	executors  map[string]Executor
 	log        *slog.Logger
 	grace      time.Duration
@@ -197,6 +198,12 @@ type Engine struct {
 	early     map[string]Settled
 	earlyRing []string
 	watched   chan struct{} // buffered: a run went waiting
+	// For Idle: the one-off goroutines at work, the wake-ups of those
+	// asleep (by id), and the wake-up of the approvals' sweep.
+	work    int
+	wakes   map[uint64]time.Time
+	wakeSeq uint64
+	sweepAt time.Time
 }
 
 type taskKey struct{ tenant, id string }
@@ -257,7 +264,7 @@ func New(cfg Config) (*Engine, error) {
 		e.executors[name] = ex
 	}
 	if e.clock == nil {
-		e.clock = SystemClock{}
+		e.clock = clock.System{}
 	}
 	if e.store == nil {
 		e.store = &MemoryStore{Clock: e.clock}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/valetkit/valet/clock/clocktest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,7 +14,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/valetkit/valet/trigger"
-	"github.com/valetkit/valet/trigger/triggertest"
 )
 
 // 08:00 UTC, Monday 1 June 2026.
@@ -55,7 +55,7 @@ func failing(ctx context.Context, run trigger.ExecRun) (trigger.ExecResult, erro
 
 type harness struct {
 	e     *trigger.Engine
-	clk   *triggertest.Clock
+	clk   *clocktest.Clock
 	exec  *fakeExec
 	stop  func() error // cancels Run and returns its result
 	ctx   context.Context
@@ -67,7 +67,7 @@ type harness struct {
 // ends.
 func newHarness(t *testing.T, cfg trigger.Config) *harness {
 	t.Helper()
-	h := &harness{clk: triggertest.NewClock(engineBase), exec: &fakeExec{}, ctx: context.Background()}
+	h := &harness{clk: clocktest.New(engineBase), exec: &fakeExec{}, ctx: context.Background()}
 	cfg.Clock = h.clk
 	if cfg.Executors == nil {
 		cfg.Executors = map[string]trigger.Executor{trigger.DefaultExecutor: h.exec}

@@ -143,7 +143,9 @@ func (e *Engine) fireEvent(ctx context.Context, t *Task, ev Event, wg *sync.Wait
 		e.forget(t.TenantID + "\x00" + r.ID)
 		return err
 	}
+	done := e.startWork()
 	wg.Go(func() {
+		defer done()
 		defer e.notify()
 		e.runOneOff(ctx, t, r, &ev, nil, true)
 	})
@@ -246,12 +248,18 @@ func (e *Engine) runOneOff(ctx context.Context, t *Task, r Run, ev *Event, prev 
 			e.releaseSlot()
 			held = false
 		}
-		tm := e.clock.NewTimer(t.Retry.Delay(r.Attempt))
+		delay := t.Retry.Delay(r.Attempt)
+		awake := func() {}
+		if slot { // a goroutine counted by startWork: Idle knows it sleeps
+			awake = e.sleepUntil(e.clock.Now().Add(delay))
+		}
+		tm := e.clock.NewTimer(delay)
 		select {
 		case <-tm.C():
 		case <-ctx.Done():
 		}
 		tm.Stop()
+		awake()
 		if ctx.Err() != nil {
 			e.park(oneOff{t, r, ev, prev})
 			return
@@ -295,7 +303,9 @@ func (e *Engine) resumeInterrupted(ctx context.Context, wg *sync.WaitGroup) {
 	e.interrupted = nil
 	e.mu.Unlock()
 	for _, o := range list {
+		done := e.startWork()
 		wg.Go(func() {
+			defer done()
 			if e.acquire(ctx) != nil {
 				e.park(o)
 				return

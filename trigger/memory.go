@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/valetkit/valet/clock"
 	"slices"
 	"sync"
 	"time"
@@ -20,8 +21,8 @@ type MemoryStore struct {
 	// MaxRuns is how many runs it keeps per task, the newest added.
 	// Zero: DefaultMaxRuns.
 	MaxRuns int
-	// Clock gives CreatedAt and UpdatedAt. Nil: SystemClock.
-	Clock Clock
+	// Clock gives CreatedAt and UpdatedAt. Nil: clock.System.
+	Clock clock.Clock
 
 	mu      sync.Mutex
 	tenants map[string]map[string]*memTask

@@ -3,6 +3,7 @@ package trigger_test
 import (
 	"context"
 	"errors"
+	"github.com/valetkit/valet/clock/clocktest"
 	"testing"
 	"time"
 
@@ -61,7 +62,7 @@ func TestMemoryStoreRunBound(t *testing.T) {
 func TestMemoryStoreClock(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC)
-	clk := triggertest.NewClock(t0)
+	clk := clocktest.New(t0)
 	s := &trigger.MemoryStore{Clock: clk}
 	task := triggertest.NewTask("t1", "a")
 	if err := s.Create(ctx, task); err != nil {

@@ -165,7 +165,9 @@ func (e *Engine) chain(ctx context.Context, t *Task, r Run, depth int) error {
 		return err
 	}
 	if wg := e.runWG.Load(); wg != nil { // under Run: a run of its own
+		done := e.startWork()
 		wg.Go(func() {
+			defer done()
 			if e.acquire(ctx) != nil {
 				e.park(oneOff{next, nr, nil, prev})
 				return

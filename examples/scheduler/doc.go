@@ -30,10 +30,10 @@
 //	go run ./examples/scheduler
 //
 // The engine keeps its defaults — a trigger.MemoryStore and a
-// trigger.MemoryBus — on a triggertest.Clock that starts on Monday 2 March
+// trigger.MemoryBus — on a clocktest.Clock that starts on Monday 2 March
 // 2026 at 07:00 in Paris. The program moves it a quarter of an hour at a
 // time through two days, waiting after each step for the engine to finish
-// what the step made due, and publishes emails on the way: Amazon's
+// what the step made due (triggertest.WaitIdle), and publishes emails on the way: Amazon's
 // shipping notice (which fires the event task), the same event again, as a
 // webhook retried (which does not: a task runs once per event id), and two
 // emails from elsewhere (which do not match the filter). It prints what

@@ -83,7 +83,7 @@ func runLive(ctx context.Context, w io.Writer, cfg config) error {
 
 	c := newChat(out, time.Now, tl)
 	c.label, c.notified = label, cfg.notified
-	d, err := newDemo(tl, out, store, bus, nil, time.Now, c, log)
+	d, err := newDemo(tl, out, store, bus, nil, c, log)
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	_ "time/tzdata" // Europe/Paris loads on any machine
 
 	"github.com/valetkit/valet/agent"
+	"github.com/valetkit/valet/clock"
 	"github.com/valetkit/valet/trigger"
 	"github.com/valetkit/valet/trigger/agentexec"
 )
@@ -209,16 +210,18 @@ type demo struct {
 	out    *printer
 }
 
-// newDemo wires the bot. store, bus and clock are the engine's (nil: in
-// memory, on the real clock); now is the clock the model and the tools read.
-func newDemo(tl *timeline, out *printer, store trigger.Store, bus trigger.EventBus, clock trigger.Clock, now func() time.Time, c *chat, log *slog.Logger) (*demo, error) {
-	w := &world{now: now, tl: tl}
+// newDemo wires the bot. store and bus are the engine's (nil: in memory);
+// clk is the one clock of the orchestrator, the engine and the tools (nil:
+// the real clock).
+func newDemo(tl *timeline, out *printer, store trigger.Store, bus trigger.EventBus, clk clock.Clock, c *chat, log *slog.Logger) (*demo, error) {
+	clk = clock.Or(clk)
+	w := &world{now: clk.Now, tl: tl}
 	o, err := agent.NewOrchestrator(agent.Config{
 		LLM:          offlineModel(),
 		SystemPrompt: systemPrompt,
 		Tools:        tools(w),
 		Location:     tl.loc,
-		Now:          now,
+		Clock:        clk,
 		Logger:       log,
 	})
 	if err != nil {
@@ -231,7 +234,7 @@ func newDemo(tl *timeline, out *printer, store trigger.Store, bus trigger.EventB
 	e, err := trigger.New(trigger.Config{
 		Store: store,
 		Bus:   bus,
-		Clock: clock,
+		Clock: clk,
 		// Every task runs through the assistant: agentexec turns a run
 		// into a message tagged [Scheduled Task], [Event Trigger] or
 		// [Condition Trigger].
@@ -394,8 +397,7 @@ type chat struct {
 
 	mu    sync.Mutex
 	held  []chatLine
-	count map[string]int  // notifications per task id
-	runs  map[string]bool // the runs notified
+	count map[string]int // notifications per task id
 }
 
 type chatLine struct {
@@ -405,7 +407,7 @@ type chatLine struct {
 }
 
 func newChat(out *printer, now func() time.Time, tl *timeline) *chat {
-	return &chat{out: out, now: now, loc: tl.loc, layout: tl.stamp, count: map[string]int{}, runs: map[string]bool{}}
+	return &chat{out: out, now: now, loc: tl.loc, layout: tl.stamp, count: map[string]int{}}
 }
 
 // Notify implements trigger.Notifier.
@@ -423,7 +425,6 @@ func (c *chat) Notify(ctx context.Context, n trigger.Notification) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.count[n.TaskID]++
-	c.runs[n.RunID] = true
 	if c.notified != nil {
 		c.notified(n)
 	}
@@ -454,13 +455,6 @@ func (c *chat) notifications(taskID string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.count[taskID]
-}
-
-// delivered reports whether the run's outcome reached the chat.
-func (c *chat) delivered(runID string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.runs[runID]
 }
 
 // ---------------------------------------------------------------- helpers

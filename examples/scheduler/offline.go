@@ -12,6 +12,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/valetkit/valet/clock/clocktest"
 	"github.com/valetkit/valet/trigger"
 	"github.com/valetkit/valet/trigger/triggertest"
 )
@@ -25,15 +26,13 @@ const settleTimeout = 20 * time.Second
 func runOffline(ctx context.Context, w io.Writer, cfg config) error {
 	tl := cmp.Or(cfg.timeline, offlineTimeline())
 	start := offlineStart
-	clk := triggertest.NewClock(start)
+	clk := clocktest.New(start)
 	out := &printer{w: w}
 	c := newChat(out, clk.Now, tl)
 	c.hold, c.notified = true, cfg.notified
-	// The defaults, made here to give them the fake clock (the store
-	// stamps CreatedAt with it) and to see the bus's backlog.
-	store := &trigger.MemoryStore{Clock: clk}
-	bus := &trigger.MemoryBus{Clock: clk}
-	d, err := newDemo(tl, out, store, bus, clk, clk.Now, c, logger(cfg))
+	// The engine's defaults (a MemoryStore and a MemoryBus) take the
+	// fake clock from trigger.Config.Clock.
+	d, err := newDemo(tl, out, nil, nil, clk, c, logger(cfg))
 	if err != nil {
 		return err
 	}
@@ -80,7 +79,7 @@ func runOffline(ctx context.Context, w io.Writer, cfg config) error {
 			}
 			clk.Advance(now.Sub(clk.Now()))
 		}
-		if err := d.settle(ctx, clk, bus); err != nil {
+		if err := d.settle(ctx, clk); err != nil {
 			return err
 		}
 		if d.chat.pending() > 0 {
@@ -95,7 +94,7 @@ func runOffline(ctx context.Context, w io.Writer, cfg config) error {
 			if err := d.engine.Publish(ctx, dv.event("", start)); err != nil {
 				return err
 			}
-			if err := d.settle(ctx, clk, bus); err != nil {
+			if err := d.settle(ctx, clk); err != nil {
 				return err
 			}
 			switch {
@@ -120,7 +119,7 @@ func runOffline(ctx context.Context, w io.Writer, cfg config) error {
 
 // waitForScheduler waits until the scheduler sleeps on a timer of the
 // fake clock, so that an advance fires it.
-func (d *demo) waitForScheduler(ctx context.Context, clk *triggertest.Clock) error {
+func (d *demo) waitForScheduler(ctx context.Context, clk *clocktest.Clock) error {
 	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
 	defer cancel()
 	if err := clk.AwaitTimers(ctx, 1); err != nil {
@@ -130,57 +129,17 @@ func (d *demo) waitForScheduler(ctx context.Context, clk *triggertest.Clock) err
 }
 
 // settle waits until the engine has done everything due by the clock's
-// time: no event waiting on the bus, no ACTIVE task due, no run under way,
-// and every finished run's result in the chat. The engine works in
-// goroutines of its own, which the fake clock does not wait for.
-func (d *demo) settle(ctx context.Context, clk *triggertest.Clock, bus *trigger.MemoryBus) error {
-	deadline := time.Now().Add(settleTimeout)
-	for {
-		idle, err := d.idle(ctx, clk.Now(), bus)
-		if err != nil {
-			return err
-		}
-		if idle {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the engine is still busy at %s after %s", clk.Now().Format(time.DateTime), settleTimeout)
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		time.Sleep(100 * time.Microsecond)
+// time (triggertest.WaitIdle): no event waiting on the bus, no ACTIVE
+// task due, no run under way, and every finished run's result in the
+// chat. The engine works in goroutines of its own, which the fake clock
+// does not wait for.
+func (d *demo) settle(ctx context.Context, clk *clocktest.Clock) error {
+	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
+	defer cancel()
+	if err := triggertest.WaitIdle(ctx, d.engine); err != nil {
+		return fmt.Errorf("at %s: %w", clk.Now().Format(time.DateTime), err)
 	}
-}
-
-func (d *demo) idle(ctx context.Context, now time.Time, bus *trigger.MemoryBus) (bool, error) {
-	if bus.Len() > 0 {
-		return false, nil
-	}
-	tasks, err := d.engine.List(ctx, tenantID)
-	if err != nil {
-		return false, err
-	}
-	for _, t := range tasks {
-		if t.Status == trigger.StatusActive && !t.NextRun.IsZero() && !t.NextRun.After(now) {
-			return false, nil // due: the scheduler has not moved it on yet
-		}
-		runs, err := d.engine.Runs(ctx, tenantID, t.ID, 5)
-		if err != nil {
-			return false, err
-		}
-		for _, r := range runs {
-			switch r.Status {
-			case trigger.RunRunning:
-				return false, nil
-			case trigger.RunSucceeded, trigger.RunDead:
-				if !d.chat.delivered(r.ID) {
-					return false, nil
-				}
-			}
-		}
-	}
-	return true, nil
+	return nil
 }
 
 // pending returns how many lines the chat holds.

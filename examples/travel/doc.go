@@ -48,13 +48,13 @@
 //
 // # The clock
 //
-// In memory the demo's clock is pinned (Config.Now) to Sunday 7 June 2026,
+// In memory the demo's clock is pinned (Config.Clock, a clocktest.Clock nothing advances) to Sunday 7 June 2026,
 // 10:00 in San Francisco, so "next Friday" is always 12 June 2026 and every
 // run prints the same plan. With -redis the clock is the real one: Redis
 // expires pool entries on the real clock, and an approval stamped with a
 // pinned clock in the past would count as expired at once. The pool's
 // clock must always be the orchestrator's: that is why the in-memory pool
-// is made with pool.NewMemory(pool.MemoryConfig{Now: now}).
+// is made with pool.NewMemory(pool.MemoryConfig{Clock: clk}).
 //
 // # The model
 //

@@ -17,6 +17,8 @@ import (
 
 	"github.com/valetkit/valet/agent"
 	"github.com/valetkit/valet/approval"
+	"github.com/valetkit/valet/clock"
+	"github.com/valetkit/valet/clock/clocktest"
 	"github.com/valetkit/valet/llm"
 	"github.com/valetkit/valet/llm/openai"
 	"github.com/valetkit/valet/pool"
@@ -166,11 +168,11 @@ func (a SendEmail) Run(ctx context.Context, in SendEmailIn) (agent.Reply, error)
 // ---------------------------------------------------------------- wiring
 
 // newOrchestrator wires the model, the tools, the agents and the pool.
-func newOrchestrator(model llm.Client, b *backends, store pool.Store, locker pool.Locker, now func() time.Time, log *slog.Logger) (*agent.Orchestrator, error) {
+func newOrchestrator(model llm.Client, b *backends, store pool.Store, locker pool.Locker, clk clock.Clock, log *slog.Logger) (*agent.Orchestrator, error) {
 	home := mustLoad(userTimeZone)
 	reg := agent.NewRegistry()
 	if err := agent.Register(reg, "search_flights", "Search one-way flights for a day, cheapest first.",
-		SearchFlights{Flights: b.Flights, Now: now, TimeZone: home}); err != nil {
+		SearchFlights{Flights: b.Flights, Now: clk.Now, TimeZone: home}); err != nil {
 		return nil, err
 	}
 	if err := agent.Register(reg, "send_email", "Send an email from the user's mailbox.",
@@ -182,10 +184,10 @@ func newOrchestrator(model llm.Client, b *backends, store pool.Store, locker poo
 		SystemPrompt: systemPrompt,
 		Tools:        []tool.Tool{weatherTool(b.Weather)},
 		Agents:       reg,
-		Pool:         store,  // where agents wait; it must expire entries on the clock of Now
+		Pool:         store,  // where agents wait; it must expire entries on the clock of Clock
 		Locker:       locker, // serialises a conversation across processes; nil: this process only
 		Location:     home,
-		Now:          now,
+		Clock:        clk,
 		Logger:       log,
 	})
 }
@@ -201,9 +203,9 @@ type options struct {
 	Offline     bool   // -offline: the scripted model even if OPENAI_API_KEY is set
 	Verbose     bool   // -v: debug logs on Logs
 	Logs        io.Writer
-	Model       llm.Client       // set by tests; nil chooses by OPENAI_API_KEY
-	Now         func() time.Time // set by tests; nil: demoNow, or the real clock with Redis
-	Backends    *backends        // set by tests; nil: the canned fakes
+	Model       llm.Client  // set by tests; nil chooses by OPENAI_API_KEY
+	Clock       clock.Clock // set by tests; nil: demoNow, or the real clock with Redis
+	Backends    *backends   // set by tests; nil: the canned fakes
 }
 
 func main() {
@@ -249,17 +251,17 @@ func run(ctx context.Context, w io.Writer, opts options) error {
 		return err
 	}
 	log := logger(opts)
-	now := chooseClock(w, opts)
-	store, locker, closePool, err := choosePool(ctx, w, opts, now, log)
+	clk := chooseClock(w, opts)
+	store, locker, closePool, err := choosePool(ctx, w, opts, clk, log)
 	if err != nil {
 		return err
 	}
 	defer closePool()
 	b := opts.Backends
 	if b == nil {
-		b = fakeBackends(now)
+		b = fakeBackends(clk.Now)
 	}
-	o, err := newOrchestrator(model, b, store, locker, now, log)
+	o, err := newOrchestrator(model, b, store, locker, clk, log)
 	if err != nil {
 		return err
 	}
@@ -345,13 +347,13 @@ func chooseModel(w io.Writer, opts options) (llm.Client, error) {
 
 // choosePool returns the Redis pool and locker with -redis, and an
 // in-memory pool without.
-func choosePool(ctx context.Context, w io.Writer, opts options, now func() time.Time, log *slog.Logger) (pool.Store, pool.Locker, func(), error) {
+func choosePool(ctx context.Context, w io.Writer, opts options, clk clock.Clock, log *slog.Logger) (pool.Store, pool.Locker, func(), error) {
 	if opts.RedisURL == "" {
 		fmt.Fprintln(w, "pool: in memory (add -redis URL to keep approvals across restarts)")
 		// The pool expires entries on its own clock: it must be the
-		// orchestrator's (Config.Now), or an approval stamped with the
+		// orchestrator's (Config.Clock), or an approval stamped with the
 		// pinned clock would count as long expired and vanish.
-		return pool.NewMemory(pool.MemoryConfig{Now: now}), nil, func() {}, nil
+		return pool.NewMemory(pool.MemoryConfig{Clock: clk}), nil, func() {}, nil
 	}
 	ro, err := redis.ParseURL(opts.RedisURL)
 	if err != nil {
@@ -382,19 +384,18 @@ func choosePool(ctx context.Context, w io.Writer, opts options, now func() time.
 // always the same day. With Redis it is the real clock: the store expires
 // entries on the real clock, and would drop at once an approval whose
 // expiry a pinned clock put in the past.
-func chooseClock(w io.Writer, opts options) func() time.Time {
-	now := opts.Now
+func chooseClock(w io.Writer, opts options) clock.Clock {
+	clk := opts.Clock
 	switch {
-	case now != nil:
+	case clk != nil:
 	case opts.RedisURL == "":
-		now = func() time.Time { return demoNow }
 		fmt.Fprintf(w, "clock: pinned to %s\n", demoNow.Format("Monday 2 January 2006 15:04 MST"))
-		return now
+		return clocktest.New(demoNow) // stands still: nothing advances it
 	default:
-		now = time.Now
+		clk = clock.System{}
 	}
-	fmt.Fprintf(w, "clock: %s\n", now().In(mustLoad(userTimeZone)).Format("Monday 2 January 2006 15:04 MST"))
-	return now
+	fmt.Fprintf(w, "clock: %s\n", clk.Now().In(mustLoad(userTimeZone)).Format("Monday 2 January 2006 15:04 MST"))
+	return clk
 }
 
 func logger(opts options) *slog.Logger {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/valetkit/valet/clock/clocktest"
 	"os"
 	"strings"
 	"sync"
@@ -128,7 +129,8 @@ func TestApprovalFlow(t *testing.T) {
 	ctx := context.Background()
 	kit := newKit(pinned)
 	model := demoModel()
-	o, err := newOrchestrator(model, kit.backends, pool.NewMemory(pool.MemoryConfig{Now: pinned}), nil, pinned, nil)
+	clk := clocktest.New(demoNow)
+	o, err := newOrchestrator(model, kit.backends, pool.NewMemory(pool.MemoryConfig{Clock: clk}), nil, clk, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,7 +375,7 @@ func TestOptions(t *testing.T) {
 
 // TestSchema checks what the model is told about the agents' fields.
 func TestSchema(t *testing.T) {
-	o, err := newOrchestrator(demoModel(), newKit(pinned).backends, nil, nil, pinned, nil)
+	o, err := newOrchestrator(demoModel(), newKit(pinned).backends, nil, nil, clocktest.New(demoNow), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -446,11 +448,11 @@ func TestRedisRestart(t *testing.T) {
 	})
 	// The real clock, frozen for the test: Redis expires entries on the
 	// real clock.
-	frozen := time.Now().Truncate(time.Second)
-	now := func() time.Time { return frozen }
+	clk := clocktest.New(time.Now().Truncate(time.Second))
+	now := clk.Now
 	process := func(step string, kit *testKit) (string, error) {
 		var out bytes.Buffer
-		err := run(ctx, &out, options{Step: step, RedisURL: url, RedisPrefix: prefix, Model: demoModel(), Now: now, Backends: kit.backends})
+		err := run(ctx, &out, options{Step: step, RedisURL: url, RedisPrefix: prefix, Model: demoModel(), Clock: clk, Backends: kit.backends})
 		return out.String(), err
 	}
 

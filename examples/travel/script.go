@@ -185,11 +185,11 @@ func planText(flights, weather *llm.Message) string {
 		}
 		best := fs[0] // the search sorts cheapest first
 		lines = append(lines, fmt.Sprintf("Flight: %s %s, %s %s → %s %s, nonstop, %s, $%d (the cheapest of %d).",
-			best.Airline, best.Flight, best.From, clock(best.Departs), best.To, clock(best.Arrives), best.Duration, best.PriceUSD, len(fs)))
+			best.Airline, best.Flight, best.From, hhmm(best.Departs), best.To, hhmm(best.Arrives), best.Duration, best.PriceUSD, len(fs)))
 		if len(fs) > 1 {
 			var others []string
 			for _, f := range fs[1:min(len(fs), 3)] {
-				others = append(others, fmt.Sprintf("%s %s at %s ($%d)", f.Airline, f.Flight, clock(f.Departs), f.PriceUSD))
+				others = append(others, fmt.Sprintf("%s %s at %s ($%d)", f.Airline, f.Flight, hhmm(f.Departs), f.PriceUSD))
 			}
 			lines = append(lines, "Also: "+strings.Join(others, ", ")+".")
 		}
@@ -371,8 +371,8 @@ func jsonPart(s string) []byte {
 	return nil
 }
 
-// clock cuts "2026-06-12 08:15 PDT" to "08:15".
-func clock(stamp string) string {
+// hhmm cuts "2026-06-12 08:15 PDT" to "08:15".
+func hhmm(stamp string) string {
 	if f := strings.Fields(stamp); len(f) == 3 {
 		return f[1]
 	}

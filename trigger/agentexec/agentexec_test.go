@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/valetkit/valet/clock"
+	"github.com/valetkit/valet/clock/clocktest"
 	"log/slog"
 	"math"
 	"strings"
@@ -19,7 +21,6 @@ import (
 	"github.com/valetkit/valet/tool"
 	"github.com/valetkit/valet/trigger"
 	"github.com/valetkit/valet/trigger/agentexec"
-	"github.com/valetkit/valet/trigger/triggertest"
 )
 
 // seen records what the orchestrator's hooks saw of each message.
@@ -72,8 +73,8 @@ func newOrch(t *testing.T, model llm.Client, s *seen, cfg agent.Config) *agent.O
 	t.Helper()
 	cfg.LLM = model
 	cfg.Logger = slog.New(slog.DiscardHandler)
-	if cfg.Now == nil {
-		cfg.Now = func() time.Time { return time.Date(2026, 6, 1, 6, 0, 0, 0, time.UTC) }
+	if cfg.Clock == nil {
+		cfg.Clock = clocktest.New(time.Date(2026, 6, 1, 6, 0, 0, 0, time.UTC))
 	}
 	if s != nil {
 		cfg.Hooks = s.hooks()
@@ -512,7 +513,7 @@ func TestPendingApproval(t *testing.T) {
 		llmtest.Text("Shall I send the email to team@example.com?"),
 	)
 	var s seen
-	o := newOrch(t, model, &s, agent.Config{Agents: reg, Now: time.Now})
+	o := newOrch(t, model, &s, agent.Config{Agents: reg, Clock: clock.System{}})
 	res, err := execute(t, newExec(t, o, agentexec.Config{}), trigger.ExecRun{Task: scheduleTask("mail", "Mail the team the plan.")})
 	if err != nil {
 		t.Fatal(err)
@@ -567,7 +568,7 @@ func TestEngineSchedule(t *testing.T) {
 	answer.Usage = llm.Usage{InputTokens: 40, OutputTokens: 8}
 	model := llmtest.NewStrictScript(t, answer)
 	o := newOrch(t, model, nil, agent.Config{})
-	clk := triggertest.NewClock(time.Date(2026, 6, 1, 7, 0, 0, 0, time.UTC))
+	clk := clocktest.New(time.Date(2026, 6, 1, 7, 0, 0, 0, time.UTC))
 	e, err := trigger.New(trigger.Config{
 		Executors: map[string]trigger.Executor{trigger.DefaultExecutor: newExec(t, o, agentexec.Config{})},
 		Clock:     clk,
@@ -669,7 +670,7 @@ func TestApprovalsLink(t *testing.T) {
 		llmtest.Text("Done: the email is sent."),
 	)
 	var link agentexec.Approvals
-	o := newOrch(t, model, nil, agent.Config{Agents: reg, Now: time.Now, Hooks: agent.Hooks{Decided: link.Decided}})
+	o := newOrch(t, model, nil, agent.Config{Agents: reg, Clock: clock.System{}, Hooks: agent.Hooks{Decided: link.Decided}})
 	e, err := trigger.New(trigger.Config{Executors: map[string]trigger.Executor{trigger.DefaultExecutor: newExec(t, o, agentexec.Config{})}})
 	if err != nil {
 		t.Fatal(err)

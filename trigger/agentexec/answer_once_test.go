@@ -3,8 +3,9 @@ package agentexec_test
 import (
 	"context"
 	"errors"
+	"github.com/valetkit/valet/clock"
+	"github.com/valetkit/valet/clock/clocktest"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -44,11 +45,11 @@ func (n *notes) of(kind trigger.NotificationKind) []trigger.Notification {
 // user's approval, its result notified on "chat".
 func approvalSetup(t *testing.T, after string) (*agent.Orchestrator, *trigger.Engine, *notes, *mailer, trigger.Run) {
 	t.Helper()
-	return approvalSetupAt(t, after, time.Now)
+	return approvalSetupAt(t, after, clock.System{})
 }
 
 // approvalSetupAt is approvalSetup with the orchestrator's clock.
-func approvalSetupAt(t *testing.T, after string, now func() time.Time) (*agent.Orchestrator, *trigger.Engine, *notes, *mailer, trigger.Run) {
+func approvalSetupAt(t *testing.T, after string, clk clock.Clock) (*agent.Orchestrator, *trigger.Engine, *notes, *mailer, trigger.Run) {
 	t.Helper()
 	mail := &mailer{}
 	reg := agent.NewRegistry()
@@ -61,7 +62,7 @@ func approvalSetupAt(t *testing.T, after string, now func() time.Time) (*agent.O
 		llmtest.Text(after),
 	)
 	var link agentexec.Approvals
-	o := newOrch(t, model, nil, agent.Config{Agents: reg, Now: now, Hooks: agent.Hooks{Decided: link.Decided}})
+	o := newOrch(t, model, nil, agent.Config{Agents: reg, Clock: clk, Hooks: agent.Hooks{Decided: link.Decided}})
 	n := &notes{}
 	e, err := trigger.New(trigger.Config{
 		Executors: map[string]trigger.Executor{trigger.DefaultExecutor: newExec(t, o, agentexec.Config{})},
@@ -134,10 +135,9 @@ func TestApprovalFromUINotifiesOnce(t *testing.T) {
 // An approval that expired unanswered, found by a UI's ResolveApproval:
 // nothing ran, and the notifier tells the user so, once.
 func TestExpiredApprovalNotifiesOnce(t *testing.T) {
-	var later atomic.Int64
-	now := func() time.Time { return time.Now().Add(time.Duration(later.Load())) }
-	o, e, n, mail, r := approvalSetupAt(t, "unused", now)
-	later.Store(int64(agent.DefaultApprovalTimeout + time.Minute)) // expired, still kept by the pool
+	clk := clocktest.New(time.Now())
+	o, e, n, mail, r := approvalSetupAt(t, "unused", clk)
+	clk.Advance(agent.DefaultApprovalTimeout + time.Minute) // expired, still kept by the pool
 	ctx := context.Background()
 	if _, err := o.ResolveApproval(ctx, "u1", r.Approvals[0].ID, approval.Decision{Action: approval.Approve}); !errors.Is(err, approval.ErrExpired) {
 		t.Fatalf("ResolveApproval of an expired approval: %v", err)

@@ -3,6 +3,7 @@ package agentexec_test
 import (
 	"context"
 	"errors"
+	"github.com/valetkit/valet/clock"
 	"strings"
 	"testing"
 	"time"
@@ -63,7 +64,7 @@ func waitingMailRun(t *testing.T, question string, after ...llmtest.Reply) (*age
 		llmtest.Text(question),
 	}, after...)...)
 	var link agentexec.Approvals
-	o := newOrch(t, model, nil, agent.Config{Agents: reg, Now: time.Now, Hooks: agent.Hooks{Decided: link.Decided}})
+	o := newOrch(t, model, nil, agent.Config{Agents: reg, Clock: clock.System{}, Hooks: agent.Hooks{Decided: link.Decided}})
 	n := &notes{}
 	e, err := trigger.New(trigger.Config{
 		Executors: map[string]trigger.Executor{trigger.DefaultExecutor: newExec(t, o, agentexec.Config{})},

@@ -2,6 +2,7 @@ package agentexec_test
 
 import (
 	"context"
+	"github.com/valetkit/valet/clock"
 	"testing"
 	"time"
 
@@ -35,7 +36,7 @@ func TestSecondRunClaimsFirstRunsApproval(t *testing.T) {
 		llmtest.Text("Done: the email is sent."),
 	)
 	var link agentexec.Approvals
-	o := newOrch(t, model, nil, agent.Config{Agents: reg, Now: time.Now, Hooks: agent.Hooks{Decided: link.Decided}})
+	o := newOrch(t, model, nil, agent.Config{Agents: reg, Clock: clock.System{}, Hooks: agent.Hooks{Decided: link.Decided}})
 	e, err := trigger.New(trigger.Config{Executors: map[string]trigger.Executor{trigger.DefaultExecutor: newExec(t, o, agentexec.Config{})}})
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +111,7 @@ func TestTriggerMessageDecidesPendingApproval(t *testing.T) {
 		return llmtest.Text("ok")
 	})
 	var link agentexec.Approvals
-	o := newOrch(t, model, nil, agent.Config{Agents: reg, Now: time.Now, Hooks: agent.Hooks{Decided: link.Decided}})
+	o := newOrch(t, model, nil, agent.Config{Agents: reg, Clock: clock.System{}, Hooks: agent.Hooks{Decided: link.Decided}})
 	e, err := trigger.New(trigger.Config{Executors: map[string]trigger.Executor{trigger.DefaultExecutor: newExec(t, o, agentexec.Config{})}})
 	if err != nil {
 		t.Fatal(err)

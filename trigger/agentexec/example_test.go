@@ -3,6 +3,7 @@ package agentexec_test
 import (
 	"context"
 	"fmt"
+	"github.com/valetkit/valet/clock/clocktest"
 	"log/slog"
 	"time"
 
@@ -10,7 +11,6 @@ import (
 	"github.com/valetkit/valet/llm/llmtest"
 	"github.com/valetkit/valet/trigger"
 	"github.com/valetkit/valet/trigger/agentexec"
-	"github.com/valetkit/valet/trigger/triggertest"
 )
 
 func Example() {
@@ -29,7 +29,7 @@ func Example() {
 	}
 	engine, err := trigger.New(trigger.Config{
 		Executors: map[string]trigger.Executor{trigger.DefaultExecutor: exec},
-		Clock:     triggertest.NewClock(time.Date(2026, 6, 1, 7, 0, 0, 0, time.UTC)),
+		Clock:     clocktest.New(time.Date(2026, 6, 1, 7, 0, 0, 0, time.UTC)),
 	})
 	if err != nil {
 		fmt.Println(err)

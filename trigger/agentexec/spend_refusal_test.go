@@ -2,6 +2,7 @@ package agentexec_test
 
 import (
 	"context"
+	"github.com/valetkit/valet/clock/clocktest"
 	"log/slog"
 	"strings"
 	"testing"
@@ -11,7 +12,6 @@ import (
 	"github.com/valetkit/valet/llm/llmtest"
 	"github.com/valetkit/valet/trigger"
 	"github.com/valetkit/valet/trigger/agentexec"
-	"github.com/valetkit/valet/trigger/triggertest"
 )
 
 // A daily task whose 08:00 run the SpendGuard refuses because today's
@@ -21,8 +21,8 @@ import (
 func TestSpendRefusedDailyTaskStaysScheduled(t *testing.T) {
 	ctx := context.Background()
 	model := llmtest.NewScript(llmtest.Text("never"))
-	g, err := agent.NewSpendLimits(agent.SpendLimitsConfig{Tenant: agent.Limits{DailyUSD: 0.01},
-		Now: func() time.Time { return time.Date(2026, 6, 1, 8, 0, 0, 0, time.UTC) }})
+	clk := clocktest.New(time.Date(2026, 6, 1, 7, 0, 0, 0, time.UTC)) // one clock for the guard and the engine
+	g, err := agent.NewSpendLimits(agent.SpendLimitsConfig{Tenant: agent.Limits{DailyUSD: 0.01}, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,6 @@ func TestSpendRefusedDailyTaskStaysScheduled(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := newOrch(t, model, nil, agent.Config{SpendGuard: g, Prices: agent.Prices{llmtest.ModelName: {InputPerMillion: 1, OutputPerMillion: 2}}})
-	clk := triggertest.NewClock(time.Date(2026, 6, 1, 7, 0, 0, 0, time.UTC))
 	e, err := trigger.New(trigger.Config{
 		Executors: map[string]trigger.Executor{trigger.DefaultExecutor: newExec(t, o, agentexec.Config{})},
 		Clock:     clk,
@@ -62,8 +61,8 @@ func TestSpendRefusedDailyTaskStaysScheduled(t *testing.T) {
 func TestSpendRefusedTaskDoesNotTellTheUserTheServiceFigures(t *testing.T) {
 	ctx := context.Background()
 	model := llmtest.NewScript(llmtest.Text("never"))
-	now := func() time.Time { return time.Date(2026, 6, 1, 8, 0, 0, 0, time.UTC) }
-	g, err := agent.NewSpendLimits(agent.SpendLimitsConfig{Global: agent.Limits{DailyUSD: 1234.5}, Now: now})
+	clk := clocktest.New(time.Date(2026, 6, 1, 7, 0, 0, 0, time.UTC)) // one clock for the guard and the engine
+	g, err := agent.NewSpendLimits(agent.SpendLimitsConfig{Global: agent.Limits{DailyUSD: 1234.5}, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +71,6 @@ func TestSpendRefusedTaskDoesNotTellTheUserTheServiceFigures(t *testing.T) {
 	}
 	o := newOrch(t, model, nil, agent.Config{SpendGuard: g, Prices: agent.Prices{llmtest.ModelName: {InputPerMillion: 1, OutputPerMillion: 2}}})
 	notes := make(chan trigger.Notification, 4)
-	clk := triggertest.NewClock(time.Date(2026, 6, 1, 7, 0, 0, 0, time.UTC))
 	e, err := trigger.New(trigger.Config{
 		Executors: map[string]trigger.Executor{trigger.DefaultExecutor: newExec(t, o, agentexec.Config{})},
 		Notifiers: map[string]trigger.Notifier{"chat": trigger.NotifierFunc(func(ctx context.Context, n trigger.Notification) error {
@@ -108,7 +106,7 @@ func TestSpendRefusedTaskDoesNotTellTheUserTheServiceFigures(t *testing.T) {
 
 // runFirstFiring runs e until the 08:00 firing of task digest of u1 has
 // finished (the clock starts at 07:00) and returns the task then.
-func runFirstFiring(t *testing.T, e *trigger.Engine, clk *triggertest.Clock) *trigger.Task {
+func runFirstFiring(t *testing.T, e *trigger.Engine, clk *clocktest.Clock) *trigger.Task {
 	t.Helper()
 	ctx := context.Background()
 	runCtx, stop := context.WithCancel(ctx)

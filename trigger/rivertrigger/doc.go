@@ -11,6 +11,10 @@
 // New takes the pool the host already has and a [Config] whose zero value
 // means the documented defaults.
 //
+// The clock of CreatedAt and UpdatedAt comes from Config.Clock (nil:
+// clock.System); tests pass one clock/clocktest.Clock to everything they
+// wire. River times its jobs by the database's clock, not this one.
+//
 // # Schema
 //
 // Config.Schema chooses the schema valet's tables and River's live in,

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/valetkit/valet/clock"
 	"log/slog"
 	"strings"
 	"sync"
@@ -51,8 +52,8 @@ const (
 // defaults.
 type Config struct {
 	// Clock gives CreatedAt and UpdatedAt. River keeps the database's
-	// time for its jobs. Default: trigger.SystemClock.
-	Clock trigger.Clock
+	// time for its jobs. Default: clock.System.
+	Clock clock.Clock
 	// FetchCooldown is River's least time between two fetches of runs.
 	// Default: River's, 100ms.
 	FetchCooldown time.Duration
@@ -137,7 +138,7 @@ func (c Config) withDefaults(conn pgconn.Config) (Config, error) {
 	c.ReconcileInterval = cmp.Or(c.ReconcileInterval, DefaultReconcileInterval)
 	c.MaxRuns = cmp.Or(c.MaxRuns, trigger.DefaultMaxRuns)
 	if c.Clock == nil {
-		c.Clock = trigger.SystemClock{}
+		c.Clock = clock.System{}
 	}
 	c.Logger = cmp.Or(c.Logger, slog.Default())
 	if c.Namespace == "" {

@@ -1,15 +1,11 @@
 // Package triggertest helps test code built on package trigger.
 //
-// [Clock] is a fake trigger.Clock: time stands still until the test
-// moves it with Advance, and the timers it passes fire at once, so a
-// scheduler runs a week of schedules in a millisecond:
+// The fake clock is clock/clocktest.Clock: hand one to trigger.Config.Clock
+// and to everything else the test wires.
 //
-//	clk := triggertest.NewClock(time.Date(2026, 3, 28, 12, 0, 0, 0, time.UTC))
-//	// start the code under test with clk as its trigger.Clock, then:
-//	if err := clk.AwaitTimers(ctx, 1); err != nil { // it is waiting
-//		t.Fatal(err)
-//	}
-//	clk.Advance(24 * time.Hour) // its timer fires
+// [WaitIdle] waits until an engine has done everything its clock's time
+// made due: call it after moving the fake clock or publishing an event,
+// before looking at the runs.
 //
 // [RunStore] is the conformance suite of a trigger.Store: a backend's
 // tests call it with a function that makes an empty store, and it checks

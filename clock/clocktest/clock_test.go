@@ -1,4 +1,4 @@
-package triggertest_test
+package clocktest_test
 
 import (
 	"context"
@@ -6,13 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/valetkit/valet/trigger"
-	"github.com/valetkit/valet/trigger/triggertest"
+	"github.com/valetkit/valet/clock"
+	"github.com/valetkit/valet/clock/clocktest"
 )
 
 var start = time.Date(2026, 3, 28, 12, 0, 0, 0, time.UTC)
 
-func fired(tm trigger.Timer) (time.Time, bool) {
+func fired(tm clock.Timer) (time.Time, bool) {
 	select {
 	case v := <-tm.C():
 		return v, true
@@ -22,7 +22,7 @@ func fired(tm trigger.Timer) (time.Time, bool) {
 }
 
 func TestClockTimers(t *testing.T) {
-	c := triggertest.NewClock(start)
+	c := clocktest.New(start)
 	a := c.NewTimer(time.Hour)
 	b := c.NewTimer(2 * time.Hour)
 	stopped := c.NewTimer(30 * time.Minute)
@@ -66,8 +66,20 @@ func TestClockTimers(t *testing.T) {
 // TestClockScheduler runs a small scheduler loop against the fake clock
 // from another goroutine: a week of a daily schedule, without sleeping.
 func TestClockScheduler(t *testing.T) {
-	c := triggertest.NewClock(start)
-	s := trigger.Schedule{Cron: "0 9 * * *", Zone: "Europe/Paris"}
+	c := clocktest.New(start)
+	paris, err := time.LoadLocation("Europe/Paris")
+	if err != nil {
+		t.Skip("no tz database:", err)
+	}
+	// next09 is the first 09:00 in Paris after t.
+	next09 := func(t time.Time) time.Time {
+		l := t.In(paris)
+		n := time.Date(l.Year(), l.Month(), l.Day(), 9, 0, 0, 0, paris)
+		if !n.After(t) {
+			n = time.Date(l.Year(), l.Month(), l.Day()+1, 9, 0, 0, 0, paris)
+		}
+		return n
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	runs := make(chan time.Time, 16)
@@ -75,12 +87,11 @@ func TestClockScheduler(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		last := c.Now()
+		next := next09(c.Now())
 		for {
-			runAt, ok, next := s.Due(last, c.Now(), trigger.CatchUpOnce, 0)
-			last = c.Now()
-			if ok {
-				runs <- runAt
+			if now := c.Now(); !now.Before(next) {
+				runs <- next
+				next = next09(now)
 			}
 			tm := c.NewTimer(next.Sub(c.Now()))
 			select {
@@ -113,7 +124,7 @@ func TestClockScheduler(t *testing.T) {
 }
 
 func TestClockZeroValueAndRace(t *testing.T) {
-	var c triggertest.Clock
+	var c clocktest.Clock
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
@@ -128,5 +139,23 @@ func TestClockZeroValueAndRace(t *testing.T) {
 	wg.Wait()
 	if got := c.Now(); !got.Equal(time.Time{}.Add(800 * time.Millisecond)) {
 		t.Errorf("Now() = %s after 800 advances of 1ms", got)
+	}
+}
+
+func TestClockSet(t *testing.T) {
+	c := clocktest.New(start)
+	tm := c.NewTimer(time.Hour)
+	c.Set(start.Add(30 * time.Minute))
+	if _, ok := fired(tm); ok {
+		t.Fatal("fired before its deadline")
+	}
+	eight := start.Add(20 * time.Hour)
+	c.Set(eight)
+	if v, ok := fired(tm); !ok || !v.Equal(eight) || !c.Now().Equal(eight) {
+		t.Fatalf("Set past its deadline: %s, %v (now %s)", v, ok, c.Now())
+	}
+	c.Set(start)
+	if !c.Now().Equal(eight) {
+		t.Errorf("Set to the past moved the clock back to %s", c.Now())
 	}
 }

@@ -1,4 +1,4 @@
-package triggertest
+package clocktest
 
 import (
 	"context"
@@ -6,13 +6,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/valetkit/valet/trigger"
+	"github.com/valetkit/valet/clock"
 )
 
-// Clock is a fake trigger.Clock for tests: Now stands still until
-// Advance moves it, and a timer fires when Advance reaches its deadline.
-// It is safe for concurrent use. The zero value starts at the zero time;
-// NewClock picks the start.
+// Clock is a fake clock.Clock for tests: Now stands still until Advance
+// or Set moves it, and a timer fires when the clock reaches its
+// deadline. It is safe for concurrent use. The zero value starts at the
+// zero time; New picks the start.
 type Clock struct {
 	mu      sync.Mutex
 	now     time.Time
@@ -20,10 +20,10 @@ type Clock struct {
 	changed chan struct{} // closed, and replaced, whenever pending grows
 }
 
-var _ trigger.Clock = (*Clock)(nil)
+var _ clock.Clock = (*Clock)(nil)
 
-// NewClock returns a Clock that reads now until it is advanced.
-func NewClock(now time.Time) *Clock { return &Clock{now: now} }
+// New returns a Clock that reads now until it is moved.
+func New(now time.Time) *Clock { return &Clock{now: now} }
 
 // Now returns the clock's current time.
 func (c *Clock) Now() time.Time {
@@ -34,7 +34,7 @@ func (c *Clock) Now() time.Time {
 
 // NewTimer returns a timer that fires when the clock reaches Now()+d,
 // delivering the clock's time then; at once when d ≤ 0.
-func (c *Clock) NewTimer(d time.Duration) trigger.Timer {
+func (c *Clock) NewTimer(d time.Duration) clock.Timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := &timer{clock: c, deadline: c.now.Add(d), ch: make(chan time.Time, 1)}
@@ -58,6 +58,24 @@ func (c *Clock) Advance(d time.Duration) {
 	if d > 0 {
 		c.now = c.now.Add(d)
 	}
+	c.fire()
+}
+
+// Set moves the clock to t and fires, earliest deadline first, the
+// timers it reaches. A t before Now is ignored: the clock never goes
+// back.
+func (c *Clock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t.After(c.now) {
+		c.now = t
+	}
+	c.fire()
+}
+
+// fire delivers the clock's time to every pending timer whose deadline
+// it has reached. c.mu is held.
+func (c *Clock) fire() {
 	slices.SortStableFunc(c.pending, func(a, b *timer) int { return a.deadline.Compare(b.deadline) })
 	kept := c.pending[:0]
 	for _, t := range c.pending {
