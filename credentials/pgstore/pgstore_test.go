@@ -148,6 +148,10 @@ func TestNewRejects(t *testing.T) {
 		{"long schema", db, pgstore.Config{KeyRing: ring, Schema: strings.Repeat("s", 64)}, "longer than"},
 		{"NUL", db, pgstore.Config{KeyRing: ring, Table: "a\x00b"}, "NUL"},
 		{"batch", db, pgstore.Config{KeyRing: ring, RotateBatch: -1}, "negative RotateBatch"},
+		// Refused at New, as pgmemory and rivertrigger refuse them, not
+		// by PostgreSQL at Migrate.
+		{"schema not UTF-8", db, pgstore.Config{KeyRing: ring, Schema: "\xff"}, "UTF-8"},
+		{"table not UTF-8", db, pgstore.Config{KeyRing: ring, Table: "cr\xffeds"}, "UTF-8"},
 	} {
 		s, err := pgstore.New(tc.db, tc.cfg)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, credentials.ErrInvalid) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -136,6 +137,8 @@ func checkIdent(what, name string) error {
 		return fmt.Errorf("%w: pgstore: %s name %q is longer than PostgreSQL's %d bytes", credentials.ErrInvalid, what, name, maxIdentLen)
 	case strings.IndexByte(name, 0) >= 0:
 		return fmt.Errorf("%w: pgstore: %s name holds a NUL byte", credentials.ErrInvalid, what)
+	case !utf8.ValidString(name):
+		return fmt.Errorf("%w: pgstore: %s name is not valid UTF-8", credentials.ErrInvalid, what)
 	}
 	return nil
 }

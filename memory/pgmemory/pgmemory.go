@@ -80,8 +80,8 @@ type Config struct {
 	TablePrefix string
 }
 
-// withDefaults returns c with its defaults filled in, or an error when a
-// name it gives PostgreSQL is not one.
+// withDefaults returns c with its defaults filled in, or an error
+// wrapping memory.ErrInvalid when a name it gives PostgreSQL is not one.
 func (c Config) withDefaults() (Config, error) {
 	c.MaxItemsPerTenant = cmp.Or(max(c.MaxItemsPerTenant, 0), DefaultMaxItemsPerTenant)
 	c.MaxMessages = cmp.Or(max(c.MaxMessages, 0), DefaultMaxMessages)
@@ -116,11 +116,13 @@ var (
 )
 
 // New returns a Provider on db, a pool the caller configured and closes.
-// The zero Config means the defaults. It sends nothing to PostgreSQL; call
-// Migrate once (from any number of processes) before the first use.
+// The zero Config means the defaults. A nil db, or a Schema or
+// TablePrefix PostgreSQL cannot name (too long, a NUL byte, not UTF-8),
+// is an error wrapping memory.ErrInvalid. It sends nothing to PostgreSQL;
+// call Migrate once (from any number of processes) before the first use.
 func New(db *pgxpool.Pool, cfg Config) (*Provider, error) {
 	if db == nil {
-		return nil, errors.New("pgmemory: New needs a *pgxpool.Pool, got nil")
+		return nil, fmt.Errorf("%w: pgmemory: New needs a *pgxpool.Pool, got nil", memory.ErrInvalid)
 	}
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -148,11 +150,11 @@ func New(db *pgxpool.Pool, cfg Config) (*Provider, error) {
 func checkIdent(what, name string) error {
 	switch {
 	case len(name) > maxIdentLen:
-		return fmt.Errorf("pgmemory: %s %q gives names longer than PostgreSQL's %d bytes", what, name, maxIdentLen)
+		return fmt.Errorf("%w: pgmemory: %s %q gives names longer than PostgreSQL's %d bytes", memory.ErrInvalid, what, name, maxIdentLen)
 	case strings.IndexByte(name, 0) >= 0:
-		return fmt.Errorf("pgmemory: %s holds a NUL byte", what)
+		return fmt.Errorf("%w: pgmemory: %s holds a NUL byte", memory.ErrInvalid, what)
 	case !utf8.ValidString(name):
-		return fmt.Errorf("pgmemory: %s is not valid UTF-8", what)
+		return fmt.Errorf("%w: pgmemory: %s is not valid UTF-8", memory.ErrInvalid, what)
 	}
 	return nil
 }

@@ -68,10 +68,13 @@ func TestNewRejects(t *testing.T) {
 		{"long prefix", db, pgmemory.Config{TablePrefix: strings.Repeat("p", 40)}, "longer than"},
 		{"long schema", db, pgmemory.Config{Schema: strings.Repeat("s", 64)}, "longer than"},
 		{"NUL", db, pgmemory.Config{TablePrefix: "a\x00b"}, "NUL"},
+		{"schema not UTF-8", db, pgmemory.Config{Schema: "\xff"}, "UTF-8"},
 	} {
+		// Refused with memory.ErrInvalid, as pgstore's refusals wrap
+		// credentials.ErrInvalid and rivertrigger's trigger.ErrInvalid.
 		p, err := pgmemory.New(tc.db, tc.opts)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: New = %v, %v; want an error with %q", tc.name, p, err, tc.want)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, memory.ErrInvalid) {
+			t.Errorf("%s: New = %v, %v; want an error wrapping memory.ErrInvalid with %q", tc.name, p, err, tc.want)
 		}
 	}
 	if _, err := pgmemory.New(db, pgmemory.Config{Schema: `we"ird`, TablePrefix: "my mem "}); err != nil {
