@@ -132,30 +132,44 @@ type worker struct {
 
 // NextRetry is the task's backoff, doubling with each attempt.
 func (w *worker) NextRetry(job *river.Job[runArgs]) time.Time {
-	return time.Now().Add(trigger.Retry{Backoff: job.Args.Backoff}.Delay(job.Attempt))
+	return nextRetry(job, time.Now())
 }
 
-// Work carries out one attempt. A stale run (task deleted, paused or moved
-// on) is cancelled, so that the same due time can be queued again later;
-// an attempt cut short because this process is stopping is snoozed, so
-// that it does not count; a conflict with a run of the task under way
-// here (RunNow) is tried again shortly, without using an attempt.
+// nextRetry is when the failed attempt of job at now is tried again: the
+// task's backoff, doubling with each attempt.
+func nextRetry(job *river.Job[runArgs], now time.Time) time.Time {
+	return now.Add(trigger.Retry{Backoff: job.Args.Backoff}.Delay(job.Attempt))
+}
+
+// Work carries out one attempt through the dispatching handler (see
+// Store.work).
 func (w *worker) Work(ctx context.Context, job *river.Job[runArgs]) error {
 	hp := w.s.handler.Load()
 	if hp == nil {
 		return river.JobSnooze(time.Second) // not dispatching: should not happen
 	}
+	return w.s.work(ctx, *hp, job)
+}
+
+// work carries out one attempt of job's run through h and returns what
+// River should do with the job. A stale run (task deleted, paused or
+// moved on) is cancelled, so that the same due time can be queued again
+// later; an attempt cut short because this process is stopping is
+// snoozed, so that it does not count; a conflict with a run of the task
+// under way here (RunNow) is tried again shortly, without using an
+// attempt. River's worker and WorkDue share it.
+func (s *Store) work(ctx context.Context, h trigger.DueHandler, job *river.Job[runArgs]) error {
 	d := job.Args.due(job.Attempt, job.MaxAttempts, job.CreatedAt)
 	jctx := context.WithValue(ctx, jobKey{}, job)
-	err := (*hp).HandleDue(jctx, d)
+	err := h.HandleDue(jctx, d)
 	if errors.Is(err, trigger.ErrStale) && d.Event == nil && d.Previous == nil {
 		// Cancel the job only while the task is still not due at this
 		// time, holding its row: a Resume committed meanwhile wants
 		// this very run (its own insert was dropped as a duplicate of
 		// this job), and a Resume committed after finds the key free.
 		var due bool
-		if due, err = w.s.cancelStale(ctx, job, err); due {
-			err = (*hp).HandleDue(jctx, d)
+		if due, err = s.cancelStale(ctx, job, err); due {
+			err = h.HandleDue(jctx, d)
 		}
 	}
 	switch {
@@ -163,7 +177,7 @@ func (w *worker) Work(ctx context.Context, job *river.Job[runArgs]) error {
 		return nil
 	case errors.Is(err, trigger.ErrStale):
 		return river.JobCancel(err)
-	case ctx.Err() != nil && w.s.stopping.Load():
+	case ctx.Err() != nil && s.stopping.Load():
 		return river.JobSnooze(0)
 	case errors.Is(err, trigger.ErrConflict):
 		return river.JobSnooze(time.Second)

@@ -13,7 +13,9 @@
 //
 // The clock of CreatedAt and UpdatedAt comes from Config.Clock (nil:
 // clock.System); tests pass one clock/clocktest.Clock to everything they
-// wire. River times its jobs by the database's clock, not this one.
+// wire. River times its jobs by the database's clock, not this one; a
+// test runs them on its clock with [Store.WorkDue] (see Testing the River
+// path).
 //
 // # Schema
 //
@@ -125,6 +127,23 @@
 // PostgreSQL. Replicas add their caps: 2 engines with 8 workers at the
 // default cooldown ran 158 runs a second, against 80 for one
 // (BenchmarkRunsPerSecond).
+//
+// # Testing the River path
+//
+// A test of a daily 08:00 task on this store cannot wait for River, which
+// fetches jobs by the database's time. Instead it gives one
+// clock/clocktest.Clock to the store (Config.Clock) and the engine
+// (trigger.Config.Clock), does not start the engine, moves the clock and
+// calls [Store.WorkDue](ctx, engine, clk.Now()): the runs whose jobs are
+// due at that time are worked at once, in the calling goroutine, through
+// the same code as River's worker, and their jobs finished as River would
+// (completed with the run's record and the next run's job in one
+// transaction; retryable at the task's backoff after a failure;
+// discarded, the task DEAD, after the last attempt). It returns how many
+// it worked, so a test checks that nothing ran at 07:00, one run at 08:00,
+// and the next at 08:00 tomorrow, without sleeping. Runs queued to start
+// at once (an event's, a chained run) are scheduled by the database's
+// time.
 //
 // # Watching runs
 //

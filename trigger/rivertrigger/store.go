@@ -438,8 +438,8 @@ func (s *Store) Update(ctx context.Context, t *trigger.Task) error {
 
 // Finish implements [trigger.Dispatcher.Finish]: the run's record, the
 // task, the task's next run and, when r succeeded or was refused (not
-// to be tried again) and ctx is the one River gave the run's job, the
-// job's completion, in one transaction.
+// to be tried again) and ctx is the one River (or WorkDue) gave the run's
+// job, the job's completion, in one transaction.
 func (s *Store) Finish(ctx context.Context, r trigger.Run, t *trigger.Task) error {
 	if err := r.Check(); err != nil {
 		return err
@@ -453,7 +453,7 @@ func (s *Store) Finish(ctx context.Context, r trigger.Run, t *trigger.Task) erro
 		}
 		if job := jobFrom(ctx); job != nil && (r.Status == trigger.RunSucceeded || r.Status == trigger.RunRefused) &&
 			job.Args.TenantID == r.TenantID && job.Args.TaskID == r.TaskID && job.Args.DueAt.Equal(pgTime(r.DueAt)) {
-			if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {
+			if err := s.completeJob(ctx, tx, job); err != nil {
 				return fmt.Errorf("completing job %d: %w", job.ID, err)
 			}
 		}
