@@ -551,7 +551,7 @@ func TestResolveApprovalBadInput(t *testing.T) {
 	clk := clocktest.New(now)
 	rt := &router{loop: []llmtest.Reply{llmtest.Calls(llmtest.Call("send_email", `{"to":"team@example.com","subject":"Plan"}`))}}
 	email := &emailAgent{}
-	mem := pool.NewMemory(pool.MemoryConfig{Clock: clk})
+	mem := newPool(t, pool.MemoryConfig{Clock: clk})
 	o := agentsOrch(t, rt.script(t), agent.Config{Pool: mem, Clock: clk}, email, &noteAgent{})
 	ctx := context.Background()
 	first, _ := o.HandleMessage(ctx, msg("mail the team"))
@@ -594,7 +594,7 @@ func TestExpiredApprovalIsToldToTheModel(t *testing.T) {
 	}}
 	email := &emailAgent{}
 	s := rt.script(t)
-	mem := pool.NewMemory(pool.MemoryConfig{Clock: clk})
+	mem := newPool(t, pool.MemoryConfig{Clock: clk})
 	o := agentsOrch(t, s, agent.Config{Pool: mem, Clock: clk}, email, &noteAgent{})
 	ctx := context.Background()
 	_, _ = o.HandleMessage(ctx, msg("mail the team"))
@@ -622,7 +622,7 @@ func TestExpiredApprovalIsToldToTheModel(t *testing.T) {
 // pool: the email goes out once.
 func TestApprovalRunsExactlyOnce(t *testing.T) {
 	for round := range 5 {
-		shared := pool.NewMemory(pool.MemoryConfig{})
+		shared := newPool(t, pool.MemoryConfig{})
 		email := &emailAgent{}
 		mk := func(starts bool) *agent.Orchestrator {
 			rt := &router{}
@@ -682,7 +682,7 @@ func TestApprovalRunsExactlyOnce(t *testing.T) {
 }
 
 func TestStaleSchemaEntryIsDiscarded(t *testing.T) {
-	shared := pool.NewMemory(pool.MemoryConfig{})
+	shared := newPool(t, pool.MemoryConfig{})
 	ctx := context.Background()
 	now := time.Now()
 	err := shared.Create(ctx, &pool.Entry{
@@ -768,7 +768,7 @@ func TestPoolFullBecomesAnErrorResult(t *testing.T) {
 		llmtest.Calls(llmtest.Call("send_email", `{"to":"a@example.com","subject":"1"}`), llmtest.Call("send_email", `{"to":"b@example.com","subject":"2"}`)),
 		llmtest.Text("One is waiting; the other could not be queued."),
 	}}
-	o := agentsOrch(t, rt.script(t), agent.Config{Pool: pool.NewMemory(pool.MemoryConfig{MaxPerTenant: 1})}, &emailAgent{}, &noteAgent{})
+	o := agentsOrch(t, rt.script(t), agent.Config{Pool: newPool(t, pool.MemoryConfig{MaxPerTenant: 1})}, &emailAgent{}, &noteAgent{})
 	res, err := o.HandleMessage(context.Background(), msg("two mails"))
 	if err != nil {
 		t.Fatal(err)
@@ -950,7 +950,7 @@ func TestApprovalFingerprintBindsTheDecisionToWhatWasShown(t *testing.T) {
 		llmtest.Text("Sent."),
 	}}
 	email := &emailAgent{}
-	store := pool.NewMemory(pool.MemoryConfig{})
+	store := newPool(t, pool.MemoryConfig{})
 	o := agentsOrch(t, rt.script(t), agent.Config{Pool: store}, email, &noteAgent{})
 	ctx := context.Background()
 	first, err := o.HandleMessage(ctx, msg("mail the team"))
@@ -1008,7 +1008,7 @@ func TestApprovalFingerprintBindsTheDecisionToWhatWasShown(t *testing.T) {
 // A chat reply is bound to the actions it was shown: one edited while the
 // reply was being resolved is not run, stays pending, and is shown again.
 func TestChatDecisionOnAnActionEditedMeanwhileDoesNotRunIt(t *testing.T) {
-	store := pool.NewMemory(pool.MemoryConfig{})
+	store := newPool(t, pool.MemoryConfig{})
 	var id string
 	edited := false
 	s := llmtest.NewScriptFunc(func(req llm.Request) llmtest.Reply {
@@ -1172,7 +1172,7 @@ func TestListedApprovalIsRebuiltAfterAnEdit(t *testing.T) {
 		llmtest.Text("Sent."),
 	}}
 	email := &emailAgent{}
-	store := pool.NewMemory(pool.MemoryConfig{})
+	store := newPool(t, pool.MemoryConfig{})
 	o := agentsOrch(t, rt.script(t), agent.Config{Pool: store}, email, &noteAgent{})
 	ctx := context.Background()
 	first, err := o.HandleMessage(ctx, msg("mail the team"))
@@ -1206,7 +1206,7 @@ func TestChatYesDoesNotRunAnActionEditedAfterItWasShown(t *testing.T) {
 		llmtest.Text("Sent."),
 	}}
 	email := &emailAgent{}
-	store := pool.NewMemory(pool.MemoryConfig{})
+	store := newPool(t, pool.MemoryConfig{})
 	o := agentsOrch(t, rt.script(t), agent.Config{Pool: store}, email, &noteAgent{})
 	ctx := context.Background()
 	first, err := o.HandleMessage(ctx, msg("mail the team"))
@@ -1261,7 +1261,7 @@ func (p *editBeforeTake) TakeRevision(ctx context.Context, tenant, id string, re
 func TestEditBetweenCheckAndTakeIsStaleAndKeepsTheEntry(t *testing.T) {
 	rt := &router{loop: []llmtest.Reply{llmtest.Calls(llmtest.Call("send_email", `{"to":"team@example.com","subject":"Plan"}`))}}
 	email := &emailAgent{}
-	store := &editBeforeTake{Store: pool.NewMemory(pool.MemoryConfig{})}
+	store := &editBeforeTake{Store: newPool(t, pool.MemoryConfig{})}
 	o := agentsOrch(t, rt.script(t), agent.Config{Pool: store}, email, &noteAgent{})
 	ctx := context.Background()
 	first, err := o.HandleMessage(ctx, msg("mail the team"))

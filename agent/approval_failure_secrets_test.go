@@ -52,7 +52,7 @@ func TestApprovalPanicOnEditDoesNotLeakItsText(t *testing.T) {
 	}
 	var logs syncBuffer
 	o := newOrch(t, paired{t, s}, agent.Config{
-		Agents: reg, Memory: memory.NewInMemory(memory.Config{}), Clock: clock.System{},
+		Agents: reg, Memory: newMem(t, memory.Config{}), Clock: clock.System{},
 		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 	})
 	ctx := context.Background()

@@ -29,7 +29,7 @@ func TestStaleChatDecisionShowsTheChangedActionBeforeAYesRunsIt(t *testing.T) {
 				llmtest.Text("Done."),
 			}}
 			email := &emailAgent{}
-			store := pool.NewMemory(pool.MemoryConfig{})
+			store := newPool(t, pool.MemoryConfig{})
 			o := agentsOrch(t, rt.script(t), agent.Config{Pool: store, Loop: agent.LoopConfig{DirectAgentPrompts: direct}}, email, &noteAgent{})
 			ctx := context.Background()
 			first, err := o.HandleMessage(ctx, msg("mail the team"))
@@ -82,7 +82,7 @@ func TestTriggeredReplyDoesNotCountAsShowingAChangedApproval(t *testing.T) {
 		llmtest.Text("Done."),
 	}}
 	email := &emailAgent{}
-	store := pool.NewMemory(pool.MemoryConfig{})
+	store := newPool(t, pool.MemoryConfig{})
 	o := agentsOrch(t, rt.script(t), agent.Config{Pool: store}, email, &noteAgent{})
 	ctx := context.Background()
 	first, err := o.HandleMessage(ctx, msg("mail the team"))

@@ -120,7 +120,10 @@ func TestBufferOverManyRuns(t *testing.T) {
 	ctx := context.Background()
 	for round := range 200 {
 		loop := LoopConfig{MaxHistoryMessages: 2 + rng.IntN(40), ContextTokenLimit: 2000 + rng.IntN(20000)}
-		mem := memory.NewInMemory(memory.Config{MaxMessages: 10_000})
+		mem, err := memory.NewInMemory(memory.Config{MaxMessages: 10_000})
+		if err != nil {
+			t.Fatal(err)
+		}
 		o, err := NewOrchestrator(Config{LLM: nopModel{}, Loop: loop, Memory: mem})
 		if err != nil {
 			t.Fatal(err)

@@ -29,7 +29,7 @@ func TestCompactionFactsOrigin(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			mem := memory.NewInMemory(memory.Config{})
+			mem := newMem(t, memory.Config{})
 			var transcript string
 			s := llmtest.NewScriptFunc(func(req llm.Request) llmtest.Reply {
 				if req.ToolChoice == agent.CompactToolName {

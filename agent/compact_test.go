@@ -44,7 +44,7 @@ func compactReply(summary string, facts string) llmtest.Reply {
 // facts are remembered.
 func TestCompactionSummarisesOlderTurns(t *testing.T) {
 	ctx := context.Background()
-	mem := memory.NewInMemory(memory.Config{})
+	mem := newMem(t, memory.Config{})
 	seedTurns(t, mem, 12) // about 18 messages, 2000+ tokens
 	s := llmtest.NewStrictScript(t,
 		compactReply("The user asked about the weather in Oslo several times; it was rainy.", `[{"text":"The user lives in Oslo.","kind":"fact"}]`),
@@ -93,7 +93,7 @@ func memoryIsSummary(m llm.Message) bool { return memory.IsSummary(&m) }
 // is compacted, the history is kept.
 func TestCompactionFailureFallsBackToTrimming(t *testing.T) {
 	ctx := context.Background()
-	mem := memory.NewInMemory(memory.Config{})
+	mem := newMem(t, memory.Config{})
 	seedTurns(t, mem, 12)
 	s := llmtest.NewStrictScript(t,
 		llmtest.Reply{Err: &llm.Error{Kind: llm.KindBadRequest, Message: "nope"}},
@@ -126,7 +126,7 @@ func agentTokens(msgs []llm.Message) int {
 // With compaction on, the message count does not trim: all history under
 // the threshold is sent.
 func TestCompactionTurnsCountTrimmingOff(t *testing.T) {
-	mem := memory.NewInMemory(memory.Config{})
+	mem := newMem(t, memory.Config{})
 	seedTurns(t, mem, 4) // 8 + 4 messages
 	s := llmtest.NewStrictScript(t, llmtest.Text("ok"))
 	o := newOrch(t, paired{t, s}, agent.Config{Memory: mem, Loop: agent.LoopConfig{MaxHistoryMessages: 3, CompactThreshold: 0.9}})
@@ -150,7 +150,7 @@ func TestCompactionConfig(t *testing.T) {
 // written: its facts are added but never replace a recalled item.
 func TestCompactionFactsNeverSupersede(t *testing.T) {
 	ctx := context.Background()
-	mem := memory.NewInMemory(memory.Config{})
+	mem := newMem(t, memory.Config{})
 	seedTurns(t, mem, 12)
 	ids, err := mem.Remember(ctx, "u1", memory.Item{Text: "The user's bank is Nordbank.", Source: memory.Provenance{ConversationID: "old"}})
 	if err != nil {

@@ -26,7 +26,7 @@ func TestCompactThresholdNaNIsRejected(t *testing.T) {
 		return
 	}
 	t.Errorf("CompactThreshold NaN: err = %v, want ErrInvalidConfig", err)
-	mem := memory.NewInMemory(memory.Config{})
+	mem := newMem(t, memory.Config{})
 	seedTurns(t, mem, 2) // a few hundred tokens of a 128k window
 	s := llmtest.NewScript(compactReply("s", `[]`), llmtest.Text("ok"))
 	o := newOrch(t, s, agent.Config{Memory: mem, Loop: loop})

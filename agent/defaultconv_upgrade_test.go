@@ -20,7 +20,7 @@ import (
 // without normalising the entry's.
 func TestPreUpgradeEntryOfDefaultConversationIsNeverServed(t *testing.T) {
 	ctx := context.Background()
-	store := pool.NewMemory(pool.MemoryConfig{})
+	store := newPool(t, pool.MemoryConfig{})
 	rt := &router{loop: []llmtest.Reply{
 		llmtest.Calls(llmtest.Call("send_email", `{"to":"team@example.com","subject":"Plan"}`)),
 		llmtest.Text("Sent."),

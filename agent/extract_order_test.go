@@ -23,7 +23,7 @@ import (
 // run in order (or items carry the turn's time).
 func TestExtractionsLandOutOfOrder(t *testing.T) {
 	ctx := context.Background()
-	mem := memory.NewInMemory(memory.Config{})
+	mem := newMem(t, memory.Config{})
 	slowFirst := make(chan struct{})
 	s := llmtest.NewScriptFunc(func(req llm.Request) llmtest.Reply {
 		if req.ToolChoice != agent.RememberToolName {

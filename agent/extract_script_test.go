@@ -16,7 +16,7 @@ import (
 // passes however the two interleave.
 func TestStrictScriptWithExtractionByPurpose(t *testing.T) {
 	ctx := context.Background()
-	mem := memory.NewInMemory(memory.Config{})
+	mem := newMem(t, memory.Config{})
 	model := llmtest.NewStrictScript(t,
 		llmtest.Text("Noted."),
 		llmtest.Text("Anything else?"),
@@ -42,7 +42,7 @@ func TestStrictScriptWithExtractionByPurpose(t *testing.T) {
 // for the conversation.
 func TestStrictScriptWithExtractionUnscripted(t *testing.T) {
 	ctx := context.Background()
-	mem := memory.NewInMemory(memory.Config{})
+	mem := newMem(t, memory.Config{})
 	model := llmtest.NewStrictScript(t, llmtest.Text("Noted."), llmtest.Text("Anything else?"))
 	o := newOrch(t, model, agent.Config{Memory: mem, MemoryOptions: agent.MemoryOptions{Extract: true}})
 	for _, want := range []struct{ text, reply string }{{"My dentist is Dr. Kim.", "Noted."}, {"Thanks!", "Anything else?"}} {

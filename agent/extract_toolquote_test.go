@@ -18,7 +18,7 @@ import (
 func mailTurn(t *testing.T) []memory.Item {
 	t.Helper()
 	ctx := context.Background()
-	mem := memory.NewInMemory(memory.Config{})
+	mem := newMem(t, memory.Config{})
 	ids, err := mem.Remember(ctx, "u1", memory.Item{Text: "The user's bank is Acme Bank.", Kind: "fact", Origin: memory.OriginUser,
 		Source: memory.Provenance{ConversationID: "old"}})
 	if err != nil {
@@ -76,7 +76,7 @@ func TestToolTextQuotedInAnAnswerIsNotStoredAsUsersWords(t *testing.T) {
 // supersede the user's own.
 func TestEventTextFromHistoryQuotedInAnAnswerCannotSupersedeUsersFact(t *testing.T) {
 	ctx := context.Background()
-	mem := memory.NewInMemory(memory.Config{})
+	mem := newMem(t, memory.Config{})
 	ids, err := mem.Remember(ctx, "u1", memory.Item{Text: "The user's bank is Acme Bank.", Kind: "fact", Origin: memory.OriginUser,
 		Source: memory.Provenance{ConversationID: "old"}})
 	if err != nil {

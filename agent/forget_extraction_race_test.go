@@ -18,7 +18,7 @@ import (
 // conversation the user deleted come back in every later conversation.
 func TestForgetRacesBackgroundExtraction(t *testing.T) {
 	ctx := context.Background()
-	mem := memory.NewInMemory(memory.Config{})
+	mem := newMem(t, memory.Config{})
 	started, release := make(chan struct{}), make(chan struct{})
 	s := llmtest.NewScriptFunc(func(req llm.Request) llmtest.Reply {
 		if req.ToolChoice == agent.RememberToolName {

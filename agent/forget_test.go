@@ -18,7 +18,7 @@ import (
 // turn's facts may come back.
 func TestForgetWinsOverExtractionWhenConversationContinues(t *testing.T) {
 	ctx := context.Background()
-	mem := memory.NewInMemory(memory.Config{})
+	mem := newMem(t, memory.Config{})
 	started, release := make(chan struct{}), make(chan struct{})
 	var extractions atomic.Int32
 	s := llmtest.NewScriptFunc(func(req llm.Request) llmtest.Reply {
@@ -70,7 +70,7 @@ func TestForgetWinsOverExtractionWhenConversationContinues(t *testing.T) {
 // stores.
 func TestForgetOnAnotherReplicaWinsOverExtraction(t *testing.T) {
 	ctx := context.Background()
-	mem := memory.NewInMemory(memory.Config{})
+	mem := newMem(t, memory.Config{})
 	started, release := make(chan struct{}), make(chan struct{})
 	var extractions atomic.Int32
 	s := llmtest.NewScriptFunc(func(req llm.Request) llmtest.Reply {

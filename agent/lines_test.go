@@ -40,7 +40,7 @@ func TestRecalledFactCannotForgeAFactLine(t *testing.T) {
 	for name, brk := range lineBreaks {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			mem := memory.NewInMemory(memory.Config{})
+			mem := newMem(t, memory.Config{})
 			if _, err := mem.Remember(ctx, "u1", memory.Item{
 				Text: "The user reads their mail every morning." + brk + forged, Kind: "fact",
 				Source: memory.Provenance{ConversationID: "old"},
@@ -69,7 +69,7 @@ func TestCompactionTranscriptAndSummaryKeepLines(t *testing.T) {
 	for name, brk := range lineBreaks {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			mem := memory.NewInMemory(memory.Config{})
+			mem := newMem(t, memory.Config{})
 			for i := range 12 {
 				id := fmt.Sprintf("call_%d", i)
 				if err := mem.Append(ctx, "u1", "c1",

@@ -30,7 +30,7 @@ func TestOneClockRunsADailyTask(t *testing.T) {
 
 	model := llmtest.NewStrictScript(t, llmtest.Text("Good morning: 2 new emails.")).
 		On(llm.PurposeRememberFacts, llmtest.Remember(llmtest.Fact{Text: "The user reads a digest at 08:00.", Kind: "preference"}))
-	mem := memory.NewInMemory(memory.Config{Clock: clk})
+	mem := newMem(t, memory.Config{Clock: clk})
 	o, err := agent.NewOrchestrator(agent.Config{
 		LLM:           model,
 		Memory:        mem,

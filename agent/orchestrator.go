@@ -148,7 +148,11 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 		memOpts:  memOpts,
 	}
 	if o.mem == nil {
-		o.mem = memory.NewInMemory(memory.Config{Clock: o.clock})
+		m, err := memory.NewInMemory(memory.Config{Clock: o.clock})
+		if err != nil {
+			return nil, fmt.Errorf("the default memory: %w", err)
+		}
+		o.mem = m
 	}
 	o.prices = DefaultPrices()
 	maps.Copy(o.prices, cfg.Prices)
@@ -166,7 +170,11 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 	if o.pool == nil {
 		// On the orchestrator's clock, so a fake Config.Clock and the
 		// pool agree about what has expired.
-		o.pool = pool.NewMemory(pool.MemoryConfig{Clock: o.clock})
+		p, err := pool.NewMemory(pool.MemoryConfig{Clock: o.clock})
+		if err != nil {
+			return nil, fmt.Errorf("the default pool: %w", err)
+		}
+		o.pool = p
 	}
 	if o.log == nil {
 		o.log = slog.Default()

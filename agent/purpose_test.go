@@ -43,7 +43,7 @@ func kindOf(req llm.Request) llm.Purpose {
 // extraction.
 func TestEveryCallSaysItsPurpose(t *testing.T) {
 	ctx := context.Background()
-	mem := memory.NewInMemory(memory.Config{})
+	mem := newMem(t, memory.Config{})
 	seedTurns(t, mem, 12) // enough history for a compaction
 	var (
 		mu   sync.Mutex

@@ -15,7 +15,7 @@ import (
 // the assistant's words marked as what they are.
 func TestRecallLabelsOrigin(t *testing.T) {
 	ctx := context.Background()
-	mem := memory.NewInMemory(memory.Config{})
+	mem := newMem(t, memory.Config{})
 	if _, err := mem.Remember(ctx, "u1",
 		memory.Item{Text: "The user's bank is Acme Bank.", Origin: memory.OriginUser},
 		memory.Item{Text: "The user banks online.", Origin: memory.OriginHost},

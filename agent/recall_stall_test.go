@@ -32,7 +32,7 @@ func (e *stalledEmbedder) Embed(ctx context.Context, texts []string) ([][]float3
 // failing recall is logged and the message is answered without it".
 func TestStalledEmbedderBlocksEveryMessage(t *testing.T) {
 	emb := &stalledEmbedder{}
-	mem := memory.NewInMemory(memory.Config{Embedder: emb})
+	mem := newMem(t, memory.Config{Embedder: emb})
 	if _, err := mem.Remember(context.Background(), "u1", memory.Item{Text: "The user's dentist is Dr. Kim."}); err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ func TestTriggeredMessageIsNotTheUsersWordsWhenResolvingApprovals(t *testing.T) 
 		loop = loop[1:]
 		return r
 	})
-	o := agentsOrch(t, s, agent.Config{Pool: pool.NewMemory(pool.MemoryConfig{})}, &emailAgent{}, &noteAgent{})
+	o := agentsOrch(t, s, agent.Config{Pool: newPool(t, pool.MemoryConfig{})}, &emailAgent{}, &noteAgent{})
 	ctx := context.Background()
 	if res, err := o.HandleMessage(ctx, msg("mail the team")); err != nil || len(res.PendingApprovals) != 1 {
 		t.Fatalf("res=%+v err=%v", res, err)

@@ -35,7 +35,7 @@ func (c *cancelOnAppend) Append(ctx context.Context, tenant, conv string, msgs .
 func TestCancelDuringSaveLosesCompletedTurn(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	inner := memory.NewInMemory(memory.Config{})
+	inner := newMem(t, memory.Config{})
 	mem := &cancelOnAppend{Provider: inner, cancel: cancel}
 	var sent atomic.Int32
 	send := tool.New("send_mail", "Send a mail", func(ctx context.Context, in struct {

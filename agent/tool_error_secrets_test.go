@@ -84,7 +84,7 @@ func TestToolFailureSecretsScrubbed(t *testing.T) {
 					llmtest.Text("The fetch failed."),
 				)
 				var logs syncBuffer
-				mem := memory.NewInMemory(memory.Config{})
+				mem := newMem(t, memory.Config{})
 				cfg := agent.Config{Memory: mem, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 				if tc.tool != nil {
 					cfg.Tools = []tool.Tool{tc.tool}
@@ -178,7 +178,7 @@ func TestToolFailureSecretsInQuotedOrEncodedText(t *testing.T) {
 				llmtest.Calls(llmtest.Call("fetch", `{"what":"y"}`)),
 				llmtest.Text("The fetch failed."),
 			)
-			mem := memory.NewInMemory(memory.Config{})
+			mem := newMem(t, memory.Config{})
 			o := newOrch(t, paired{t, s}, agent.Config{Memory: mem, Tools: []tool.Tool{
 				tool.New("fetch", "Fetch something", func(ctx context.Context, in FetchIn) (string, error) {
 					return "", errors.New(failure)

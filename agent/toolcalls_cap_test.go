@@ -35,7 +35,7 @@ func TestToolCallsPerReplyCapped(t *testing.T) {
 				calls[i] = llmtest.Call("get_weather", fmt.Sprintf(`{"city":"c%d"}`, i))
 			}
 			s := llmtest.NewStrictScript(t, llmtest.Calls(calls...), llmtest.Text("Sunny everywhere I looked."))
-			mem := memory.NewInMemory(memory.Config{})
+			mem := newMem(t, memory.Config{})
 			o := newOrch(t, paired{t, s}, agent.Config{
 				Tools:  []tool.Tool{countedWeather(&runs)},
 				Memory: mem,

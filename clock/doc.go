@@ -13,7 +13,7 @@
 // it with Advance and Set instead of sleeping:
 //
 //	clk := clocktest.New(time.Date(2026, 3, 2, 7, 0, 0, 0, time.UTC))
-//	mem := memory.NewInMemory(memory.Config{Clock: clk})
+//	mem, _ := memory.NewInMemory(memory.Config{Clock: clk})
 //	orch, _ := agent.NewOrchestrator(agent.Config{LLM: model, Memory: mem, Clock: clk})
 //	eng, _ := trigger.New(trigger.Config{Clock: clk, Executors: execs})
 //	// …start eng.Run, then:

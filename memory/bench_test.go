@@ -41,7 +41,7 @@ func idleHeap(b *testing.B, n int, shape string) (heap, text float64) {
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
 	before := ms.HeapAlloc
-	m := memory.NewInMemory(memory.Config{MaxConversations: n})
+	m := newMem(b, memory.Config{MaxConversations: n})
 	textBytes := 0
 	for i := range n {
 		turn := benchTurn(i, shape)

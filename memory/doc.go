@@ -6,7 +6,10 @@
 // in-memory provider, the default for tests, demos and single-process
 // bots:
 //
-//	mem := memory.NewInMemory(memory.Config{}) // the defaults
+//	mem, err := memory.NewInMemory(memory.Config{}) // the defaults
+//
+// A zero Config field means its default and a negative one is refused
+// with [ErrInvalid], as every valet constructor refuses it.
 //
 // Every method is scoped to a tenant: the same conversation or item ID in
 // two tenants names two different things, and no call ever reads, changes

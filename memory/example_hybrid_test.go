@@ -14,7 +14,11 @@ import (
 func ExampleNewInMemory_hybrid() {
 	ctx := context.Background()
 	emb := llmtest.NewEmbedder(0).Concept("dentist", "teeth")
-	mem := memory.NewInMemory(memory.Config{Embedder: emb})
+	mem, err := memory.NewInMemory(memory.Config{Embedder: emb})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 
 	_, _ = mem.Remember(ctx, "alice",
 		memory.Item{Text: "The user's dentist is Dr. Kim."},

@@ -8,16 +8,20 @@ import (
 )
 
 // The first thing a bot's memory is: a Provider. NewInMemory takes a
-// Config whose zero value means the documented bounds, and returns no
-// error (there is nothing to refuse); memory/pgmemory.New(db,
-// pgmemory.Config{...}) is the one that survives restarts. What is
+// Config whose zero value means the documented bounds, and refuses a
+// negative setting with ErrInvalid, as memory/pgmemory.New(db,
+// pgmemory.Config{...}), the one that survives restarts, does. What is
 // remembered for a tenant is recalled by the user's message as typed, and
 // never for another tenant.
 func Example() {
 	ctx := context.Background()
-	mem := memory.NewInMemory(memory.Config{})
+	mem, err := memory.NewInMemory(memory.Config{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 
-	_, err := mem.Remember(ctx, "alice",
+	_, err = mem.Remember(ctx, "alice",
 		memory.Item{Text: "The user's dentist is Dr. Kim.", Kind: "fact"},
 		memory.Item{Text: "The user's sister lives in Lyon.", Kind: "fact"},
 	)

@@ -11,11 +11,15 @@ import (
 
 func ExampleNewInMemory() {
 	ctx := context.Background()
-	mem := memory.NewInMemory(memory.Config{}) // bounded, with the defaults
+	mem, err := memory.NewInMemory(memory.Config{}) // bounded, with the defaults
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 
 	// Each completed turn of a conversation is appended...
 	call := llm.ToolCall{ID: "call_1", Name: "contacts", Arguments: []byte(`{"q":"dentist"}`)}
-	err := mem.Append(ctx, "alice", "c1",
+	err = mem.Append(ctx, "alice", "c1",
 		llm.UserMessage("Book my dentist, Dr. Kim, for Friday."),
 		llm.AssistantMessage("", call),
 		llm.ToolResultMessage(call, `{"phone":"555-0100"}`, false),

@@ -15,13 +15,13 @@ import (
 
 func TestInMemoryHybridConformance(t *testing.T) {
 	memorytest.RunHybrid(t, func(t *testing.T, e llm.Embedder) memory.Provider {
-		return memory.NewInMemory(memory.Config{Embedder: e})
+		return newMem(t, memory.Config{Embedder: e})
 	})
 }
 
 func TestInMemoryHybridConformanceTightBounds(t *testing.T) {
 	memorytest.RunHybrid(t, func(t *testing.T, e llm.Embedder) memory.Provider {
-		return memory.NewInMemory(memory.Config{Embedder: e, MaxConversations: 12, MaxMessages: 100, MaxItemsPerTenant: 100, MaxItems: 120})
+		return newMem(t, memory.Config{Embedder: e, MaxConversations: 12, MaxMessages: 100, MaxItemsPerTenant: 100, MaxItems: 120})
 	})
 }
 
@@ -29,7 +29,7 @@ func TestInMemoryHybridConformanceTightBounds(t *testing.T) {
 // none when there is nothing to embed.
 func TestInMemoryEmbedCalls(t *testing.T) {
 	emb := llmtest.NewEmbedder(0)
-	m := memory.NewInMemory(memory.Config{Embedder: emb})
+	m := newMem(t, memory.Config{Embedder: emb})
 	if _, err := m.Remember(bg, "alice", memory.Item{Text: "one"}, memory.Item{Text: "two"}, memory.Item{Text: "three"}); err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestInMemoryEmbedCalls(t *testing.T) {
 		cancel()
 		return nil, ctx.Err()
 	})
-	m2 := memory.NewInMemory(memory.Config{Embedder: cancelling})
+	m2 := newMem(t, memory.Config{Embedder: cancelling})
 	if _, err := m2.Remember(ctx, "alice", memory.Item{Text: "dentist"}); !errors.Is(err, context.Canceled) {
 		t.Errorf("Remember cancelled while embedding: %v, want context.Canceled", err)
 	}
@@ -82,7 +82,7 @@ func (f embedFunc) Embed(ctx context.Context, texts []string) ([][]float32, erro
 // MaxEntries of them when that is more.
 func TestInMemoryHybridCandidates(t *testing.T) {
 	emb := llmtest.NewEmbedder(0).Concept("orthodontist", "teeth")
-	m := memory.NewInMemory(memory.Config{Embedder: emb})
+	m := newMem(t, memory.Config{Embedder: emb})
 	const n = 150
 	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, i := range rand.New(rand.NewPCG(1, 2)).Perm(n) {

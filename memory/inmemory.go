@@ -36,7 +36,8 @@ const (
 )
 
 // Config configures [NewInMemory]. The zero value means the documented
-// defaults; zero or negative numbers mean their default.
+// defaults; a zero number means its default and a negative one is refused
+// by NewInMemory.
 type Config struct {
 	// Embedder, when set, adds vector similarity to Recall (see "Hybrid
 	// recall" in the package documentation). Remember embeds its items'
@@ -71,16 +72,28 @@ type Config struct {
 	Clock clock.Clock
 }
 
-// withDefaults returns c with every zero or negative field set to its
-// default.
-func (c Config) withDefaults() Config {
-	c.MaxConversations = cmp.Or(max(c.MaxConversations, 0), DefaultMaxConversations)
-	c.MaxMessages = cmp.Or(max(c.MaxMessages, 0), DefaultMaxMessages)
-	c.MaxItems = cmp.Or(max(c.MaxItems, 0), DefaultMaxItems)
-	c.MaxItemsPerTenant = min(cmp.Or(max(c.MaxItemsPerTenant, 0), DefaultMaxItemsPerTenant), c.MaxItems)
-	c.IdleTTL = cmp.Or(max(c.IdleTTL, 0), DefaultIdleTTL)
+// withDefaults returns c with every zero field set to its default, or an
+// error wrapping ErrInvalid naming the negative field it refuses.
+func (c Config) withDefaults() (Config, error) {
+	switch {
+	case c.IdleTTL < 0:
+		return c, fmt.Errorf("%w: Config.IdleTTL %v is negative", ErrInvalid, c.IdleTTL)
+	case c.MaxConversations < 0:
+		return c, fmt.Errorf("%w: Config.MaxConversations %d is negative", ErrInvalid, c.MaxConversations)
+	case c.MaxItems < 0:
+		return c, fmt.Errorf("%w: Config.MaxItems %d is negative", ErrInvalid, c.MaxItems)
+	case c.MaxItemsPerTenant < 0:
+		return c, fmt.Errorf("%w: Config.MaxItemsPerTenant %d is negative", ErrInvalid, c.MaxItemsPerTenant)
+	case c.MaxMessages < 0:
+		return c, fmt.Errorf("%w: Config.MaxMessages %d is negative", ErrInvalid, c.MaxMessages)
+	}
+	c.MaxConversations = cmp.Or(c.MaxConversations, DefaultMaxConversations)
+	c.MaxMessages = cmp.Or(c.MaxMessages, DefaultMaxMessages)
+	c.MaxItems = cmp.Or(c.MaxItems, DefaultMaxItems)
+	c.MaxItemsPerTenant = min(cmp.Or(c.MaxItemsPerTenant, DefaultMaxItemsPerTenant), c.MaxItems)
+	c.IdleTTL = cmp.Or(c.IdleTTL, DefaultIdleTTL)
 	c.Clock = clock.Or(c.Clock)
-	return c
+	return c, nil
 }
 
 // InMemory is the bounded in-memory [Provider], the default: for tests,
@@ -209,10 +222,13 @@ type storedItem struct {
 }
 
 // NewInMemory returns an empty in-memory provider configured by cfg; the
-// zero Config means the defaults. It cannot fail: there is nothing to
-// reject, every zero or negative number meaning its default.
-func NewInMemory(cfg Config) *InMemory {
-	cfg = cfg.withDefaults()
+// zero Config means the defaults. A negative setting is an error wrapping
+// ErrInvalid, as on every other backend.
+func NewInMemory(cfg Config) (*InMemory, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
 	return &InMemory{
 		maxConvs:       cfg.MaxConversations,
 		maxMsgs:        cfg.MaxMessages,
@@ -223,7 +239,7 @@ func NewInMemory(cfg Config) *InMemory {
 		embedder:       cfg.Embedder,
 		convs:          make(map[convKey]*list.Element),
 		tenants:        make(map[string]*tenantItems),
-	}
+	}, nil
 }
 
 // History returns the newest limit messages of a conversation; see

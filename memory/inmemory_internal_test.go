@@ -62,7 +62,7 @@ func TestBoundedConversations(t *testing.T) {
 		return ms.HeapAlloc
 	}
 	before := heap()
-	m := NewInMemory(Config{MaxConversations: max})
+	m := newInMemory(t, Config{MaxConversations: max})
 	for i := range conversations {
 		if err := m.Append(ctx, fmt.Sprintf("tenant-%d", i%100), fmt.Sprintf("conversation-%d", i), turn...); err != nil {
 			t.Fatal(err)
@@ -90,7 +90,7 @@ func TestBoundedConversations(t *testing.T) {
 func TestReleased(t *testing.T) {
 	ctx := context.Background()
 	clk := clocktest.New(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
-	m := NewInMemory(Config{IdleTTL: time.Hour, Clock: clk})
+	m := newInMemory(t, Config{IdleTTL: time.Hour, Clock: clk})
 	turn := []llm.Message{llm.UserMessage("hello"), llm.AssistantMessage("hi")}
 	for i := range 10 {
 		if err := m.Append(ctx, "alice", fmt.Sprint(i), turn...); err != nil {
@@ -140,7 +140,7 @@ func BenchmarkIdleConversationHeap(b *testing.B) {
 		runtime.GC()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		m := NewInMemory(Config{MaxConversations: conversations})
+		m := newInMemory(b, Config{MaxConversations: conversations})
 		for i := range conversations {
 			if err := m.Append(ctx, "tenant", "conversation-"+strconv.Itoa(i), turn...); err != nil {
 				b.Fatal(err)
@@ -156,7 +156,7 @@ func BenchmarkIdleConversationHeap(b *testing.B) {
 // BenchmarkTurn is one turn's history work: load the window, append the turn.
 func BenchmarkTurn(b *testing.B) {
 	ctx := context.Background()
-	m := NewInMemory(Config{})
+	m := newInMemory(b, Config{})
 	turn := []llm.Message{llm.UserMessage("What's on my calendar tomorrow?"), llm.AssistantMessage("You have a dentist appointment at 10:00.")}
 	i := 0
 	for b.Loop() {
@@ -174,7 +174,7 @@ func BenchmarkTurn(b *testing.B) {
 // BenchmarkRecall recalls from a tenant holding the default cap of items.
 func BenchmarkRecall(b *testing.B) {
 	ctx := context.Background()
-	m := NewInMemory(Config{})
+	m := newInMemory(b, Config{})
 	topics := []string{"dentist", "flight", "birthday", "calendar", "invoice", "recipe", "password", "meeting", "holiday", "doctor"}
 	for i := range DefaultMaxItemsPerTenant {
 		text := fmt.Sprintf("The user's %s note number %d mentions %s and %s.", topics[i%10], i, topics[(i*7)%10], topics[(i*3)%10])
@@ -187,4 +187,15 @@ func BenchmarkRecall(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// newInMemory returns an InMemory configured by cfg, failing the test
+// when NewInMemory refuses cfg.
+func newInMemory(t testing.TB, cfg Config) *InMemory {
+	t.Helper()
+	m, err := NewInMemory(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

@@ -23,7 +23,7 @@ func TestMain(m *testing.M) {
 var bg = context.Background()
 
 func TestInMemoryConformance(t *testing.T) {
-	memorytest.Run(t, func(t *testing.T) memory.Provider { return memory.NewInMemory(memory.Config{}) })
+	memorytest.Run(t, func(t *testing.T) memory.Provider { return newMem(t, memory.Config{}) })
 }
 
 // TestInMemoryConformanceTightBounds runs the suite with bounds just large
@@ -31,7 +31,7 @@ func TestInMemoryConformance(t *testing.T) {
 // the suite still needs.
 func TestInMemoryConformanceTightBounds(t *testing.T) {
 	memorytest.Run(t, func(t *testing.T) memory.Provider {
-		return memory.NewInMemory(memory.Config{MaxConversations: 12, MaxMessages: 100, MaxItemsPerTenant: 100, MaxItems: 120})
+		return newMem(t, memory.Config{MaxConversations: 12, MaxMessages: 100, MaxItemsPerTenant: 100, MaxItems: 120})
 	})
 }
 
@@ -72,7 +72,7 @@ func recallTexts(t *testing.T, m memory.Provider, tenant, query string) []string
 }
 
 func TestLRUEviction(t *testing.T) {
-	m := memory.NewInMemory(memory.Config{MaxConversations: 3})
+	m := newMem(t, memory.Config{MaxConversations: 3})
 	mustAppend(t, m, "alice", "c1", chat("one", "1")...)
 	mustAppend(t, m, "alice", "c2", chat("two", "2")...)
 	mustAppend(t, m, "bob", "c3", chat("three", "3")...)
@@ -105,7 +105,7 @@ func TestLRUEviction(t *testing.T) {
 
 func TestIdleTTL(t *testing.T) {
 	clk := newClock()
-	m := memory.NewInMemory(memory.Config{IdleTTL: time.Hour, Clock: clk})
+	m := newMem(t, memory.Config{IdleTTL: time.Hour, Clock: clk})
 	mustAppend(t, m, "alice", "c1", chat("one", "1")...) // 9:00
 	if _, err := m.Remember(bg, "alice", memory.Item{Text: "a long-term note"}); err != nil {
 		t.Fatal(err)
@@ -138,7 +138,7 @@ func TestIdleTTL(t *testing.T) {
 }
 
 func TestMaxMessages(t *testing.T) {
-	m := memory.NewInMemory(memory.Config{MaxMessages: 5})
+	m := newMem(t, memory.Config{MaxMessages: 5})
 	calls := []llm.ToolCall{{ID: "a", Name: "x", Arguments: []byte(`{}`)}, {ID: "b", Name: "x", Arguments: []byte(`{}`)}}
 	toolTurn := []llm.Message{
 		llm.UserMessage("look twice"),
@@ -174,7 +174,7 @@ func TestMaxMessages(t *testing.T) {
 }
 
 func TestItemCapPerTenant(t *testing.T) {
-	m := memory.NewInMemory(memory.Config{MaxItemsPerTenant: 3})
+	m := newMem(t, memory.Config{MaxItemsPerTenant: 3})
 	var ids []string
 	for i := 1; i <= 5; i++ {
 		got, err := m.Remember(bg, "alice", memory.Item{Text: fmt.Sprintf("note %d", i)})
@@ -197,7 +197,7 @@ func TestItemCapPerTenant(t *testing.T) {
 		t.Errorf("Remember of more items than the cap: %v, want ErrInvalid", err)
 	}
 	// A superseding item that is dropped no longer hides the old one.
-	m = memory.NewInMemory(memory.Config{MaxItemsPerTenant: 2})
+	m = newMem(t, memory.Config{MaxItemsPerTenant: 2})
 	old, _ := m.Remember(bg, "alice", memory.Item{Text: "dentist Kim"})
 	m.Remember(bg, "alice", memory.Item{Text: "dentist Lee", Supersedes: old[0]})
 	m.Remember(bg, "alice", memory.Item{Text: "barber Sam"}) // drops "dentist Kim"
@@ -211,7 +211,7 @@ func TestItemCapPerTenant(t *testing.T) {
 }
 
 func TestItemCapTotal(t *testing.T) {
-	m := memory.NewInMemory(memory.Config{MaxItems: 4, MaxItemsPerTenant: 3})
+	m := newMem(t, memory.Config{MaxItems: 4, MaxItemsPerTenant: 3})
 	for _, r := range []struct{ tenant, text string }{
 		{"alice", "note a1"}, {"alice", "note a2"}, {"bob", "note b1"}, {"alice", "note a3"}, {"bob", "note b2"},
 	} {
@@ -229,7 +229,7 @@ func TestItemCapTotal(t *testing.T) {
 
 func TestCreatedAtFromClock(t *testing.T) {
 	clk := newClock()
-	m := memory.NewInMemory(memory.Config{Clock: clk})
+	m := newMem(t, memory.Config{Clock: clk})
 	m.Remember(bg, "alice", memory.Item{Text: "a note"})
 	items, _ := m.Recall(bg, "alice", "note", memory.Budget{})
 	if len(items) != 1 || !items[0].CreatedAt.Equal(clk.Now()) {

@@ -19,7 +19,7 @@ func TestHistoryRingMatchesASlice(t *testing.T) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, maxMsgs := range []int{1, 2, 3, 7, 20, 64} {
-		m := NewInMemory(Config{MaxMessages: maxMsgs})
+		m := newInMemory(t, Config{MaxMessages: maxMsgs})
 		var all []llm.Message
 		for turn := range 60 {
 			msgs := []llm.Message{llm.UserMessage(fmt.Sprintf("u%d", turn))}
@@ -79,7 +79,7 @@ func equalMessages(a, b []llm.Message) bool {
 // buffer with room costs no allocation.
 func TestAppendHistoryAllocatesNothingWithRoom(t *testing.T) {
 	ctx := context.Background()
-	m := NewInMemory(Config{MaxMessages: 10})
+	m := newInMemory(t, Config{MaxMessages: 10})
 	for i := range 7 {
 		if err := m.Append(ctx, "t", "c", llm.UserMessage(fmt.Sprint(i)), llm.AssistantMessage("a")); err != nil {
 			t.Fatal(err)
@@ -100,7 +100,7 @@ func TestAppendHistoryAllocatesNothingWithRoom(t *testing.T) {
 // History starts at the newest summary within the limit.
 func TestHistoryStartsAtNewestSummary(t *testing.T) {
 	ctx := context.Background()
-	m := NewInMemory(Config{})
+	m := newInMemory(t, Config{})
 	sum := func(s string) llm.Message { return llm.Message{Role: llm.RoleSystem, Name: SummaryName, Content: s} }
 	turns := [][]llm.Message{
 		{llm.UserMessage("u1"), llm.AssistantMessage("a1")},

@@ -8,13 +8,14 @@
 // [Store] is the interface; the orchestrator uses whichever the host
 // passes in:
 //
-//	store := pool.NewMemory(pool.MemoryConfig{})           // one process
+//	store, err := pool.NewMemory(pool.MemoryConfig{})    // one process
 //	store, err := redispool.New(rdb, redispool.Config{}) // shared by replicas, survives restarts
 //
 // Every constructor takes a Config whose zero value means the documented
-// defaults (MemoryConfig.MaxPerTenant is DefaultMaxPerTenant, and so on);
+// defaults (MemoryConfig.MaxPerTenant is DefaultMaxPerTenant, and so on)
+// and refuses a negative setting with an error wrapping [ErrInvalidConfig];
 // a backend's constructor also takes the client the host already has, here
-// rdb, a redis.UniversalClient.
+// rdb, a redis.UniversalClient (nil is ErrInvalidConfig too).
 //
 // Every lookup is by tenant: the same ID in two tenants names two entries,
 // and one tenant can never read, take or delete another's.

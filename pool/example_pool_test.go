@@ -11,15 +11,19 @@ import (
 
 // The first thing a bot's pool of waiting Agent-Tools is: a Store.
 // NewMemory takes a MemoryConfig whose zero value means the documented
-// defaults, and returns no error (there is nothing to refuse);
-// pool/redispool.New(rdb, redispool.Config{...}) is the one shared by
-// replicas. The orchestrator parks an agent waiting for the user here and
-// takes it back, once, when the user answers.
+// defaults, and refuses a negative setting with ErrInvalidConfig, as
+// pool/redispool.New(rdb, redispool.Config{...}), the one shared by
+// replicas, does. The orchestrator parks an agent waiting for the user
+// here and takes it back, once, when the user answers.
 func Example() {
 	ctx := context.Background()
-	store := pool.NewMemory(pool.MemoryConfig{})
+	store, err := pool.NewMemory(pool.MemoryConfig{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 
-	err := store.Create(ctx, &pool.Entry{
+	err = store.Create(ctx, &pool.Entry{
 		ID:        "call_1",
 		TenantID:  "alice",
 		AgentName: "book_table",

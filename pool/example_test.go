@@ -11,7 +11,11 @@ import (
 
 func ExampleMemory() {
 	ctx := context.Background()
-	store := pool.NewMemory(pool.MemoryConfig{})
+	store, err := pool.NewMemory(pool.MemoryConfig{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 
 	e := &pool.Entry{
 		ID:        "call_1",
@@ -28,7 +32,7 @@ func ExampleMemory() {
 	fmt.Println("created, revision", e.Revision)
 
 	// Another tenant cannot see it.
-	_, err := store.Get(ctx, "bob", "call_1")
+	_, err = store.Get(ctx, "bob", "call_1")
 	fmt.Println("bob:", errors.Is(err, pool.ErrNotFound))
 
 	// Update is a compare-and-swap on Revision.

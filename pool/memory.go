@@ -11,26 +11,34 @@ import (
 )
 
 // MemoryConfig configures [NewMemory]. The zero value means the
-// documented defaults; zero or negative numbers mean their default.
+// documented defaults; a zero number means its default and a negative one
+// is refused by NewMemory.
 type MemoryConfig struct {
 	// MaxPerTenant is how many unexpired entries one tenant may hold;
-	// Create past it fails with ErrTenantFull.
+	// Create past it fails with ErrTenantFull. Negative is an error.
 	// Default: DefaultMaxPerTenant.
 	MaxPerTenant int
 	// Clock is the store's clock. Nil: clock.System.
 	Clock clock.Clock
 	// Retention is how long an entry stays readable after its ExpiresAt
-	// (Expired then reports true). Default: DefaultRetention (an hour).
+	// (Expired then reports true). Negative is an error.
+	// Default: DefaultRetention (an hour).
 	Retention time.Duration
 }
 
-// withDefaults returns c with every zero or negative field set to its
-// default.
-func (c MemoryConfig) withDefaults() MemoryConfig {
-	c.MaxPerTenant = cmp.Or(max(c.MaxPerTenant, 0), DefaultMaxPerTenant)
-	c.Retention = cmp.Or(max(c.Retention, 0), DefaultRetention)
+// withDefaults returns c with every zero field set to its default, or an
+// error wrapping ErrInvalidConfig naming the negative field it refuses.
+func (c MemoryConfig) withDefaults() (MemoryConfig, error) {
+	if c.MaxPerTenant < 0 {
+		return c, fmt.Errorf("%w: negative MaxPerTenant %d", ErrInvalidConfig, c.MaxPerTenant)
+	}
+	if c.Retention < 0 {
+		return c, fmt.Errorf("%w: negative Retention %v", ErrInvalidConfig, c.Retention)
+	}
+	c.MaxPerTenant = cmp.Or(c.MaxPerTenant, DefaultMaxPerTenant)
+	c.Retention = cmp.Or(c.Retention, DefaultRetention)
 	c.Clock = clock.Or(c.Clock)
-	return c
+	return c, nil
 }
 
 // Memory is a [Store] that keeps entries in the process. It is safe for
@@ -54,16 +62,19 @@ var _ Store = (*Memory)(nil)
 const sweepEvery = time.Minute
 
 // NewMemory returns an empty in-memory store configured by cfg; the zero
-// MemoryConfig means the defaults. It cannot fail: there is nothing to
-// reject, every zero or negative number meaning its default.
-func NewMemory(cfg MemoryConfig) *Memory {
-	cfg = cfg.withDefaults()
+// MemoryConfig means the defaults. A negative setting is an error
+// wrapping ErrInvalidConfig, as on every other backend.
+func NewMemory(cfg MemoryConfig) (*Memory, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
 	return &Memory{
 		max:       cfg.MaxPerTenant,
 		retention: cfg.Retention,
 		now:       cfg.Clock.Now,
 		tenants:   make(map[string]map[string]*Entry),
-	}
+	}, nil
 }
 
 // Create adds a copy of e; see [Store.Create]. It sets e.Revision to 1

@@ -14,15 +14,24 @@ func entry(tenantID, id string, expires time.Time) *Entry {
 	return &Entry{ID: id, TenantID: tenantID, AgentName: "a", Status: StatusWaitingForInput, ExpiresAt: expires}
 }
 
+// TestMemoryDefaults: the zero MemoryConfig means the defaults (a
+// negative setting is refused: see TestNewMemoryRejectsNegative).
 func TestMemoryDefaults(t *testing.T) {
-	m := NewMemory(MemoryConfig{})
+	m := newMem(t, MemoryConfig{})
 	if m.max != DefaultMaxPerTenant || m.retention != DefaultRetention || m.now == nil {
 		t.Errorf("NewMemory: max %d, retention %v; want %d, %v", m.max, m.retention, DefaultMaxPerTenant, DefaultRetention)
 	}
-	m = NewMemory(MemoryConfig{MaxPerTenant: -1, Retention: -time.Second})
-	if m.max != DefaultMaxPerTenant || m.retention != DefaultRetention {
-		t.Errorf("negative options: max %d, retention %v; want the defaults", m.max, m.retention)
+}
+
+// newMem returns a Memory configured by cfg, failing the test when
+// NewMemory refuses cfg.
+func newMem(t testing.TB, cfg MemoryConfig) *Memory {
+	t.Helper()
+	m, err := NewMemory(cfg)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return m
 }
 
 // TestMemoryForgets: entries of tenants nobody uses again are dropped by
@@ -30,7 +39,7 @@ func TestMemoryDefaults(t *testing.T) {
 func TestMemoryForgets(t *testing.T) {
 	ctx := context.Background()
 	clock := clocktest.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	m := NewMemory(MemoryConfig{Retention: time.Minute, Clock: clock})
+	m := newMem(t, MemoryConfig{Retention: time.Minute, Clock: clock})
 	for i := range 10 {
 		if err := m.Create(ctx, entry(fmt.Sprint("tenant", i), "e", clock.Now().Add(time.Minute))); err != nil {
 			t.Fatal(err)
@@ -62,7 +71,7 @@ func TestMemoryForgets(t *testing.T) {
 func TestMemoryRetentionClock(t *testing.T) {
 	ctx := context.Background()
 	clock := clocktest.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	m := NewMemory(MemoryConfig{Retention: time.Hour, MaxPerTenant: 1, Clock: clock})
+	m := newMem(t, MemoryConfig{Retention: time.Hour, MaxPerTenant: 1, Clock: clock})
 	if err := m.Create(ctx, entry("t", "e", clock.Now().Add(time.Minute))); err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ func TestMain(m *testing.M) {
 
 func TestMemory(t *testing.T) {
 	pooltest.Run(t, func(t *testing.T, maxPerTenant int, retention time.Duration) pool.Store {
-		return pool.NewMemory(pool.MemoryConfig{MaxPerTenant: maxPerTenant, Retention: retention})
+		return newMemory(t, pool.MemoryConfig{MaxPerTenant: maxPerTenant, Retention: retention})
 	})
 }
 

@@ -151,6 +151,9 @@ var (
 	ErrConflict     = errors.New("pool: entry changed concurrently")
 	ErrTenantFull   = errors.New("pool: tenant has too many pending agents")
 	ErrInvalidEntry = errors.New("pool: invalid entry")
+	// ErrInvalidConfig: a constructor refused its configuration (a nil
+	// client, a negative or too small setting).
+	ErrInvalidConfig = errors.New("pool: invalid config")
 	// ErrCorrupt: a stored value could not be decoded. The store removes
 	// it and reports it; it is never returned as an entry.
 	ErrCorrupt = errors.New("pool: corrupt entry")

@@ -99,7 +99,10 @@ func TestRouteNotifierKeepsFailing(t *testing.T) {
 }
 
 func TestRouteMemory(t *testing.T) {
-	mem := memory.NewInMemory(memory.Config{})
+	mem, err := memory.NewInMemory(memory.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	h := newHarness(t, trigger.Config{Memory: mem})
 	h.exec.setFn(func(ctx context.Context, run trigger.ExecRun) (trigger.ExecResult, error) {
 		return trigger.ExecResult{Result: "The flight to Lisbon costs 212 euros"}, nil

@@ -153,7 +153,10 @@ func TestMemoryLostWithoutPostgres(t *testing.T) {
 // the old in recall.
 func TestOfflineModelLearns(t *testing.T) {
 	ctx := context.Background()
-	mem := memory.NewInMemory(memory.Config{})
+	mem, err := memory.NewInMemory(memory.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	// say handles text with a fresh orchestrator on mem and waits for its
 	// extraction, so the next message recalls what it learned.
 	say := func(text string) string {

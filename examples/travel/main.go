@@ -353,7 +353,11 @@ func choosePool(ctx context.Context, w io.Writer, opts options, clk clock.Clock,
 		// The pool expires entries on its own clock: it must be the
 		// orchestrator's (Config.Clock), or an approval stamped with the
 		// pinned clock would count as long expired and vanish.
-		return pool.NewMemory(pool.MemoryConfig{Clock: clk}), nil, func() {}, nil
+		store, err := pool.NewMemory(pool.MemoryConfig{Clock: clk})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return store, nil, func() {}, nil
 	}
 	ro, err := redis.ParseURL(opts.RedisURL)
 	if err != nil {

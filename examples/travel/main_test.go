@@ -130,7 +130,11 @@ func TestApprovalFlow(t *testing.T) {
 	kit := newKit(pinned)
 	model := demoModel()
 	clk := clocktest.New(demoNow)
-	o, err := newOrchestrator(model, kit.backends, pool.NewMemory(pool.MemoryConfig{Clock: clk}), nil, clk, nil)
+	store, err := pool.NewMemory(pool.MemoryConfig{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := newOrchestrator(model, kit.backends, store, nil, clk, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@
 // makes it fail:
 //
 //	emb := llmtest.NewEmbedder(0).Concept("dentist", "teeth")
-//	mem := memory.NewInMemory(memory.Config{Embedder: emb})
+//	mem, err := memory.NewInMemory(memory.Config{Embedder: emb})
 //
 // [Server] is an OpenAI-compatible HTTP server (on httptest) for end-to-end
 // tests of a real HTTP client, with injectable failures: status codes,

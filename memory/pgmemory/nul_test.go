@@ -25,7 +25,11 @@ func TestAppendTurnWithNULByte(t *testing.T) {
 	if err := memory.CheckTurn(turn); err != nil {
 		t.Fatalf("CheckTurn rejects the turn: %v", err)
 	}
-	if err := memory.NewInMemory(memory.Config{}).Append(bg, "u1", "c1", turn...); err != nil {
+	mem, err := memory.NewInMemory(memory.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mem.Append(bg, "u1", "c1", turn...); err != nil {
 		t.Fatalf("in-memory Append: %v", err)
 	}
 	if err := p.Append(bg, "u1", "c1", turn...); err != nil {

@@ -48,7 +48,7 @@ const rollbackTimeout = 5 * time.Second
 const tokenBudgetCandidates = 1000
 
 // Config configures [New]. The zero value means the documented defaults;
-// zero or negative numbers mean their default.
+// a zero number means its default and a negative one is refused by New.
 type Config struct {
 	// Embedder, when set, adds vector similarity to Recall (see "Recall"
 	// in the package documentation). Remember embeds its items' texts
@@ -81,10 +81,17 @@ type Config struct {
 }
 
 // withDefaults returns c with its defaults filled in, or an error
-// wrapping memory.ErrInvalid when a name it gives PostgreSQL is not one.
+// wrapping memory.ErrInvalid when a number is negative or a name it gives
+// PostgreSQL is not one.
 func (c Config) withDefaults() (Config, error) {
-	c.MaxItemsPerTenant = cmp.Or(max(c.MaxItemsPerTenant, 0), DefaultMaxItemsPerTenant)
-	c.MaxMessages = cmp.Or(max(c.MaxMessages, 0), DefaultMaxMessages)
+	if c.MaxItemsPerTenant < 0 {
+		return c, fmt.Errorf("%w: pgmemory: Config.MaxItemsPerTenant %d is negative", memory.ErrInvalid, c.MaxItemsPerTenant)
+	}
+	if c.MaxMessages < 0 {
+		return c, fmt.Errorf("%w: pgmemory: Config.MaxMessages %d is negative", memory.ErrInvalid, c.MaxMessages)
+	}
+	c.MaxItemsPerTenant = cmp.Or(c.MaxItemsPerTenant, DefaultMaxItemsPerTenant)
+	c.MaxMessages = cmp.Or(c.MaxMessages, DefaultMaxMessages)
 	c.TablePrefix = cmp.Or(c.TablePrefix, DefaultTablePrefix)
 	// The longest name New derives from the prefix.
 	if err := checkIdent("table prefix", c.TablePrefix+"history_conversation_idx"); err != nil {
@@ -116,9 +123,9 @@ var (
 )
 
 // New returns a Provider on db, a pool the caller configured and closes.
-// The zero Config means the defaults. A nil db, or a Schema or
-// TablePrefix PostgreSQL cannot name (too long, a NUL byte, not UTF-8),
-// is an error wrapping memory.ErrInvalid. It sends nothing to PostgreSQL;
+// The zero Config means the defaults. A nil db, a negative setting, or a
+// Schema or TablePrefix PostgreSQL cannot name (too long, a NUL byte, not
+// UTF-8), is an error wrapping memory.ErrInvalid. It sends nothing to PostgreSQL;
 // call Migrate once (from any number of processes) before the first use.
 func New(db *pgxpool.Pool, cfg Config) (*Provider, error) {
 	if db == nil {

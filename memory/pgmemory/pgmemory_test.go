@@ -69,6 +69,8 @@ func TestNewRejects(t *testing.T) {
 		{"long schema", db, pgmemory.Config{Schema: strings.Repeat("s", 64)}, "longer than"},
 		{"NUL", db, pgmemory.Config{TablePrefix: "a\x00b"}, "NUL"},
 		{"schema not UTF-8", db, pgmemory.Config{Schema: "\xff"}, "UTF-8"},
+		{"negative MaxMessages", db, pgmemory.Config{MaxMessages: -1}, "MaxMessages"},
+		{"negative MaxItemsPerTenant", db, pgmemory.Config{MaxItemsPerTenant: -1}, "MaxItemsPerTenant"},
 	} {
 		// Refused with memory.ErrInvalid, as pgstore's refusals wrap
 		// credentials.ErrInvalid and rivertrigger's trigger.ErrInvalid.

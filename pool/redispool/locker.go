@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -47,14 +46,14 @@ type LockerConfig struct {
 	RetryDelay time.Duration
 }
 
-// withDefaults returns c with its defaults filled in, or an error naming
-// the field it rejects.
+// withDefaults returns c with its defaults filled in, or an error wrapping
+// pool.ErrInvalidConfig naming the field it rejects.
 func (c LockerConfig) withDefaults() (LockerConfig, error) {
 	if c.Lease < 0 || (c.Lease > 0 && c.Lease < 3*time.Millisecond) {
-		return c, fmt.Errorf("redispool: Lease %v is under 3ms", c.Lease)
+		return c, fmt.Errorf("redispool: %w: Lease %v is under 3ms", pool.ErrInvalidConfig, c.Lease)
 	}
 	if c.RetryDelay < 0 {
-		return c, fmt.Errorf("redispool: negative RetryDelay %v", c.RetryDelay)
+		return c, fmt.Errorf("redispool: %w: negative RetryDelay %v", pool.ErrInvalidConfig, c.RetryDelay)
 	}
 	c.Lease = cmp.Or(c.Lease, DefaultLease)
 	c.Logger = cmp.Or(c.Logger, slog.Default())
@@ -96,10 +95,11 @@ return 0`
 
 // NewLocker returns a Locker on rdb, a client the caller configured and
 // closes: a *redis.Client, *redis.ClusterClient or a failover client. The
-// zero LockerConfig means the defaults.
+// zero LockerConfig means the defaults. A nil rdb or a setting out of
+// range is an error wrapping pool.ErrInvalidConfig.
 func NewLocker(rdb redis.UniversalClient, cfg LockerConfig) (*Locker, error) {
 	if rdb == nil {
-		return nil, errors.New("redispool: NewLocker needs a redis.UniversalClient, got nil")
+		return nil, fmt.Errorf("redispool: %w: NewLocker needs a redis.UniversalClient, got nil", pool.ErrInvalidConfig)
 	}
 	cfg, err := cfg.withDefaults()
 	if err != nil {

@@ -117,23 +117,26 @@ func TestLocker(t *testing.T) {
 	})
 }
 
+// TestNewRejects: New and NewLocker refuse a nil client and a negative
+// or too small setting with an error wrapping pool.ErrInvalidConfig, as
+// pool.NewMemory refuses the same settings.
 func TestNewRejects(t *testing.T) {
-	if _, err := New(nil, Config{}); err == nil {
-		t.Error("New(nil) returned no error")
+	if _, err := New(nil, Config{}); !errors.Is(err, pool.ErrInvalidConfig) {
+		t.Errorf("New(nil) = %v, want pool.ErrInvalidConfig", err)
 	}
-	if _, err := NewLocker(nil, LockerConfig{}); err == nil {
-		t.Error("NewLocker(nil) returned no error")
+	if _, err := NewLocker(nil, LockerConfig{}); !errors.Is(err, pool.ErrInvalidConfig) {
+		t.Errorf("NewLocker(nil) = %v, want pool.ErrInvalidConfig", err)
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	defer rdb.Close()
 	for _, o := range []Config{{MaxPerTenant: -1}, {Retention: -time.Second}, {Retention: time.Microsecond}} {
-		if _, err := New(rdb, o); err == nil {
-			t.Errorf("New with %+v returned no error", o)
+		if _, err := New(rdb, o); !errors.Is(err, pool.ErrInvalidConfig) {
+			t.Errorf("New with %+v = %v, want pool.ErrInvalidConfig", o, err)
 		}
 	}
 	for _, o := range []LockerConfig{{Lease: -1}, {RetryDelay: -1}, {Lease: time.Millisecond}} {
-		if _, err := NewLocker(rdb, o); err == nil {
-			t.Errorf("NewLocker with %+v returned no error", o)
+		if _, err := NewLocker(rdb, o); !errors.Is(err, pool.ErrInvalidConfig) {
+			t.Errorf("NewLocker with %+v = %v, want pool.ErrInvalidConfig", o, err)
 		}
 	}
 	s, err := New(rdb, Config{})

@@ -39,14 +39,14 @@ type Config struct {
 	Retention time.Duration
 }
 
-// withDefaults returns c with its defaults filled in, or an error naming
-// the field it rejects.
+// withDefaults returns c with its defaults filled in, or an error wrapping
+// pool.ErrInvalidConfig naming the field it rejects.
 func (c Config) withDefaults() (Config, error) {
 	if c.MaxPerTenant < 0 {
-		return c, fmt.Errorf("redispool: negative MaxPerTenant %d", c.MaxPerTenant)
+		return c, fmt.Errorf("redispool: %w: negative MaxPerTenant %d", pool.ErrInvalidConfig, c.MaxPerTenant)
 	}
 	if c.Retention < 0 || (c.Retention > 0 && c.Retention < time.Millisecond) {
-		return c, fmt.Errorf("redispool: Retention %v is under a millisecond", c.Retention)
+		return c, fmt.Errorf("redispool: %w: Retention %v is under a millisecond", pool.ErrInvalidConfig, c.Retention)
 	}
 	c.Logger = cmp.Or(c.Logger, slog.Default())
 	c.MaxPerTenant = cmp.Or(c.MaxPerTenant, pool.DefaultMaxPerTenant)
@@ -71,11 +71,12 @@ var _ pool.Store = (*Store)(nil)
 
 // New returns a Store on rdb, a client the caller configured and closes:
 // a *redis.Client, *redis.ClusterClient (a tenant's keys share one hash
-// slot) or a failover client. The zero Config means the defaults. It
-// sends nothing to Redis yet.
+// slot) or a failover client. The zero Config means the defaults. A nil
+// rdb or a setting out of range is an error wrapping pool.ErrInvalidConfig.
+// It sends nothing to Redis yet.
 func New(rdb redis.UniversalClient, cfg Config) (*Store, error) {
 	if rdb == nil {
-		return nil, errors.New("redispool: New needs a redis.UniversalClient, got nil")
+		return nil, fmt.Errorf("redispool: %w: New needs a redis.UniversalClient, got nil", pool.ErrInvalidConfig)
 	}
 	cfg, err := cfg.withDefaults()
 	if err != nil {

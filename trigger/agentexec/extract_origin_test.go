@@ -65,7 +65,10 @@ func TestTriggeredRunCannotReplaceUsersFact(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			mem := memory.NewInMemory(memory.Config{})
+			mem, err := memory.NewInMemory(memory.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
 			model := &bankModel{}
 			o := newOrch(t, llmtest.NewScriptFunc(model.reply), nil, agent.Config{
 				Memory:        mem,

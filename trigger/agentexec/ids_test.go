@@ -22,7 +22,10 @@ func TestLongestIDsRunEndToEnd(t *testing.T) {
 		t.Fatalf("MaxIDLen: trigger %d, agent %d, memory %d", trigger.MaxIDLen, agent.MaxIDLen, memory.MaxIDLen)
 	}
 	model := llmtest.NewStrictScript(t, llmtest.Text("3 unread mails."))
-	mem := memory.NewInMemory(memory.Config{})
+	mem, err := memory.NewInMemory(memory.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	o := newOrch(t, model, nil, agent.Config{Memory: mem})
 	e, err := trigger.New(trigger.Config{Executors: map[string]trigger.Executor{trigger.DefaultExecutor: newExec(t, o, agentexec.Config{})}})
 	if err != nil {
