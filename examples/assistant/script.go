@@ -251,6 +251,8 @@ func summarise(results []llm.Message) string {
 	return strings.Join(parts, "\n")
 }
 
+// ---------------------------------------------------------------- reading the request
+
 // currentTurn returns the last user message and the tool results that
 // followed it (the results of the calls made for this message so far).
 func currentTurn(msgs []llm.Message) (user string, results []llm.Message) {

@@ -397,5 +397,3 @@ func isWordByte(c byte) bool {
 func hasPrefixFold(s, prefix string) bool {
 	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
-
-// ---------------------------------------------------------------- reading the request
