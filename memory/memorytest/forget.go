@@ -129,5 +129,3 @@ func testDeleteTenant(t *testing.T, p memory.Provider) {
 		t.Errorf("alice recalls %q after starting again", got)
 	}
 }
-
-// --- context and concurrency ---

@@ -176,5 +176,3 @@ func testAppendInvalid(t *testing.T, p memory.Provider) {
 		t.Errorf("History of a conversation whose every Append was rejected: %s", render(h))
 	}
 }
-
-// --- isolation ---

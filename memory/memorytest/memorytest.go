@@ -209,5 +209,3 @@ func wantInvalid(t *testing.T, what string, err error) {
 		t.Errorf("%s: got error %v, want memory.ErrInvalid", what, err)
 	}
 }
-
-// --- history ---

@@ -193,5 +193,3 @@ func testSupersedes(t *testing.T, p memory.Provider) {
 		t.Errorf("Recall(dentist) after the superseding item was forgotten = %q, want the old item", texts(got))
 	}
 }
-
-// --- forget ---
