@@ -82,6 +82,7 @@ func (r *run) resolve(id string, d approval.Decision) error {
 		return err
 	}
 	r.msg.ConversationID = conversationOf(e.ConversationID)
+	r.logh.conv = r.msg.ConversationID
 	// The user decides: the run is the user's (a SpendGuard pausing
 	// non-critical runs lets it through), about the entry's task.
 	r.msg.Source, r.msg.TaskID = SourceUser, e.TaskID
@@ -105,11 +106,11 @@ func (r *run) resolve(id string, d approval.Decision) error {
 	case e.Paused:
 		return fmt.Errorf("%w: %s", ErrPaused, id)
 	case a == nil || a.version != e.SchemaVersion:
-		o.log.WarnContext(ctx, "agent: discarding a pooled agent made from another schema version", "agent", e.AgentName, "id", id, "tenant", e.TenantID)
-		o.discard(ctx, e)
+		r.log().WarnContext(ctx, "agent: discarding a pooled agent made from another schema version", "agent", e.AgentName, "id", id)
+		r.discard(ctx, e)
 		return fmt.Errorf("%w: %s (%s)", ErrStaleAgent, id, e.AgentName)
 	case e.Expired(o.now()):
-		o.discard(ctx, e)
+		r.discard(ctx, e)
 		r.settled(e, "", true)
 		return fmt.Errorf("%w: %s expired at %s; nothing ran", approval.ErrExpired, id, e.ExpiresAt.Format("2006-01-02 15:04:05 MST"))
 	case d.Action == approval.Edit && !e.Approval.AllowModification:

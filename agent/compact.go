@@ -94,7 +94,7 @@ func (r *run) maybeCompact(extra int) {
 		Purpose:    llm.PurposeCompact,
 	})
 	if err != nil {
-		o.log.WarnContext(r.ctx, "agent: compaction failed; trimming instead", "tenant", r.msg.TenantID, "conversation", r.msg.ConversationID, "err", err)
+		r.log().WarnContext(r.ctx, "agent: compaction failed; trimming instead", "err", err)
 		return
 	}
 	var args struct {
@@ -108,7 +108,7 @@ func (r *run) maybeCompact(extra int) {
 	}
 	summary := strings.TrimSpace(args.Summary)
 	if summary == "" {
-		o.log.WarnContext(r.ctx, "agent: compaction returned no summary; trimming instead", "tenant", r.msg.TenantID, "conversation", r.msg.ConversationID)
+		r.log().WarnContext(r.ctx, "agent: compaction returned no summary; trimming instead")
 		return
 	}
 	// [system] [summary] [kept...]: the kept messages move down in place.
@@ -129,7 +129,7 @@ func (r *run) maybeCompact(extra int) {
 	defer cancel()
 	if _, err := o.rememberFacts(ctx, r.msg.TenantID, memory.Provenance{ConversationID: r.msg.ConversationID}, origin,
 		args.Facts, r.recalled, o.now(), false); err != nil {
-		o.log.WarnContext(r.ctx, "agent: storing facts from compaction failed", "tenant", r.msg.TenantID, "err", err)
+		r.log().WarnContext(r.ctx, "agent: storing facts from compaction failed", "err", err)
 	}
 }
 

@@ -258,4 +258,13 @@
 // it is not at all), and an empty list remembers nothing. In tests,
 // llmtest.Decide, ApproveAll, CancelAll, ProvideFields, Unrelated, Summary
 // and Remember build these replies.
+//
+// # Runs and logs
+//
+// Each call of HandleMessage, Stream or ResolveApproval is one run, with
+// a new unique Result.RunID whatever its outcome. Every line the run
+// writes to Config.Logger, and every line a tool writes through its
+// tool.ExecContext's Logger, carries the attributes "tenant",
+// "conversation" and "run_id" (Result.RunID), before the line's own; the
+// run's background fact extraction logs with the same three.
 package agent

@@ -60,6 +60,7 @@ type fact struct {
 // extraction is one turn waiting for its facts to be extracted.
 type extraction struct {
 	tenant, conv string
+	runID        string        // the run's Result.RunID, for the log
 	user, answer string        // the message's text (a user's, or a triggered run's) and the answer
 	triggered    bool          // the message is a triggered run's (ExtractTriggered)
 	tooled       bool          // the model saw text the user did not write (tools ran, ...): the answer may relay it
@@ -87,7 +88,7 @@ func (r *run) scheduleExtraction() {
 	// An answer may relay text the user did not write that the model was
 	// given (a tool's result, an event in the history): then its facts
 	// never supersede what the user said.
-	x := extraction{tenant: r.msg.TenantID, conv: r.msg.ConversationID, user: r.msg.Text, answer: r.res.Response, triggered: triggered,
+	x := extraction{tenant: r.msg.TenantID, conv: r.msg.ConversationID, runID: r.res.RunID, user: r.msg.Text, answer: r.res.Response, triggered: triggered,
 		tooled: len(r.res.ToolCalls) > 0 || r.untrusted, toolsRan: len(r.res.ToolCalls) > 0, known: r.recalled, at: o.now(), info: r.info()}
 	key := convKey{x.tenant, x.conv}
 	o.bg.mu.Lock()
@@ -96,7 +97,7 @@ func (r *run) scheduleExtraction() {
 	case o.bg.closed:
 		return
 	case o.bg.pending >= maxPendingExtractions:
-		o.log.WarnContext(r.ctx, "agent: too many fact extractions waiting; skipping this turn's", "tenant", x.tenant, "conversation", x.conv)
+		r.log().WarnContext(r.ctx, "agent: too many fact extractions waiting; skipping this turn's")
 		return
 	}
 	// The extractions of one conversation run one after another, in the
@@ -141,6 +142,7 @@ func (r *run) scheduleExtraction() {
 func (o *Orchestrator) extractFacts(x extraction) {
 	ctx, cancel := context.WithTimeout(o.bg.ctx, o.loop.LLMTimeout)
 	defer cancel()
+	log := o.extractionLog(x)
 	var b strings.Builder
 	b.WriteString(extractPrompt)
 	b.WriteString("\n\nKnown facts:")
@@ -172,7 +174,7 @@ func (o *Orchestrator) extractFacts(x extraction) {
 	gctx := context.WithValue(ctx, runInfoKey{}, x.info)
 	if o.guard != nil {
 		if err := o.guard.Check(gctx, x.tenant); err != nil {
-			o.log.InfoContext(ctx, "agent: fact extraction skipped: the spend guard refused it", "tenant", x.tenant, "err", err)
+			log.InfoContext(ctx, "agent: fact extraction skipped: the spend guard refused it", "err", err)
 			return
 		}
 	}
@@ -184,7 +186,7 @@ func (o *Orchestrator) extractFacts(x extraction) {
 	}
 	resp, err := o.llm.Complete(ctx, req)
 	if err != nil {
-		o.log.WarnContext(ctx, "agent: fact extraction failed", "tenant", x.tenant, "conversation", x.conv, "err", err)
+		log.WarnContext(ctx, "agent: fact extraction failed", "err", err)
 		return
 	}
 	if o.guard != nil {
@@ -194,7 +196,7 @@ func (o *Orchestrator) extractFacts(x extraction) {
 		}
 		c := Consumed{Tokens: u.Total(), CostUSD: o.priceOf(req.Model, resp.Model).Cost(u)}
 		if err := o.guard.Record(gctx, x.tenant, c); err != nil {
-			o.log.ErrorContext(ctx, "agent: recording the fact extraction's spend failed", "tenant", x.tenant, "err", err)
+			log.ErrorContext(ctx, "agent: recording the fact extraction's spend failed", "err", err)
 		}
 	}
 	var facts []fact
@@ -206,7 +208,7 @@ func (o *Orchestrator) extractFacts(x extraction) {
 			Facts []fact `json:"facts"`
 		}
 		if err := json.Unmarshal(c.Arguments, &args); err != nil {
-			o.log.WarnContext(ctx, "agent: fact extraction returned invalid arguments", "tenant", x.tenant, "err", err)
+			log.WarnContext(ctx, "agent: fact extraction returned invalid arguments", "err", err)
 			return
 		}
 		facts = append(facts, args.Facts...)
@@ -223,24 +225,24 @@ func (o *Orchestrator) extractFacts(x extraction) {
 	key := convKey{x.tenant, x.conv}
 	c, err := o.acquire(ctx, key)
 	if err != nil {
-		o.log.WarnContext(ctx, "agent: storing extracted facts failed", "tenant", x.tenant, "conversation", x.conv, "err", err)
+		log.WarnContext(ctx, "agent: storing extracted facts failed", "err", err)
 		return
 	}
 	defer o.release(key, c)
 	if o.forgottenSince(key, x.epoch) {
-		o.log.InfoContext(ctx, "agent: extracted facts dropped: the conversation was forgotten meanwhile", "tenant", x.tenant, "conversation", x.conv)
+		log.InfoContext(ctx, "agent: extracted facts dropped: the conversation was forgotten meanwhile")
 		return
 	}
 	if kept, err := o.turnKept(ctx, x); err != nil || !kept {
 		if err != nil {
-			o.log.WarnContext(ctx, "agent: storing extracted facts failed", "tenant", x.tenant, "conversation", x.conv, "err", err)
+			log.WarnContext(ctx, "agent: storing extracted facts failed", "err", err)
 		} else {
-			o.log.InfoContext(ctx, "agent: extracted facts dropped: the turn is no longer in the conversation's history", "tenant", x.tenant, "conversation", x.conv)
+			log.InfoContext(ctx, "agent: extracted facts dropped: the turn is no longer in the conversation's history")
 		}
 		return
 	}
 	if _, err := o.rememberFacts(ctx, x.tenant, memory.Provenance{ConversationID: x.conv}, origin, facts, x.known, x.at, !x.triggered && !x.tooled); err != nil {
-		o.log.WarnContext(ctx, "agent: storing extracted facts failed", "tenant", x.tenant, "conversation", x.conv, "err", err)
+		log.WarnContext(ctx, "agent: storing extracted facts failed", "err", err)
 	}
 }
 

@@ -80,7 +80,7 @@ func (r *run) callLLM(req llm.Request) (*llm.Response, error) {
 		if next != nil {
 			req.Messages = next
 		}
-		r.o.log.DebugContext(r.ctx, "agent: retrying model call", "kind", llm.KindOf(err).String(), "err", err)
+		r.log().DebugContext(r.ctx, "agent: retrying model call", "kind", llm.KindOf(err).String(), "err", err)
 	}
 }
 
@@ -308,7 +308,7 @@ var overflowStageNames = [...]string{overflowTrim: "trim", overflowTruncate: "tr
 // shortened logs a defence that shortened the request and makes next the
 // run's window (unless the call is an aside). It returns true: retry.
 func (r *run) shortened(how string, msgs, next []llm.Message, size int) bool {
-	r.o.log.WarnContext(r.ctx, "agent: context overflow, shortening the conversation",
+	r.log().WarnContext(r.ctx, "agent: context overflow, shortening the conversation",
 		"defence", how, "messages_before", len(msgs), "messages_after", len(next),
 		"tokens_before", size, "tokens_after", r.o.ctxm.Tokens(next))
 	if !r.aside {

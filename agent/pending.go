@@ -2,8 +2,6 @@ package agent
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"runtime/debug"
@@ -89,7 +87,7 @@ func (r *run) park(a *agentTool, callID string, col collected, req *approval.Req
 		r.fillApproval(e, req, now)
 	}
 	if err := o.pool.Create(r.ctx, e); err != nil {
-		o.log.WarnContext(r.ctx, "agent: could not park an Agent-Tool", "agent", a.name, "tenant", e.TenantID, "err", err)
+		r.log().WarnContext(r.ctx, "agent: could not park an Agent-Tool", "agent", a.name, "err", err)
 		return callOutcome{
 			result: tool.Result{Content: maskText(fmt.Sprintf("agent %q could not wait for the user: %s", a.name, err)), IsError: true, Err: err},
 			status: resultError,
@@ -249,7 +247,7 @@ func (r *run) runAgent(a *agentTool, callID string, fields json.RawMessage) (con
 		ConversationID: r.msg.ConversationID,
 		CallID:         callID,
 		Credentials:    r.credentials(),
-		Logger:         o.log,
+		Logger:         r.log(),
 	})
 	reply, err := safeRun(ctx, a, fields)
 	switch {
@@ -269,10 +267,4 @@ func safeRun(ctx context.Context, a *agentTool, fields json.RawMessage) (reply R
 		}
 	}()
 	return a.run(ctx, fields)
-}
-
-func newID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return "agt_" + hex.EncodeToString(b[:])
 }

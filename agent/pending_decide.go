@@ -130,7 +130,7 @@ func (r *run) putBack(e *pool.Entry) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), putBackTimeout)
 	defer cancel()
 	if err := r.o.pool.Create(ctx, e); err != nil {
-		r.o.log.ErrorContext(ctx, "agent: a taken approval could not be returned to the pool; it is lost", "id", e.ID, "tenant", e.TenantID, "agent", e.AgentName, "err", err)
+		r.log().ErrorContext(ctx, "agent: a taken approval could not be returned to the pool; it is lost", "id", e.ID, "agent", e.AgentName, "err", err)
 		return fmt.Errorf("agent: returning approval %s to the pool: %w", e.ID, err)
 	}
 	return nil

@@ -142,7 +142,7 @@ func (r *run) replyWaiting() error {
 		case err != nil && r.ctx.Err() != nil:
 			return err
 		case err != nil:
-			r.o.log.WarnContext(r.ctx, "agent: phrasing the question for the user failed; using the agents' prompt", "err", err)
+			r.log().WarnContext(r.ctx, "agent: phrasing the question for the user failed; using the agents' prompt", "err", err)
 		case strings.TrimSpace(resp.Message.Content) != "":
 			text = resp.Message.Content
 			if len(changed) > 0 {

@@ -91,13 +91,13 @@ func (r *run) usable(e *pool.Entry, now time.Time) (note string, ok bool) {
 	o := r.o
 	a := o.agents[e.AgentName]
 	if a == nil || a.version != e.SchemaVersion {
-		o.log.WarnContext(r.ctx, "agent: discarding a pooled agent made from another schema version",
-			"agent", e.AgentName, "id", e.ID, "tenant", e.TenantID, "version", e.SchemaVersion)
-		o.discard(r.ctx, e)
+		r.log().WarnContext(r.ctx, "agent: discarding a pooled agent made from another schema version",
+			"agent", e.AgentName, "id", e.ID, "version", e.SchemaVersion)
+		r.discard(r.ctx, e)
 		return fmt.Sprintf("The pending %s request %s was discarded because the assistant was updated; it did not run. Ask the user to start it again if it is still wanted.", e.AgentName, e.ID), false
 	}
 	if e.Expired(now) {
-		o.discard(r.ctx, e)
+		r.discard(r.ctx, e)
 		r.settled(e, "", true)
 		what := e.AgentName
 		if e.Approval != nil {
@@ -119,9 +119,9 @@ func (r *run) settled(e *pool.Entry, a approval.Action, expired bool) {
 	r.res.Decided = append(r.res.Decided, Decided{ID: e.ID, TenantID: e.TenantID, TaskID: e.TaskID, Action: a, Expired: expired, InReply: inReply})
 }
 
-func (o *Orchestrator) discard(ctx context.Context, e *pool.Entry) {
-	if err := o.pool.Delete(ctx, e.TenantID, e.ID); err != nil && !errors.Is(err, pool.ErrNotFound) {
-		o.log.WarnContext(ctx, "agent: removing a pooled agent failed", "id", e.ID, "tenant", e.TenantID, "err", err)
+func (r *run) discard(ctx context.Context, e *pool.Entry) {
+	if err := r.o.pool.Delete(ctx, e.TenantID, e.ID); err != nil && !errors.Is(err, pool.ErrNotFound) {
+		r.log().WarnContext(ctx, "agent: removing a pooled agent failed", "id", e.ID, "err", err)
 	}
 }
 
@@ -227,7 +227,7 @@ func (r *run) markShown(waits []Waiting) {
 			fresh.UpdatedAt = o.now()
 			err = o.pool.Update(r.ctx, fresh)
 			if err != nil && !errors.Is(err, pool.ErrConflict) {
-				o.log.WarnContext(r.ctx, "agent: recording a changed approval as shown failed; the user's next answer will find it stale", "id", w.AgentID, "tenant", r.msg.TenantID, "err", err)
+				r.log().WarnContext(r.ctx, "agent: recording a changed approval as shown failed; the user's next answer will find it stale", "id", w.AgentID, "err", err)
 			}
 			if !errors.Is(err, pool.ErrConflict) {
 				break

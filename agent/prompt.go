@@ -106,7 +106,7 @@ func (r *run) recall() []memory.Item {
 	defer cancel()
 	items, err := o.mem.Recall(ctx, r.msg.TenantID, r.msg.Text, o.memOpts.Recall)
 	if err != nil {
-		o.log.WarnContext(r.ctx, "agent: recalling memory failed; answering without it", "tenant", r.msg.TenantID, "err", err)
+		r.log().WarnContext(r.ctx, "agent: recalling memory failed; answering without it", "err", err)
 		return nil
 	}
 	return items

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -54,6 +55,12 @@ type run struct {
 	// conversation still waiting from earlier runs.
 	parked  []Waiting
 	pending []Waiting
+
+	// The run's logger (log): Config.Logger adding tenant, conversation
+	// and Result.RunID to every line (runlog.go).
+	logh   runHandler
+	logger slog.Logger
+	idBuf  [idLen]byte // the bytes of Result.RunID (initLog)
 }
 
 func (o *Orchestrator) newRun(ctx context.Context, msg Message, emit func(Event) bool) *run {
@@ -64,6 +71,7 @@ func (o *Orchestrator) newRun(ctx context.Context, msg Message, emit func(Event)
 	}
 	r := &run{o: o, ctx: ctx, toolCtx: ctx, msg: msg, emit: emit, start: time.Now(), clock: callClock{parent: ctx, d: o.loop.LLMTimeout}, noHistory: noHistory}
 	r.res.Source, r.res.TaskID = msg.Source, msg.TaskID
+	r.initLog()
 	return r
 }
 
@@ -203,7 +211,7 @@ func (r *run) end(err error) error {
 	}
 	if h := o.hooks.PostProcess; h != nil && r.msg.Text != "" {
 		if err := h(r.ctx, r.msg, res); err != nil {
-			o.log.WarnContext(r.ctx, "agent: post-process hook failed", "tenant", r.msg.TenantID, "conversation", r.msg.ConversationID, "source", r.msg.Source, "task_id", r.msg.TaskID, "err", err)
+			r.log().WarnContext(r.ctx, "agent: post-process hook failed", "source", r.msg.Source, "task_id", r.msg.TaskID, "err", err)
 		}
 	}
 	return serr
@@ -225,7 +233,7 @@ func (r *run) save() error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), saveTimeout)
 	defer cancel()
 	if err := r.o.mem.Append(ctx, r.msg.TenantID, r.msg.ConversationID, turn...); err != nil {
-		r.o.log.ErrorContext(r.ctx, "agent: saving the turn failed", "tenant", r.msg.TenantID, "conversation", r.msg.ConversationID, "source", r.msg.Source, "task_id", r.msg.TaskID, "messages", len(turn), "err", err)
+		r.log().ErrorContext(r.ctx, "agent: saving the turn failed", "source", r.msg.Source, "task_id", r.msg.TaskID, "messages", len(turn), "err", err)
 		return fmt.Errorf("%w: %w", ErrHistoryNotSaved, err)
 	}
 	return nil
@@ -310,8 +318,8 @@ func (r *run) note(text string) llm.Message {
 // of its last reply only the first kept ran: the others were dropped from
 // the reply.
 func (r *run) tooManyCalls(asked, kept int) {
-	r.o.log.WarnContext(r.ctx, "agent: a model reply asked for more tool calls than LoopConfig.MaxToolCallsPerReply; the others were dropped",
-		"tenant", r.msg.TenantID, "conversation", r.msg.ConversationID, "asked", asked, "run", kept)
+	r.log().WarnContext(r.ctx, "agent: a model reply asked for more tool calls than LoopConfig.MaxToolCallsPerReply; the others were dropped",
+		"asked", asked, "run", kept)
 	r.addNote(fmt.Sprintf("Your last reply asked for %d tool calls; at most %d are run per reply, so only the first %d ran and the other %d were not run. "+
 		"Call again only those still needed.", asked, kept, kept, asked-kept))
 }

@@ -105,7 +105,7 @@ func (r *run) recordSpend() {
 	ctx, cancel := context.WithTimeout(ctx, spendRecordTimeout)
 	defer cancel()
 	if err := r.o.guard.Record(ctx, r.msg.TenantID, c); err != nil {
-		r.o.log.ErrorContext(r.ctx, "agent: recording the run's spend failed", "tenant", r.msg.TenantID, "source", r.msg.Source, "task_id", r.msg.TaskID, "cost_usd", c.CostUSD, "err", err)
+		r.log().ErrorContext(r.ctx, "agent: recording the run's spend failed", "source", r.msg.Source, "task_id", r.msg.TaskID, "cost_usd", c.CostUSD, "err", err)
 	}
 }
 

@@ -44,7 +44,7 @@ func (r *run) scrubToolResult(res *tool.Result) {
 
 // logPanic logs what a tool or an Agent-Tool panicked with, and where.
 func (r *run) logPanic(pe *tool.PanicError) {
-	r.o.log.ErrorContext(r.ctx, "agent: a tool panicked", "tool", pe.Tool,
-		"tenant", r.msg.TenantID, "conversation", r.msg.ConversationID, "source", r.msg.Source, "task_id", r.msg.TaskID,
+	r.log().ErrorContext(r.ctx, "agent: a tool panicked", "tool", pe.Tool,
+		"source", r.msg.Source, "task_id", r.msg.TaskID,
 		"panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))
 }

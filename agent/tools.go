@@ -165,7 +165,7 @@ func (t *turn) exec(i int) {
 		ConversationID: r.msg.ConversationID,
 		CallID:         c.ID,
 		Credentials:    t.creds,
-		Logger:         o.log,
+		Logger:         r.log(),
 	})
 	t0 := time.Now()
 	res := o.tools.Execute(ctx, c, 0)

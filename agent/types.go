@@ -79,6 +79,12 @@ const (
 // Result reports what handling one message did. It is returned also when
 // handling fails, so telemetry is never lost.
 type Result struct {
+	// RunID identifies this run: a new unique ID ("run_" and 24 hex
+	// digits) for each call of HandleMessage, Stream or ResolveApproval,
+	// set whatever the outcome (answered, waiting, refused, error,
+	// cancelled). Every log line of the run carries it as "run_id", and
+	// the trigger engine's run records as trigger.Run.AgentRunID.
+	RunID     string
 	Response  string           // the answer for the user; with StatusRefused, why the run was refused (to show as it is)
 	Status    Status           // how handling ended
 	Turns     int              // model calls that were part of the loop

@@ -106,6 +106,10 @@ type ExecResult struct {
 	// limit of its task's Budget, or reached one (and answered with what
 	// it had); the engine tells the Observer.
 	BudgetWarning, BudgetExceeded bool
+	// AgentRunID identifies the attempt in the executor's own records
+	// (trigger/agentexec: agent.Result.RunID), whatever its outcome; the
+	// engine keeps it on the run (Run.AgentRunID, clipped to MaxTextLen).
+	AgentRunID string
 }
 
 // Config configures an Engine.

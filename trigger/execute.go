@@ -159,6 +159,7 @@ func (e *Engine) finish(r Run, res ExecResult, err error) Run {
 	if res.Usage.Check() == nil {
 		r.Consumed = res.Usage
 	}
+	r.AgentRunID = clip(res.AgentRunID)
 	if err != nil {
 		r.Status, r.Error = RunFailed, clip(err.Error())
 		if r.Error == "" {

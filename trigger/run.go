@@ -86,6 +86,11 @@ type Run struct {
 	// (RouteNotify), nor the expiry of a run it ended, so the user is told
 	// once.
 	ResultShown bool `json:"result_shown,omitempty"`
+	// AgentRunID is the ID the executor gave its last attempt
+	// (ExecResult.AgentRunID; with trigger/agentexec the orchestrator's
+	// agent.Result.RunID, which every log line of that run carries), ""
+	// when it gave none.
+	AgentRunID string `json:"agent_run_id,omitempty"`
 }
 
 // RunID returns the stable id of the run of task taskID due at dueAt:
@@ -129,6 +134,9 @@ func (r Run) Check() error {
 		return err
 	}
 	if err := checkText("run RouteError", r.RouteError, MaxTextLen); err != nil {
+		return err
+	}
+	if err := checkText("run AgentRunID", r.AgentRunID, MaxTextLen); err != nil {
 		return err
 	}
 	if err := r.Consumed.Check(); err != nil {

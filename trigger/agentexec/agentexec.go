@@ -43,8 +43,9 @@ func New(o *agent.Orchestrator, cfg Config) (trigger.Executor, error) {
 }
 
 // Execute runs one attempt of run.Task as an agent.Message (see the
-// package documentation) and returns the answer and what the run
-// consumed. A run the orchestrator's SpendGuard refused
+// package documentation) and returns the answer, what the run consumed
+// and, whatever the outcome, the orchestrator's agent.Result.RunID as
+// ExecResult.AgentRunID (the engine keeps it as trigger.Run.AgentRunID). A run the orchestrator's SpendGuard refused
 // (agent.ErrSpendRefused) is an error wrapping trigger.ErrRefused and the
 // orchestrator's error, with the refusal's reason for the user
 // (agent.Result.Response) as the Result. Any other error of the
@@ -90,6 +91,7 @@ func (x *executor) Execute(ctx context.Context, run trigger.ExecRun) (trigger.Ex
 	})
 	var out trigger.ExecResult
 	if res != nil {
+		out.AgentRunID = res.RunID
 		out.Usage = res.Consumed
 		out.BudgetExceeded = res.BudgetExceeded
 		out.BudgetWarning = nearLimit(out.Usage, t.Budget)

@@ -288,13 +288,14 @@ func testInvalid(t *testing.T, s trigger.Store) {
 		wantErr(t, "AddRun with "+name, s.AddRun(ctx, r), trigger.ErrInvalid)
 	}
 	r := NewRun("t1", "good", base)
+	r.AgentRunID = "run_0123456789abcdef01234567" // kept as it is
 	if err := s.AddRun(ctx, r); err != nil {
 		t.Fatal(err)
 	}
 	r.Attempt = 0
 	wantErr(t, "UpdateRun with attempt 0", s.UpdateRun(ctx, r), trigger.ErrInvalid)
 	runs, err := s.Runs(ctx, "t1", "good", 0)
-	if err != nil || len(runs) != 1 || runs[0].Attempt != 1 {
+	if err != nil || len(runs) != 1 || runs[0].Attempt != 1 || runs[0].AgentRunID != "run_0123456789abcdef01234567" {
 		t.Fatalf("after invalid runs: Runs = %v, %v; want the one valid run", runs, err)
 	}
 }
