@@ -60,7 +60,6 @@ type run struct {
 	// and Result.RunID to every line (runlog.go).
 	logh   runHandler
 	logger slog.Logger
-	idBuf  [idLen]byte // the bytes of Result.RunID (initLog)
 }
 
 func (o *Orchestrator) newRun(ctx context.Context, msg Message, emit func(Event) bool) *run {

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
-	"unsafe"
 )
 
 // idLen is the length of the IDs randomID writes: a 4-byte prefix and
@@ -74,12 +73,11 @@ func (h *runHandler) WithGroup(name string) slog.Handler {
 	return h.inner.WithAttrs(h.attrs()).WithGroup(name)
 }
 
-// initLog gives the run its ID and its logger. The ID's bytes live in
-// the run (idBuf, never written again), so that it costs no allocation of
-// its own: the Result holding it lives in the run too.
+// initLog gives the run its ID and its logger.
 func (r *run) initLog() {
-	randomID(&r.idBuf, "run_")
-	r.res.RunID = unsafe.String(&r.idBuf[0], idLen)
+	var id [idLen]byte
+	randomID(&id, "run_")
+	r.res.RunID = string(id[:])
 	r.logh = runHandler{inner: r.o.log.Handler(), tenant: r.msg.TenantID, conv: r.msg.ConversationID, id: r.res.RunID}
 	r.logger = *slog.New(&r.logh)
 }
