@@ -19,12 +19,15 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/valetkit/valet/agent"
 	"github.com/valetkit/valet/approval"
+	"github.com/valetkit/valet/clock/clocktest"
 	"github.com/valetkit/valet/credentials"
 	"github.com/valetkit/valet/credentials/pgstore"
 	"github.com/valetkit/valet/llm"
@@ -39,6 +42,7 @@ import (
 	"github.com/valetkit/valet/trigger/agentexec"
 	"github.com/valetkit/valet/trigger/redisbus"
 	"github.com/valetkit/valet/trigger/rivertrigger"
+	"github.com/valetkit/valet/trigger/triggertest"
 )
 
 var (
@@ -52,6 +56,7 @@ var (
 	executors    map[string]trigger.Executor
 	data         map[string]any
 	lookUpWeather func(ctx context.Context, city string, days int) (string, error)
+	t             *testing.T
 )
 
 var (
@@ -70,6 +75,9 @@ var (
 	_ = agentexec.New
 	_ = redisbus.New
 	_ = rivertrigger.New
+	_ = triggertest.WaitIdle
+	_ = clocktest.New
+	_ = time.Now
 )
 
 func main() {}
