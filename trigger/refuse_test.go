@@ -169,6 +169,9 @@ func TestRefusedEventRunIsNotRetried(t *testing.T) {
 	if got := h.get(t, "t1", "hook"); got.Status != trigger.StatusActive {
 		t.Fatalf("after a refused event run the task is %s", got.Status)
 	}
+	// The refusal's notice goes out on its own goroutine: wait for it, so
+	// that the notices' order below is the runs' order.
+	waitFor(t, "the refusal's notice", func() bool { return len(chat.all()) == 1 })
 	// Past any backoff, then the next event: it alone runs.
 	h.clk.Advance(time.Hour)
 	if err := h.e.Publish(ctx, trigger.Event{ID: "e2", TenantID: "t1", Type: "push"}); err != nil {
