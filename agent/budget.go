@@ -406,6 +406,9 @@ func (r *run) windowTokens(msgs []llm.Message) int {
 // addNote adds a note for the model at the end of the window only: it is
 // never saved to the history.
 func (r *run) addNote(text string) {
+	if r.o.obs != nil {
+		r.step(Step{Kind: StepNote, Text: text})
+	}
 	if r.apart {
 		r.window = append(r.window, r.note(text))
 		return

@@ -121,6 +121,9 @@ func (r *run) maybeCompact(extra int) {
 	r.window = buf.msgs
 	r.fresh = 0 // the summary and the kept messages are saved with the turn
 	r.res.Compactions++
+	if o.obs != nil {
+		r.step(Step{Kind: StepCompaction, Text: buf.msgs[1].Content, Count: cut})
+	}
 	// The transcript may hold tool results (a mail, a web page: text
 	// anyone may have written) and triggered runs' messages, so the facts
 	// it yields are added, never allowed to replace what the user said (no

@@ -331,6 +331,10 @@ type Config struct {
 	CountTokens func(text string) int
 	// Logger receives warnings and debug traces. Default slog.Default().
 	Logger *slog.Logger
+	// Observer hears every step of every run, including what Stream never
+	// yields (model requests and responses, retries, recall, compaction).
+	// Nil: none, at no cost. See Observer.
+	Observer Observer
 	// Clock gives the time: the orchestrator's, and that of the
 	// in-memory pool and memory made when Pool or Memory is nil. Nil:
 	// clock.System. Tests pass one clock/clocktest.Clock to everything

@@ -267,4 +267,22 @@
 // tool.ExecContext's Logger, carries the attributes "tenant",
 // "conversation" and "run_id" (Result.RunID), before the line's own; the
 // run's background fact extraction logs with the same three.
+//
+// # Observing runs
+//
+// Config.Observer hears every step of every run, in order: the run's start
+// and end, each model request and response (messages by reference, not
+// copied), retries with their error kind, tool calls and results,
+// approvals raised and decided, compactions, recalled items with their
+// scores, notes valet gives the model, spend refusals. It is called on the
+// run's goroutine and must return quickly; an observer that writes
+// anywhere goes behind NewAsyncObserver, which copies each step and
+// delivers it on its own goroutine, dropping (and counting) steps when it
+// falls behind rather than holding a run up:
+//
+//	obs, err := agent.NewAsyncObserver(myObserver, agent.AsyncObserverConfig{})
+//	o, err := agent.NewOrchestrator(agent.Config{LLM: model, Observer: obs})
+//
+// An observer's panic is recovered and logged once. Without an Observer a
+// run builds no step at all; a no-op one costs a run no allocation.
 package agent

@@ -14,8 +14,18 @@ import (
 type callState struct {
 	retries       int // rate-limit and unavailability retries so far
 	timeoutRetry  bool
-	overflowStage int // the last overflow defence tried
-	fits          int // requests fitted to a window the server stated
+	overflowStage int           // the last overflow defence tried
+	fits          int           // requests fitted to a window the server stated
+	delay         time.Duration // the wait before the retry being made (backoff)
+}
+
+// attempts counts the retries of the call so far, of every kind.
+func (st *callState) attempts() int {
+	n := st.retries + st.fits + st.overflowStage
+	if st.timeoutRetry {
+		n++
+	}
+	return n
 }
 
 // errorHandler decides what to do after a failed model call: retry (after
@@ -54,7 +64,16 @@ func (r *run) callLLM(req llm.Request) (*llm.Response, error) {
 				return nil, err
 			}
 		}
+		var t0 time.Time
+		if r.o.obs != nil {
+			r.obs.calls++
+			r.step(Step{Kind: StepModelRequest, Call: r.obs.calls, Request: req})
+			t0 = time.Now()
+		}
 		resp, err := r.send(req)
+		if r.o.obs != nil {
+			r.step(Step{Kind: StepModelResponse, Call: r.obs.calls, Request: llm.Request{Purpose: req.Purpose}, Response: resp, Err: err, Duration: time.Since(t0)})
+		}
 		if err == nil {
 			r.res.Usage = r.res.Usage.Add(resp.Usage)
 			r.account(&req, resp)
@@ -73,12 +92,16 @@ func (r *run) callLLM(req llm.Request) (*llm.Response, error) {
 		if st == nil {
 			st = new(callState)
 		}
+		st.delay = 0
 		retry, next, herr := h(r, st, req.Messages, err)
 		if !retry {
 			return nil, herr
 		}
 		if next != nil {
 			req.Messages = next
+		}
+		if r.o.obs != nil {
+			r.step(Step{Kind: StepModelRetry, Call: r.obs.calls, Retry: st.attempts(), ErrorKind: llm.KindOf(err), Err: err, Delay: st.delay})
 		}
 		r.log().DebugContext(r.ctx, "agent: retrying model call", "kind", llm.KindOf(err).String(), "err", err)
 	}
@@ -228,6 +251,7 @@ func (r *run) backoff(st *callState, _ []llm.Message, err error) (bool, []llm.Me
 		}
 	}
 	st.retries++
+	st.delay = d
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -308,6 +332,9 @@ var overflowStageNames = [...]string{overflowTrim: "trim", overflowTruncate: "tr
 // shortened logs a defence that shortened the request and makes next the
 // run's window (unless the call is an aside). It returns true: retry.
 func (r *run) shortened(how string, msgs, next []llm.Message, size int) bool {
+	if r.o.obs != nil {
+		r.step(Step{Kind: StepContextShortened, Text: how, Count: len(next)})
+	}
 	r.log().WarnContext(r.ctx, "agent: context overflow, shortening the conversation",
 		"defence", how, "messages_before", len(msgs), "messages_after", len(next),
 		"tokens_before", size, "tokens_after", r.o.ctxm.Tokens(next))

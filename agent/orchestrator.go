@@ -25,19 +25,21 @@ import (
 // It is safe for concurrent use: messages of one conversation are handled
 // one after another, different conversations in parallel.
 type Orchestrator struct {
-	llm      llm.Client
-	tools    *tool.Registry
-	specs    []llm.ToolSpec
-	ctxm     *agentctx.Manager
-	loop     LoopConfig
-	hooks    Hooks
-	cfg      Config
-	log      *slog.Logger
-	clock    clock.Clock
-	loc      *time.Location
-	persona  string // system prompt up to (excluding) the time line
-	capsText string // capabilities paragraph
-	prompt   atomic.Pointer[builtPrompt]
+	llm         llm.Client
+	tools       *tool.Registry
+	specs       []llm.ToolSpec
+	ctxm        *agentctx.Manager
+	loop        LoopConfig
+	hooks       Hooks
+	cfg         Config
+	log         *slog.Logger
+	obs         Observer    // Config.Observer; nil when none
+	obsPanicked atomic.Bool // the Observer's first panic was logged
+	clock       clock.Clock
+	loc         *time.Location
+	persona     string // system prompt up to (excluding) the time line
+	capsText    string // capabilities paragraph
+	prompt      atomic.Pointer[builtPrompt]
 
 	agents   map[string]*agentTool // every registered Agent-Tool
 	callable map[string]*agentTool // those the model sees as tools
@@ -134,6 +136,7 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 		ctxm:  ctxm,
 		loop:  loop,
 		hooks: cfg.Hooks,
+		obs:   cfg.Observer,
 		cfg:   cfg,
 		log:   cfg.Logger,
 		loc:   cfg.Location,

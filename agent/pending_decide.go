@@ -117,7 +117,7 @@ func (r *run) repark(e *pool.Entry, problems []string) error {
 	if err := r.putBack(e); err != nil {
 		return err
 	}
-	r.parked = append(r.parked, r.o.waitingOf(e))
+	r.addParked(r.o.waitingOf(e))
 	return nil
 }
 

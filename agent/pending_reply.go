@@ -41,7 +41,7 @@ func (r *run) supplyInput(e *pool.Entry) (handled bool, note string, err error) 
 		if err := o.pool.Update(r.ctx, e); err != nil {
 			return true, "", fmt.Errorf("agent: updating %s in the pool: %w", e.ID, err)
 		}
-		r.parked = append(r.parked, r.o.waitingOf(e))
+		r.addParked(r.o.waitingOf(e))
 		return true, "", nil
 	}
 	if a.approval != nil {
@@ -54,7 +54,7 @@ func (r *run) supplyInput(e *pool.Entry) (handled bool, note string, err error) 
 			if err := o.pool.Update(r.ctx, e); err != nil {
 				return true, "", fmt.Errorf("agent: updating %s in the pool: %w", e.ID, err)
 			}
-			r.parked = append(r.parked, r.o.waitingOf(e))
+			r.addParked(r.o.waitingOf(e))
 			return true, "", nil
 		}
 	}

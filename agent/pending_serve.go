@@ -117,6 +117,9 @@ func (r *run) settled(e *pool.Entry, a approval.Action, expired bool) {
 	// Response is the reply to the user; ResolveApproval's has no text.
 	inReply := r.msg.Source == SourceUser && r.msg.Text != ""
 	r.res.Decided = append(r.res.Decided, Decided{ID: e.ID, TenantID: e.TenantID, TaskID: e.TaskID, Action: a, Expired: expired, InReply: inReply})
+	if r.o.obs != nil {
+		r.step(Step{Kind: StepApprovalDecided, Decided: r.res.Decided[len(r.res.Decided)-1]})
+	}
 }
 
 func (r *run) discard(ctx context.Context, e *pool.Entry) {
@@ -128,6 +131,9 @@ func (r *run) discard(ctx context.Context, e *pool.Entry) {
 // noteBeforeUser adds a system note for the model just before the user's
 // message (window only: notes are not history).
 func (r *run) noteBeforeUser(note string) {
+	if r.o.obs != nil {
+		r.step(Step{Kind: StepNote, Text: note})
+	}
 	w := r.window
 	at := len(w)
 	if at > 0 && w[at-1].Role == llm.RoleUser {
@@ -176,7 +182,7 @@ func (r *run) decideApprovals(entries []*pool.Entry) (rest []*pool.Entry, note s
 			// reply shows it as it is now (replyWaiting), which makes that
 			// version the one the user's next answer decides.
 			if fresh, err := o.pool.Get(r.ctx, e.TenantID, e.ID); err == nil && fresh.Status == pool.StatusWaitingForApproval && fresh.Approval != nil {
-				r.parked = append(r.parked, o.waitingOf(fresh))
+				r.addParked(o.waitingOf(fresh))
 				decided[d.ID] = true // parked: not among the rest
 			} else {
 				stale = true // among the rest: the model is told

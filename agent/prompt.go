@@ -85,6 +85,9 @@ func (r *run) systemPrompt() (string, int) {
 	sys, tokens := o.systemPrompt(r.msg)
 	items := r.recall()
 	r.recalled = items
+	if r.o.obs != nil && len(items) > 0 {
+		r.step(Step{Kind: StepRecall, Recalled: items})
+	}
 	if len(items) == 0 {
 		return sys, tokens
 	}

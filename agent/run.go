@@ -60,6 +60,7 @@ type run struct {
 	// and Result.RunID to every line (runlog.go).
 	logh   runHandler
 	logger slog.Logger
+	obs    observing // Config.Observer's state (observe.go)
 }
 
 func (o *Orchestrator) newRun(ctx context.Context, msg Message, emit func(Event) bool) *run {
@@ -75,6 +76,9 @@ func (o *Orchestrator) newRun(ctx context.Context, msg Message, emit func(Event)
 }
 
 func (r *run) execute(body func(*run) error) (*Result, error) {
+	if r.o.obs != nil {
+		r.step(Step{Kind: StepRunStart, Message: &r.msg})
+	}
 	err := body(r)
 	if r.wallCancel != nil {
 		r.wallCancel()
@@ -93,6 +97,9 @@ func (r *run) execute(body func(*run) error) (*Result, error) {
 	case res.Status == StatusRefused && errors.Is(err, ErrSpendRefused): // Response says why
 	default:
 		res.Status = StatusError
+	}
+	if r.o.obs != nil {
+		r.step(Step{Kind: StepRunEnd, Result: res, Err: err, Duration: res.Duration})
 	}
 	return res, err
 }
@@ -294,6 +301,9 @@ func (r *run) loop() error {
 // or the run ends with ErrBudgetExceeded.
 func (r *run) lastCall(note string, budget bool) error {
 	final := append(r.window[:len(r.window):len(r.window)], r.note(note))
+	if r.o.obs != nil {
+		r.step(Step{Kind: StepNote, Text: note})
+	}
 	resp, err := r.callLLM(llm.Request{Messages: final, Purpose: llm.PurposeFinal}) // with a budget: capped, or ErrBudgetExceeded
 	if err != nil {
 		return err

@@ -86,7 +86,11 @@ func (r *run) checkSpend() error {
 		if re := (*RefusalError)(nil); errors.As(err, &re) && strings.TrimSpace(re.Reason) != "" {
 			r.res.Response = re.Reason
 		}
-		return fmt.Errorf("%w: %w", ErrSpendRefused, err)
+		err = fmt.Errorf("%w: %w", ErrSpendRefused, err)
+		if r.o.obs != nil {
+			r.step(Step{Kind: StepSpendRefused, Text: r.res.Response, Err: err})
+		}
+		return err
 	}
 	r.guarded = true
 	return nil

@@ -31,6 +31,11 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage) {
 		recs = append(recs, ToolCallRecord{ID: c.ID, Name: c.Name, ArgsSummary: summarizeArgs(c.Arguments), Usage: usage})
 	}
 	r.res.ToolCalls = recs
+	if o.obs != nil {
+		for _, c := range calls {
+			r.step(Step{Kind: StepToolCall, ToolCall: c})
+		}
+	}
 	if r.emit != nil {
 		for i := range calls {
 			rec := recs[base+i]
@@ -104,7 +109,7 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage) {
 	}
 	for i, c := range calls {
 		if w := outs[i].wait; w != nil {
-			r.parked = append(r.parked, *w)
+			r.addParked(*w)
 		}
 		r.push(llm.Message{
 			Role: llm.RoleTool, ToolCallID: c.ID, Name: c.Name,
@@ -223,6 +228,9 @@ func (r *run) record(base int, calls []llm.ToolCall, outs []callOutcome, i int) 
 		rec.ResultStatus = "completed"
 	}
 	out.result.Content, rec.Truncated = r.o.ctxm.TruncateToolResult(out.result.Content)
+	if r.o.obs != nil {
+		r.step(Step{Kind: StepToolResult, ToolCall: calls[i], Record: *rec, Text: out.result.Content, Err: out.result.Err, Duration: out.dur})
+	}
 	if r.emit != nil {
 		cp := *rec
 		r.emit(Event{Type: EventToolResult, ToolCall: &cp})
