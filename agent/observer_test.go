@@ -178,6 +178,20 @@ func TestObserverHearsApprovals(t *testing.T) {
 	if len(email.Sent()) != 1 {
 		t.Fatal("the approved email was not sent")
 	}
+	// The approved action's run is a tool call and result of the second
+	// run, after the decision.
+	var second []agent.Step
+	for _, st := range log.all() {
+		if st.RunID == res2.RunID {
+			second = append(second, st)
+		}
+	}
+	at := slices.IndexFunc(second, func(s agent.Step) bool { return s.Kind == agent.StepApprovalDecided })
+	call := slices.IndexFunc(second, func(s agent.Step) bool { return s.Kind == agent.StepToolCall && s.ToolCall.Name == "send_email" })
+	result := slices.IndexFunc(second, func(s agent.Step) bool { return s.Kind == agent.StepToolResult && s.Record.Resumed })
+	if at < 0 || call < at || result < call || second[result].Text != "Email sent to bob@example.com" {
+		t.Fatalf("second run's steps: decided at %d, call at %d, result at %d: %+v", at, call, result, second)
+	}
 }
 
 // Recalled items are a step, with their scores.

@@ -173,6 +173,9 @@ func (r *run) resume(a *agentTool, e *pool.Entry, fields json.RawMessage) {
 }
 
 func (r *run) emitResumedStart(a *agentTool, e *pool.Entry, fields json.RawMessage) {
+	if r.o.obs != nil {
+		r.step(Step{Kind: StepToolCall, ToolCall: llm.ToolCall{ID: resumeCallID(e), Name: a.name, Arguments: fields}})
+	}
 	if r.emit != nil {
 		r.emit(Event{Type: EventToolCallStart, ToolCall: &ToolCallRecord{ID: resumeCallID(e), Name: a.name, ArgsSummary: summarizeArgs(fields), Resumed: true}})
 	}
@@ -190,6 +193,9 @@ func (r *run) addResumed(a *agentTool, e *pool.Entry, fields json.RawMessage, co
 	content, rec.Truncated = r.o.ctxm.TruncateToolResult(content)
 	r.res.ToolCalls = append(r.res.ToolCalls, rec)
 	r.res.Consumed.ToolCalls++ // the user decided it: it runs whatever the budget says, and counts
+	if r.o.obs != nil {
+		r.step(Step{Kind: StepToolResult, ToolCall: call, Record: rec, Text: content, Duration: dur})
+	}
 	if r.emit != nil {
 		cp := rec
 		r.emit(Event{Type: EventToolResult, ToolCall: &cp})
