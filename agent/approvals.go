@@ -63,6 +63,7 @@ func (o *Orchestrator) live(ctx context.Context, tenantID string) ([]*pool.Entry
 // invalid does not run: the approval stays pending, the Result says why.
 func (o *Orchestrator) ResolveApproval(ctx context.Context, tenantID, id string, d approval.Decision) (*Result, error) {
 	r := o.newRun(ctx, Message{TenantID: tenantID}, nil)
+	r.obs.late = true // started once the approval's conversation is known
 	return r.execute(func(r *run) error { return r.resolve(id, d) })
 }
 
@@ -87,6 +88,9 @@ func (r *run) resolve(id string, d approval.Decision) error {
 	// non-critical runs lets it through), about the entry's task.
 	r.msg.Source, r.msg.TaskID = SourceUser, e.TaskID
 	r.res.Source, r.res.TaskID = r.msg.Source, r.msg.TaskID
+	if o.obs != nil {
+		r.startStep()
+	}
 	if err := r.checkSpend(); err != nil {
 		return err
 	}

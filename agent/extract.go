@@ -69,6 +69,7 @@ type extraction struct {
 	at           time.Time     // when the turn ended: the facts' CreatedAt
 	info         RunInfo       // the run's, for the SpendGuard
 	epoch        uint64        // bgWork.epoch when it was scheduled (see bgWork.forgot)
+	ended        *runEnded     // with an Observer: closed once the run gave StepRunEnd
 }
 
 // scheduleExtraction starts the extraction of the run's turn in the
@@ -106,6 +107,10 @@ func (r *run) scheduleExtraction() {
 	prev, mine := o.bg.tail[key], make(chan struct{})
 	o.bg.tail[key] = mine
 	x.epoch = o.bg.epoch
+	if o.obs != nil {
+		x.ended = &runEnded{done: make(chan struct{})}
+		r.obs.ended = x.ended
+	}
 	o.bg.pending++
 	o.bg.wg.Add(1)
 	go func() {
@@ -184,7 +189,14 @@ func (o *Orchestrator) extractFacts(x extraction) {
 		ToolChoice: RememberToolName,
 		Purpose:    llm.PurposeRememberFacts,
 	}
+	var t0 time.Time
+	if x.ended != nil {
+		t0 = o.observeExtraction(ctx, x, Step{Kind: StepModelRequest, Request: req})
+	}
 	resp, err := o.llm.Complete(ctx, req)
+	if x.ended != nil {
+		o.observeExtraction(ctx, x, Step{Kind: StepModelResponse, Request: llm.Request{Purpose: req.Purpose}, Response: resp, Err: err, Duration: time.Since(t0)})
+	}
 	if err != nil {
 		log.WarnContext(ctx, "agent: fact extraction failed", "err", err)
 		return

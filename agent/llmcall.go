@@ -17,15 +17,7 @@ type callState struct {
 	overflowStage int           // the last overflow defence tried
 	fits          int           // requests fitted to a window the server stated
 	delay         time.Duration // the wait before the retry being made (backoff)
-}
-
-// attempts counts the retries of the call so far, of every kind.
-func (st *callState) attempts() int {
-	n := st.retries + st.fits + st.overflowStage
-	if st.timeoutRetry {
-		n++
-	}
-	return n
+	tries         int           // retries made, of every kind
 }
 
 // errorHandler decides what to do after a failed model call: retry (after
@@ -100,8 +92,9 @@ func (r *run) callLLM(req llm.Request) (*llm.Response, error) {
 		if next != nil {
 			req.Messages = next
 		}
+		st.tries++
 		if r.o.obs != nil {
-			r.step(Step{Kind: StepModelRetry, Call: r.obs.calls, Retry: st.attempts(), ErrorKind: llm.KindOf(err), Err: err, Delay: st.delay})
+			r.step(Step{Kind: StepModelRetry, Call: r.obs.calls, Retry: st.tries, ErrorKind: llm.KindOf(err), Err: err, Delay: st.delay})
 		}
 		r.log().DebugContext(r.ctx, "agent: retrying model call", "kind", llm.KindOf(err).String(), "err", err)
 	}

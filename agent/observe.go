@@ -53,8 +53,9 @@ type StepKind uint8
 const (
 	// StepRunStart: a run begins (Message).
 	StepRunStart StepKind = iota + 1
-	// StepRunEnd: the run ended; always its last step (Result, Err,
-	// Duration).
+	// StepRunEnd: the run ended (Result, Err, Duration). It is the run's
+	// last step but for the model call of its background fact extraction
+	// (MemoryOptions.Extract), whose request and response follow it.
 	StepRunEnd
 	// StepModelRequest: a model call is sent (Call, Request). Each
 	// attempt of a retried call is a request of its own.
@@ -206,12 +207,37 @@ type Step struct {
 type observing struct {
 	seq   int // steps so far
 	calls int // model calls so far
+	// late: the run's conversation is known only once its body has
+	// begun (ResolveApproval), which then calls startStep; any step before
+	// that starts the run first.
+	late    bool
+	started bool
+	// ended is closed once StepRunEnd was given, with seq and calls
+	// final: the run's fact extraction observes after it.
+	ended *runEnded
+}
+
+// runEnded hands a run's step and call counts to its fact extraction.
+type runEnded struct {
+	done       chan struct{}
+	seq, calls int
+}
+
+// startStep gives StepRunStart, once.
+func (r *run) startStep() {
+	if !r.obs.started {
+		r.obs.started = true
+		r.step(Step{Kind: StepRunStart, Message: &r.msg})
+	}
 }
 
 // step gives s to the Observer with the run's identity and the next Seq.
 // Callers check r.o.obs != nil first, so a run without an observer builds
 // no Step.
 func (r *run) step(s Step) {
+	if !r.obs.started && s.Kind != StepRunStart {
+		r.startStep()
+	}
 	r.obs.seq++
 	s.Seq = r.obs.seq
 	s.Time = r.o.now()
@@ -226,6 +252,26 @@ func (r *run) addParked(w Waiting) {
 	if r.o.obs != nil && w.Approval != nil {
 		r.step(Step{Kind: StepApprovalRaised, Approval: w.Approval})
 	}
+}
+
+// observeExtraction gives s, a step of a run's fact extraction, after the
+// run's StepRunEnd (waiting for it), as the run's next step and model
+// call. It returns the time it was given.
+func (o *Orchestrator) observeExtraction(ctx context.Context, x extraction, s Step) time.Time {
+	e := x.ended
+	select {
+	case <-e.done:
+	case <-ctx.Done():
+		return time.Now()
+	}
+	if s.Kind == StepModelRequest {
+		e.calls++
+	}
+	e.seq++
+	s.Seq, s.Call, s.Time = e.seq, e.calls, o.now()
+	s.RunID, s.TenantID, s.ConversationID = x.runID, x.tenant, x.conv
+	o.observe(ctx, s)
+	return time.Now()
 }
 
 // observe calls the Observer, containing a panic: the first is logged.

@@ -15,8 +15,8 @@ const DefaultAsyncObserverBuffer = 4096
 // AsyncObserverConfig configures NewAsyncObserver. The zero value is
 // ready to use.
 type AsyncObserverConfig struct {
-	// Buffer is how many steps may wait for the observer. A step that
-	// finds the buffer full is dropped (Dropped counts it; the first drop
+	// Buffer is how many steps may wait while the observer handles one.
+	// A step that finds the buffer full is dropped (Dropped counts it; the first drop
 	// is logged). Default DefaultAsyncObserverBuffer.
 	Buffer int
 	// Logger gets the first drop and the first panic. Default
@@ -39,8 +39,11 @@ type AsyncObserver struct {
 
 	mu      sync.Mutex
 	queue   []queuedStep
-	running bool
-	idle    chan struct{} // closed when the running goroutine ends
+	waiting int           // steps queued and not yet being delivered: at most max
+	running bool          // the delivering goroutine runs
+	queued  uint64        // steps ever queued
+	done    uint64        // of those, delivered
+	moved   chan struct{} // closed (and replaced) when done moves or the goroutine ends
 
 	dropped  atomic.Uint64
 	warned   atomic.Bool
@@ -74,7 +77,7 @@ func NewAsyncObserver(next Observer, cfg AsyncObserverConfig) (*AsyncObserver, e
 func (a *AsyncObserver) Observe(ctx context.Context, s Step) {
 	q := queuedStep{ctx: context.WithoutCancel(ctx), s: copyStep(s)}
 	a.mu.Lock()
-	if len(a.queue) >= a.max {
+	if a.waiting >= a.max {
 		a.mu.Unlock()
 		a.dropped.Add(1)
 		if !a.warned.Swap(true) {
@@ -84,9 +87,10 @@ func (a *AsyncObserver) Observe(ctx context.Context, s Step) {
 		return
 	}
 	a.queue = append(a.queue, q)
+	a.waiting++
+	a.queued++
 	if !a.running {
 		a.running = true
-		a.idle = make(chan struct{})
 		go a.drain()
 	}
 	a.mu.Unlock()
@@ -101,14 +105,29 @@ func (a *AsyncObserver) drain() {
 		batch, a.queue = a.queue, batch[:0]
 		if len(batch) == 0 {
 			a.running = false
-			close(a.idle)
+			a.signal()
 			a.mu.Unlock()
 			return
 		}
 		a.mu.Unlock()
 		for _, q := range batch {
+			a.mu.Lock()
+			a.waiting--
+			a.mu.Unlock()
 			a.deliver(q)
+			a.mu.Lock()
+			a.done++
+			a.signal()
+			a.mu.Unlock()
 		}
+	}
+}
+
+// signal wakes Flush calls waiting for progress; a.mu is held.
+func (a *AsyncObserver) signal() {
+	if a.moved != nil {
+		close(a.moved)
+		a.moved = nil
 	}
 }
 
@@ -125,23 +144,27 @@ func (a *AsyncObserver) deliver(q queuedStep) {
 // Dropped is how many steps were dropped because the buffer was full.
 func (a *AsyncObserver) Dropped() uint64 { return a.dropped.Load() }
 
-// Flush waits until every step queued so far has been delivered, or ctx
-// ends (its error is returned).
+// Flush waits until every step queued before it was called has been
+// delivered, or ctx ends (its error is returned). Steps queued meanwhile
+// do not hold it up.
 func (a *AsyncObserver) Flush(ctx context.Context) error {
-	for {
-		a.mu.Lock()
-		if !a.running {
-			a.mu.Unlock()
-			return nil
+	a.mu.Lock()
+	target := a.queued
+	for a.done < target {
+		if a.moved == nil {
+			a.moved = make(chan struct{})
 		}
-		idle := a.idle
+		moved := a.moved
 		a.mu.Unlock()
 		select {
-		case <-idle:
+		case <-moved:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+		a.mu.Lock()
 	}
+	a.mu.Unlock()
+	return nil
 }
 
 // copyStep copies what s refers to and the run may change after Observe

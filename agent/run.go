@@ -76,8 +76,8 @@ func (o *Orchestrator) newRun(ctx context.Context, msg Message, emit func(Event)
 }
 
 func (r *run) execute(body func(*run) error) (*Result, error) {
-	if r.o.obs != nil {
-		r.step(Step{Kind: StepRunStart, Message: &r.msg})
+	if r.o.obs != nil && !r.obs.late {
+		r.startStep()
 	}
 	err := body(r)
 	if r.wallCancel != nil {
@@ -100,6 +100,10 @@ func (r *run) execute(body func(*run) error) (*Result, error) {
 	}
 	if r.o.obs != nil {
 		r.step(Step{Kind: StepRunEnd, Result: res, Err: err, Duration: res.Duration})
+		if e := r.obs.ended; e != nil {
+			e.seq, e.calls = r.obs.seq, r.obs.calls
+			close(e.done)
+		}
 	}
 	return res, err
 }
