@@ -61,7 +61,7 @@ type run struct {
 	logh   runHandler
 	logger slog.Logger
 	obs    observing // Config.Observer's state (observe.go)
-	tel    runTel    // OpenTelemetry spans (telemetry.go)
+	tel    *runTel   // OpenTelemetry state; nil without (telemetry.go)
 }
 
 func (o *Orchestrator) newRun(ctx context.Context, msg Message, emit func(Event) bool) *run {

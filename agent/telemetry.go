@@ -127,7 +127,8 @@ func newTelemetry(cfg Config) (*telemetry, error) {
 }
 
 // runTel is a run's spans: the invoke_agent span and the model call under
-// way. Zero when the orchestrator has no telemetry.
+// way. The run has one only when the orchestrator has telemetry, so a run
+// without pays for one nil pointer.
 type runTel struct {
 	span   trace.Span // invoke_agent; nil without a TracerProvider
 	chat   trace.Span // the model call under way
@@ -140,6 +141,7 @@ type runTel struct {
 // nest under it.
 func (r *run) startTelemetry() {
 	t := r.o.tel
+	r.tel = new(runTel)
 	if t.tracer == nil {
 		return
 	}
@@ -245,7 +247,7 @@ func (r *run) startChat(req *llm.Request) {
 // chatCtx is ctx carrying the model call's span, for the client's own
 // spans (an HTTP client's) to nest under it.
 func (r *run) chatCtx(ctx context.Context) context.Context {
-	if r.tel.chat == nil {
+	if r.tel == nil || r.tel.chat == nil {
 		return ctx
 	}
 	return trace.ContextWithSpan(ctx, r.tel.chat)
@@ -396,7 +398,7 @@ func toolErrorType(out *callOutcome) string {
 // run parks in the pool so that the run deciding it later, maybe on
 // another replica, links to it. "" without tracing.
 func (r *run) traceParent() string {
-	if r.tel.span == nil {
+	if r.tel == nil || r.tel.span == nil {
 		return ""
 	}
 	c := propagation.MapCarrier{}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -27,6 +28,51 @@ type instruments struct {
 	toolDur  metric.Float64Histogram
 	toolErrs metric.Int64Counter
 	cost     metric.Float64Counter
+	opts     optCache
+}
+
+// optKey names a set of a measurement's attributes.
+type optKey struct {
+	kind                                  uint8 // optChat, optTokens, optTool
+	model, respModel, purpose, name, errT string
+}
+
+const (
+	optChat uint8 = iota
+	optTokensIn
+	optTokensOut
+	optTool
+)
+
+// maxCachedOpts bounds optCache: past it, attribute sets are made per
+// measurement (tool names come from the model).
+const maxCachedOpts = 1024
+
+// optCache keeps the attribute sets of measurements, made once each: a
+// measurement then costs no allocation for its attributes.
+type optCache struct {
+	mu sync.RWMutex
+	m  map[optKey]metric.MeasurementOption
+}
+
+// get returns the option of k, made by attrs when it is new.
+func (c *optCache) get(k optKey, attrs func(k optKey) []attribute.KeyValue) metric.MeasurementOption {
+	c.mu.RLock()
+	o, ok := c.m[k]
+	c.mu.RUnlock()
+	if ok {
+		return o
+	}
+	o = metric.WithAttributeSet(attribute.NewSet(attrs(k)...))
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = make(map[optKey]metric.MeasurementOption)
+	}
+	if len(c.m) < maxCachedOpts {
+		c.m[k] = o
+	}
+	c.mu.Unlock()
+	return o
 }
 
 // The bucket boundaries the GenAI semantic conventions advise.
@@ -64,34 +110,53 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 // chat records one model call attempt: its duration, and its tokens when
 // it succeeded.
 func (in *instruments) chat(ctx context.Context, provider attribute.KeyValue, model string, purpose llm.Purpose, resp *llm.Response, errType string, d time.Duration) {
-	base := [...]attribute.KeyValue{attrOperation.String(opChat), provider, attrRequestModel.String(model), attrPurpose.String(string(purpose)), {}}
-	attrs := base[:4]
-	if resp != nil && resp.Model != "" {
-		attrs = append(attrs, attrResponseModel.String(resp.Model))
+	k := optKey{kind: optChat, model: model, purpose: string(purpose), errT: errType}
+	if resp != nil {
+		k.respModel = resp.Model
 	}
-	if errType != "" {
-		in.opDur.Record(ctx, d.Seconds(), metric.WithAttributes(append(attrs, attrErrorType.String(errType))...))
-		return
+	attrs := func(k optKey) []attribute.KeyValue {
+		kv := []attribute.KeyValue{attrOperation.String(opChat), provider, attrRequestModel.String(k.model), attrPurpose.String(k.purpose)}
+		if k.respModel != "" {
+			kv = append(kv, attrResponseModel.String(k.respModel))
+		}
+		if k.errT != "" {
+			kv = append(kv, attrErrorType.String(k.errT))
+		}
+		switch k.kind {
+		case optTokensIn:
+			kv = append(kv, attrTokenType.String("input"))
+		case optTokensOut:
+			kv = append(kv, attrTokenType.String("output"))
+		}
+		return kv
 	}
-	in.opDur.Record(ctx, d.Seconds(), metric.WithAttributes(attrs...))
-	if resp == nil {
+	in.opDur.Record(ctx, d.Seconds(), in.opts.get(k, attrs))
+	if errType != "" || resp == nil {
 		return
 	}
 	if n := resp.Usage.InputTokens; n > 0 {
-		in.tokens.Record(ctx, int64(n), metric.WithAttributes(append(attrs, attrTokenType.String("input"))...))
+		k.kind = optTokensIn
+		in.tokens.Record(ctx, int64(n), in.opts.get(k, attrs))
 	}
 	if n := resp.Usage.OutputTokens; n > 0 {
-		in.tokens.Record(ctx, int64(n), metric.WithAttributes(append(attrs, attrTokenType.String("output"))...))
+		k.kind = optTokensOut
+		in.tokens.Record(ctx, int64(n), in.opts.get(k, attrs))
 	}
 }
 
 // tool records one tool call: its duration, and a failure.
 func (in *instruments) tool(ctx context.Context, name, errType string, d time.Duration) {
-	if errType == "" {
-		in.toolDur.Record(ctx, d.Seconds(), metric.WithAttributes(attrOperation.String(opExecuteTool), attrToolName.String(name)))
-		return
+	opt := in.opts.get(optKey{kind: optTool, name: name, errT: errType}, toolAttrs)
+	in.toolDur.Record(ctx, d.Seconds(), opt)
+	if errType != "" {
+		in.toolErrs.Add(ctx, 1, opt)
 	}
-	attrs := metric.WithAttributes(attrOperation.String(opExecuteTool), attrToolName.String(name), attrErrorType.String(errType))
-	in.toolDur.Record(ctx, d.Seconds(), attrs)
-	in.toolErrs.Add(ctx, 1, attrs)
+}
+
+func toolAttrs(k optKey) []attribute.KeyValue {
+	kv := []attribute.KeyValue{attrOperation.String(opExecuteTool), attrToolName.String(k.name)}
+	if k.errT != "" {
+		kv = append(kv, attrErrorType.String(k.errT))
+	}
+	return kv
 }
