@@ -8,6 +8,9 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/valetkit/valet/budget"
 	agentctx "github.com/valetkit/valet/context"
 	"github.com/valetkit/valet/credentials"
@@ -335,6 +338,18 @@ type Config struct {
 	// yields (model requests and responses, retries, recall, compaction).
 	// Nil: none, at no cost. See Observer.
 	Observer Observer
+	// TracerProvider receives a span per run (invoke_agent), per model
+	// call (chat) and per tool call (execute_tool), following the GenAI
+	// semantic conventions (see "Traces and metrics" in the package
+	// documentation). Nil: no spans, at no cost.
+	TracerProvider trace.TracerProvider
+	// MeterProvider receives the metrics gen_ai.client.token.usage,
+	// gen_ai.client.operation.duration, gen_ai.execute_tool.duration,
+	// valet.tool.errors and valet.cost.usd. Nil: no metrics, at no cost.
+	MeterProvider metric.MeterProvider
+	// Telemetry says what the spans hold (the agent's name, the provider,
+	// content capture, off by default).
+	Telemetry TelemetryOptions
 	// Clock gives the time: the orchestrator's, and that of the
 	// in-memory pool and memory made when Pool or Memory is nil. Nil:
 	// clock.System. Tests pass one clock/clocktest.Clock to everything

@@ -285,4 +285,41 @@
 //
 // An observer's panic is recovered and logged once. Without an Observer a
 // run builds no step at all; a no-op one costs a run no allocation.
+//
+// # Traces and metrics
+//
+// Config.TracerProvider and Config.MeterProvider take any OpenTelemetry
+// provider (the SDK's, exporting to an OTLP collector); nil, the default,
+// records nothing and costs a run nothing. valet imports only the
+// OpenTelemetry API. Names follow the GenAI semantic conventions of the
+// semantic-conventions-genai repository, v0.1.0 (Development status: they
+// may still change); the attribute keys are valet's own constants.
+//
+// Spans: "invoke_agent {agent}" per run (HandleMessage, Stream,
+// ResolveApproval), a child of the span in the caller's ctx, with
+// gen_ai.conversation.id, valet.tenant.id, valet.run_id (Result.RunID),
+// the run's token usage and, on failure, error.type; under it "chat
+// {model}" per model call attempt (gen_ai.operation.name,
+// gen_ai.provider.name, gen_ai.request.model, gen_ai.usage.input_tokens and
+// output_tokens, gen_ai.response.finish_reasons, valet.llm.purpose for the
+// calls made aside) and "execute_tool {name}" per tool or Agent-Tool call
+// (gen_ai.tool.call.id, error.type on failure), whose ctx the tool gets, so
+// its own spans nest under it. A retried model call is a failed chat span
+// and a valet.llm.retry event on the run's span. An Agent-Tool parked in
+// the pool keeps the W3C traceparent of the run that parked it
+// (pool.Entry.TraceParent), so the run that decides its approval later, on
+// any replica, links its span and the approved action's execute_tool span
+// to it. A trigger.Engine with a TracerProvider makes each task run a span
+// the run's invoke_agent span is a child of.
+//
+// Metrics: gen_ai.client.token.usage and gen_ai.client.operation.duration
+// per model call, gen_ai.execute_tool.duration and valet.tool.errors per
+// tool call, valet.cost.usd (by valet.tenant.id) per run.
+//
+// Prompts, completions, tool arguments and results are recorded only with
+// TelemetryOptions.CaptureContent (gen_ai.input.messages,
+// gen_ai.output.messages, gen_ai.tool.call.arguments,
+// gen_ai.tool.call.result), with secrets masked as in
+// ToolCallRecord.ArgsSummary; error texts on span statuses are masked the
+// same way, and error.type is a short kind, never an error's text.
 package agent

@@ -62,7 +62,13 @@ func (r *run) callLLM(req llm.Request) (*llm.Response, error) {
 			r.step(Step{Kind: StepModelRequest, Call: r.obs.calls, Request: req})
 			t0 = time.Now()
 		}
+		if r.o.tel != nil {
+			r.startChat(&req)
+		}
 		resp, err := r.send(req)
+		if r.o.tel != nil {
+			r.endChat(&req, resp, err)
+		}
 		if r.o.obs != nil {
 			r.step(Step{Kind: StepModelResponse, Call: r.obs.calls, Request: llm.Request{Purpose: req.Purpose}, Response: resp, Err: err, Duration: time.Since(t0)})
 		}
@@ -93,6 +99,9 @@ func (r *run) callLLM(req llm.Request) (*llm.Response, error) {
 			req.Messages = next
 		}
 		st.tries++
+		if r.o.tel != nil {
+			r.retryEvent(st, err)
+		}
 		if r.o.obs != nil {
 			r.step(Step{Kind: StepModelRetry, Call: r.obs.calls, Retry: st.tries, ErrorKind: llm.KindOf(err), Err: err, Delay: st.delay})
 		}
@@ -111,7 +120,7 @@ func (r *run) callAside(req llm.Request) (*llm.Response, error) {
 }
 
 func (r *run) send(req llm.Request) (*llm.Response, error) {
-	ctx := r.clock.start()
+	ctx := r.chatCtx(r.clock.start())
 	var (
 		resp *llm.Response
 		err  error

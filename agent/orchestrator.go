@@ -35,6 +35,7 @@ type Orchestrator struct {
 	log         *slog.Logger
 	obs         Observer    // Config.Observer; nil when none
 	obsPanicked atomic.Bool // the Observer's first panic was logged
+	tel         *telemetry  // OpenTelemetry; nil without providers (telemetry.go)
 	clock       clock.Clock
 	loc         *time.Location
 	persona     string // system prompt up to (excluding) the time line
@@ -191,6 +192,9 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 		if err := o.checkTokens(t, nil); err != nil {
 			return nil, fmt.Errorf("LoopConfig.Budget: %w", err)
 		}
+	}
+	if o.tel, err = newTelemetry(cfg); err != nil {
+		return nil, fmt.Errorf("%w: the MeterProvider's instruments: %w", ErrInvalidConfig, err)
 	}
 	o.bg.ctx, o.bg.cancel = context.WithCancel(context.Background())
 	o.bg.slots = make(chan struct{}, extractionWorkers)

@@ -79,6 +79,7 @@ func (r *run) park(a *agentTool, callID string, col collected, req *approval.Req
 		Source:         r.msg.Source,
 		TaskID:         r.msg.TaskID,
 		Task:           col.task,
+		TraceParent:    r.traceParent(),
 		CreatedAt:      now,
 		UpdatedAt:      now,
 		ExpiresAt:      now.Add(o.loop.InputTimeout),

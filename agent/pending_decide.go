@@ -167,8 +167,15 @@ func (r *run) endTaken(a *agentTool, e *pool.Entry, reason string) {
 // resume runs an agent taken from the pool and adds its outcome.
 func (r *run) resume(a *agentTool, e *pool.Entry, fields json.RawMessage) {
 	r.emitResumedStart(a, e, fields)
+	var tt toolTel // the approved action's span, linked to the run that raised it (telemetry.go)
+	if r.o.tel != nil {
+		tt = r.startResumed(a.name, e)
+	}
 	t0 := time.Now()
 	content, isErr := r.runAgent(a, resumeCallID(e), fields)
+	if r.o.tel != nil {
+		r.endResumed(tt, a.name, content, isErr)
+	}
 	r.addResumed(a, e, fields, content, isErr, time.Since(t0))
 }
 

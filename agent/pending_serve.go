@@ -117,6 +117,9 @@ func (r *run) settled(e *pool.Entry, a approval.Action, expired bool) {
 	// Response is the reply to the user; ResolveApproval's has no text.
 	inReply := r.msg.Source == SourceUser && r.msg.Text != ""
 	r.res.Decided = append(r.res.Decided, Decided{ID: e.ID, TenantID: e.TenantID, TaskID: e.TaskID, Action: a, Expired: expired, InReply: inReply})
+	if r.o.tel != nil {
+		r.linkDecided(e, string(a), expired)
+	}
 	if r.o.obs != nil {
 		r.step(Step{Kind: StepApprovalDecided, Decided: r.res.Decided[len(r.res.Decided)-1]})
 	}

@@ -61,6 +61,7 @@ type run struct {
 	logh   runHandler
 	logger slog.Logger
 	obs    observing // Config.Observer's state (observe.go)
+	tel    *runTel   // OpenTelemetry state; nil without (telemetry.go)
 }
 
 func (o *Orchestrator) newRun(ctx context.Context, msg Message, emit func(Event) bool) *run {
@@ -76,6 +77,9 @@ func (o *Orchestrator) newRun(ctx context.Context, msg Message, emit func(Event)
 }
 
 func (r *run) execute(body func(*run) error) (*Result, error) {
+	if r.o.tel != nil {
+		r.startTelemetry()
+	}
 	if r.o.obs != nil && !r.obs.late {
 		r.startStep()
 	}
@@ -104,6 +108,9 @@ func (r *run) execute(body func(*run) error) (*Result, error) {
 			e.seq, e.calls = r.obs.seq, r.obs.calls
 			close(e.done)
 		}
+	}
+	if r.o.tel != nil {
+		r.endTelemetry(res, err)
 	}
 	return res, err
 }

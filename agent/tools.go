@@ -152,6 +152,11 @@ func (t *turn) exec(i int) {
 		*out = callOutcome{result: tool.Result{Content: budgetToolSpent, IsError: true}, status: resultBudgetSpent}
 		return
 	}
+	var tt toolTel // the call's span (telemetry.go)
+	if o.tel != nil {
+		tt = r.startTool(c, false)
+		defer r.endTool(tt, c.Name, out)
+	}
 	if len(o.callable) > 0 {
 		if a := o.callable[c.Name]; a != nil {
 			t0 := time.Now()
@@ -165,6 +170,7 @@ func (t *turn) exec(i int) {
 	if tl, ok := o.tools.Get(c.Name); ok && tool.SettingsOf(tl).Timeout > 0 {
 		parent = r.toolCtx // Execute applies the tool's own timeout
 	}
+	parent = tt.ctx(parent)
 	ctx := tool.WithExecContext(parent, tool.ExecContext{
 		TenantID:       r.msg.TenantID,
 		ConversationID: r.msg.ConversationID,

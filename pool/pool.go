@@ -58,6 +58,10 @@ type Entry struct {
 	Source string `json:"source,omitempty"`
 	TaskID string `json:"task_id,omitempty"`
 	Task   string `json:"task,omitempty"`
+	// TraceParent is the W3C traceparent of the span of the run that made
+	// the entry ("" without tracing): the run that later decides it, maybe
+	// on another replica, links its spans to it.
+	TraceParent string `json:"trace_parent,omitempty"`
 	// Revision counts writes; Update succeeds only when it matches the
 	// stored one (optimistic concurrency). Stores set it.
 	Revision  int64     `json:"revision"`

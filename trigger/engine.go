@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/valetkit/valet/memory"
 )
 
@@ -152,6 +154,11 @@ type Config struct {
 	Memory MemoryWriter
 	// Observer hears of every task's lifecycle. Nil: nobody.
 	Observer Observer
+	// TracerProvider receives a span per attempt of a task's run,
+	// "trigger.run {task name}", whose ctx the executor gets: with
+	// agentexec, the agent's invoke_agent span of the run is its child.
+	// Nil: no spans.
+	TracerProvider trace.TracerProvider
 }
 
 // MemoryWriter is the part of memory.Provider the engine uses for
@@ -181,6 +188,7 @@ type Engine struct {
 	notifiers  map[string]Notifier
 	memory     MemoryWriter
 	observers  *observerQueue // nil without an Observer
+	tracer     trace.Tracer   // nil without a TracerProvider
 
 	sem     chan struct{} // a slot per executing run
 	wake    chan struct{} // buffered: something changed, look again
@@ -236,6 +244,9 @@ func New(cfg Config) (*Engine, error) {
 		watched:    make(chan struct{}, 1),
 		seenSet:    make(map[string]struct{}),
 		early:      make(map[string]Settled),
+	}
+	if cfg.TracerProvider != nil {
+		e.tracer = cfg.TracerProvider.Tracer(instrumentationName)
 	}
 	e.notifiers = make(map[string]Notifier, len(cfg.Notifiers))
 	for name, n := range cfg.Notifiers {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // fire handles one due task: a pending retry, a run of its schedule, or a
@@ -142,6 +144,11 @@ func (e *Engine) execute(ctx context.Context, ex Executor, t *Task, r Run, ev *E
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if e.tracer != nil {
+		var span trace.Span
+		ctx, span = e.startRunSpan(ctx, t, r, ev)
+		defer func() { endRunSpan(span, err) }()
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			res, err = ExecResult{}, fmt.Errorf("trigger: executor %q panicked: %v", t.ExecutorName(), p)

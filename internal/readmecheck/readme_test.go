@@ -24,6 +24,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/valetkit/valet/agent"
 	"github.com/valetkit/valet/approval"
@@ -57,6 +59,8 @@ var (
 	data         map[string]any
 	lookUpWeather func(ctx context.Context, city string, days int) (string, error)
 	t             *testing.T
+	spanExporter   sdktrace.SpanExporter // an OTLP exporter in the README's text
+	metricExporter sdkmetric.Exporter
 )
 
 var (
@@ -78,6 +82,8 @@ var (
 	_ = triggertest.WaitIdle
 	_ = clocktest.New
 	_ = time.Now
+	_ = sdktrace.NewTracerProvider
+	_ = sdkmetric.NewMeterProvider
 )
 
 func main() {}

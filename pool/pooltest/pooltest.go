@@ -107,10 +107,12 @@ func NewEntry(tenantID, id string) *pool.Entry {
 		Source:     approval.SourceTrigger,
 		TaskID:     "task-7",
 		Task:       "weekly report",
-		Revision:   42, // Create must replace it with 1
-		CreatedAt:  now.Add(-2 * time.Second),
-		UpdatedAt:  now.Add(-time.Second),
-		ExpiresAt:  now.Add(time.Hour),
+		// A W3C traceparent, as agent keeps the span that parked the entry.
+		TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+		Revision:    42, // Create must replace it with 1
+		CreatedAt:   now.Add(-2 * time.Second),
+		UpdatedAt:   now.Add(-time.Second),
+		ExpiresAt:   now.Add(time.Hour),
 	}
 }
 
@@ -178,6 +180,7 @@ func Diff(want, got *pool.Entry) []string {
 	str("Source", want.Source, got.Source)
 	str("TaskID", want.TaskID, got.TaskID)
 	str("Task", want.Task, got.Task)
+	str("TraceParent", want.TraceParent, got.TraceParent)
 	if want.Revision != got.Revision {
 		add("Revision", want.Revision, got.Revision)
 	}
