@@ -51,7 +51,7 @@ func (s *Set) call(ctx context.Context, rt *remoteTool, args json.RawMessage) (s
 		}
 		var rpcErr *jsonrpc.Error
 		switch {
-		case errors.As(err, &rpcErr):
+		case errors.As(err, &rpcErr) && !localCode(rpcErr.Code):
 			// The server answered with an error: the request was wrong,
 			// not the session.
 			return "", fmt.Errorf("MCP server %q: %s", s.server.Name, s.cut(rpcErr.Message))
@@ -67,8 +67,18 @@ func (s *Set) call(ctx context.Context, rt *remoteTool, args json.RawMessage) (s
 			s.drop(ss)
 			return "", fmt.Errorf("%w: the connection to MCP server %q was lost during the call, which may or may not have taken effect; the server is started again on the next call", ErrUnavailable, s.server.Name)
 		}
+		// The transport failed (the server cannot be reached): a new
+		// session on the next call.
+		s.drop(ss)
 		return "", fmt.Errorf("%w: MCP server %q: %v", ErrUnavailable, s.server.Name, err)
 	}
+}
+
+// localCode reports whether a JSON-RPC error code is one the SDK makes up
+// on this side (the transport rejected the request, a side is closing)
+// rather than the server's answer.
+func localCode(code int64) bool {
+	return code == -32005 || code == -32004 || code == -32003
 }
 
 // callErr words a failure of ctx (the call's timeout, or the caller's).

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -159,6 +160,8 @@ type httpServer struct {
 	*httptest.Server
 	h       atomic.Pointer[http.Handler]
 	headers atomic.Pointer[http.Header]
+	mu      sync.Mutex
+	servers []*mcp.Server // every one served, their sessions closed at cleanup
 }
 
 func newHTTPServer(t *testing.T) *httpServer {
@@ -172,12 +175,22 @@ func newHTTPServer(t *testing.T) *httpServer {
 	t.Cleanup(func() {
 		hs.CloseClientConnections()
 		hs.Close()
+		hs.mu.Lock()
+		defer hs.mu.Unlock()
+		for _, srv := range hs.servers {
+			for ss := range srv.Sessions() {
+				_ = ss.Close()
+			}
+		}
 	})
 	return hs
 }
 
 func (hs *httpServer) Restart() {
 	srv := newTestServer()
+	hs.mu.Lock()
+	hs.servers = append(hs.servers, srv)
+	hs.mu.Unlock()
 	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	hs.h.Store(&h)
 }
