@@ -70,7 +70,7 @@ func (s *Set) call(ctx context.Context, rt *remoteTool, args json.RawMessage) (s
 		// The transport failed (the server cannot be reached): a new
 		// session on the next call.
 		s.drop(ss)
-		return "", fmt.Errorf("%w: MCP server %q: %v", ErrUnavailable, s.server.Name, err)
+		return "", fmt.Errorf("%w: MCP server %q: %v; the next call starts a new session", ErrUnavailable, s.server.Name, err)
 	}
 }
 
@@ -146,7 +146,7 @@ func (s *Set) render(res *mcp.CallToolResult) (string, error) {
 	}
 	if res.StructuredContent != nil {
 		js, err := json.Marshal(res.StructuredContent)
-		if err == nil && !(text == 1 && sameJSON(b.String(), js)) {
+		if err == nil && !(text > 0 && redundant(b.String(), js)) {
 			line(string(js))
 		}
 	}
@@ -160,16 +160,49 @@ func (s *Set) render(res *mcp.CallToolResult) (string, error) {
 	return out, nil
 }
 
-// sameJSON reports whether text is the JSON document js (servers often
-// send structured content again as text).
-func sameJSON(text string, js []byte) bool {
-	var a, b any
-	if json.Unmarshal([]byte(text), &a) != nil || json.Unmarshal(js, &b) != nil {
+// redundant reports whether the structured content js says nothing the
+// text does not: the text is that JSON document (servers are asked to
+// send structured content again as text), or every value in it appears in
+// the text as written (a server's {"content": "<the text>"}).
+func redundant(text string, js []byte) bool {
+	var st any
+	if json.Unmarshal(js, &st) != nil {
 		return false
 	}
-	x, _ := json.Marshal(a)
-	y, _ := json.Marshal(b)
-	return bytes.Equal(x, y)
+	var tv any
+	if json.Unmarshal([]byte(text), &tv) == nil {
+		x, _ := json.Marshal(tv)
+		y, _ := json.Marshal(st)
+		if bytes.Equal(x, y) {
+			return true
+		}
+	}
+	var inText func(v any) bool
+	inText = func(v any) bool {
+		switch v := v.(type) {
+		case map[string]any:
+			for _, e := range v {
+				if !inText(e) {
+					return false
+				}
+			}
+			return true
+		case []any:
+			for _, e := range v {
+				if !inText(e) {
+					return false
+				}
+			}
+			return true
+		case string:
+			return strings.Contains(text, v)
+		case nil:
+			return true
+		default:
+			return strings.Contains(text, fmt.Sprint(v))
+		}
+	}
+	return inText(st)
 }
 
 // cut shortens text to Config.MaxResultBytes, at a character boundary,
