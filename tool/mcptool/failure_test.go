@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -158,5 +159,25 @@ func TestUnavailableServerFailsFast(t *testing.T) {
 	}
 	if _, err := s.Tools(context.Background()); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Tools: %v", err)
+	}
+}
+
+// A Command server sees Server.Env and a few harmless variables of this
+// process, never its secrets.
+func TestCommandEnvironment(t *testing.T) {
+	t.Setenv("VALET_TEST_SECRET", "hunter2")
+	env := append(inheritedEnv(), "EXTRA=1")
+	for _, kv := range env {
+		if strings.Contains(kv, "hunter2") {
+			t.Fatalf("the server would inherit %s", kv)
+		}
+	}
+	if os.Getenv("PATH") != "" && !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "PATH=") }) {
+		t.Fatal("PATH is not inherited")
+	}
+	// The helper server gets its Env (it would not serve otherwise).
+	s := connect(t, helperServer("t"), Config{})
+	if len(s.st.offered) == 0 {
+		t.Fatal("no tools")
 	}
 }

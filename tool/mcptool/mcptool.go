@@ -69,8 +69,11 @@ type Server struct {
 	Command string
 	// Args are the command's arguments.
 	Args []string
-	// Env holds "KEY=value" entries added to this process's environment
-	// for the command. Values never appear in logs or errors.
+	// Env holds the command's environment variables, "KEY=value". The
+	// command inherits only PATH, HOME, USER, LOGNAME, SHELL, TERM,
+	// TMPDIR, LANG, LC_ALL and TZ (and their Windows counterparts) from
+	// this process, not its secrets; pass what the server needs here.
+	// Values never appear in logs or errors.
 	Env []string
 	// Dir is the command's working directory. Default: this process's.
 	Dir string

@@ -29,9 +29,29 @@ type proc struct {
 	killed bool
 }
 
+// inheritedEnv is what a Command server inherits of this process's
+// environment: what finding programs, a home directory, temporary files
+// and the locale need, never the rest (API keys, database URLs), which a
+// server could read and hand to the model. The official MCP SDKs do the
+// same.
+func inheritedEnv() []string {
+	var env []string
+	for _, k := range []string{
+		"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "TMPDIR", "LANG", "LC_ALL", "TZ",
+		// Windows
+		"APPDATA", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PATHEXT", "PROCESSOR_ARCHITECTURE",
+		"SYSTEMDRIVE", "SYSTEMROOT", "TEMP", "TMP", "USERNAME", "USERPROFILE", "PROGRAMFILES", "COMSPEC",
+	} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
+
 func startProc(s Server, stderr io.Writer) (*proc, error) {
 	cmd := exec.Command(s.Command, s.Args...)
-	cmd.Env = append(os.Environ(), s.Env...)
+	cmd.Env = append(inheritedEnv(), s.Env...)
 	cmd.Dir = s.Dir
 	cmd.Stderr = stderr // nil: the null device
 	inR, inW, err := os.Pipe()

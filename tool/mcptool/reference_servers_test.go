@@ -216,3 +216,16 @@ func TestFilesystemServer(t *testing.T) {
 		t.Errorf("refused %+v", r)
 	}
 }
+
+// The everything server's get-env tool shows the model the server's
+// environment: this process's secrets are not in it, Server.Env is.
+func TestEverythingServerSeesNoSecrets(t *testing.T) {
+	srv := everythingStdio(t)
+	t.Setenv("VALET_TEST_SECRET", "hunter2")
+	srv.Env = []string{"GIVEN_TO_SERVER=yes"}
+	reg := registry(t, connect(t, srv, Config{}))
+	res := run(reg, "ev_get-env", `{}`)
+	if res.IsError || !strings.Contains(res.Content, "GIVEN_TO_SERVER") || strings.Contains(res.Content, "hunter2") {
+		t.Fatalf("get-env: %.500s", res.Content)
+	}
+}
