@@ -78,7 +78,8 @@ type Server struct {
 	// Dir is the command's working directory. Default: this process's.
 	Dir string
 	// URL is the endpoint of a streamable HTTP server
-	// ("http://localhost:3001/mcp").
+	// ("http://localhost:3001/mcp"). It may appear in errors: put
+	// secrets in Header, not in the URL.
 	URL string
 	// Header is sent with every HTTP request (an Authorization header, an
 	// API key). Values never appear in logs or errors.
@@ -244,9 +245,18 @@ func (s *Set) Tools(ctx context.Context) ([]tool.Tool, error) {
 // Refresh lists the server's tools now (starting it again if its session
 // broke) and updates what Tools offers.
 func (s *Set) Refresh(ctx context.Context) error {
+	s.mu.Lock()
+	gen := s.gen
+	s.mu.Unlock()
 	sess, err := s.session(ctx, false)
 	if err != nil {
 		return err
+	}
+	s.mu.Lock()
+	fresh := s.gen != gen // a new session: it has just listed the tools
+	s.mu.Unlock()
+	if fresh {
+		return nil
 	}
 	if err := s.list(ctx, sess); err != nil {
 		if !sess.alive() {

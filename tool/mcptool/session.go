@@ -205,6 +205,7 @@ func (s *Set) dial(ctx context.Context) (*session, []*mcp.Tool, error) {
 		_ = cs.Wait()
 		close(ss.done)
 	}()
+	s.dirty.Store(false) // a change notified from here on lists again
 	list, err := listTools(hctx, cs)
 	if err != nil || !unhook() {
 		if p != nil {
