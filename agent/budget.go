@@ -348,7 +348,7 @@ func (r *run) budgetAllows(req *llm.Request) bool {
 	// budgetReserveTokens of output. So this call may write at most half
 	// of what is left once both inputs and that reserve are counted.
 	w := r.windowTokens(req.Messages)
-	ok, maxOut := m.afford(m.plan(w+r.o.specTokens) + m.plan(w) + budgetReserveTokens)
+	ok, maxOut := m.afford(m.plan(w+r.specTokens()) + m.plan(w) + budgetReserveTokens)
 	if !ok {
 		return false
 	}

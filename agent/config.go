@@ -290,6 +290,13 @@ type Config struct {
 	SystemPrompt string
 	// Tools are the plain tools the model may call.
 	Tools []tool.Tool
+	// ToolSources supply more tools, read once at the start of each run,
+	// so a changed list (an MCP server's: tool/mcptool) reaches the model
+	// from the next run on. A source that fails, or a tool named like
+	// one already there (in Tools, an Agent-Tool or an earlier source),
+	// is left out of that run with a WARN line. Optional: none by
+	// default, and then a run reads nothing.
+	ToolSources []ToolSource
 	// Agents are the Agent-Tools: stateful agents the model calls like
 	// tools, which may wait for the user's input or approval.
 	Agents *Registry

@@ -61,6 +61,9 @@ type Orchestrator struct {
 	guard      SpendGuard
 	bg         bgWork // fact extraction after replies
 
+	// srcCache: the last tool set built from Config.ToolSources.
+	srcCache sourceCache
+
 	// scales: how the model counted each tenant's input against the
 	// estimate in its last reported call, for planning token and cost
 	// budgets across runs (budgetscale.go).

@@ -46,6 +46,9 @@ type run struct {
 	wallCancel context.CancelFunc
 	guarded    bool // the SpendGuard allowed the run: Record it
 
+	// toolset: with Config.ToolSources, the run's tools (toolsource.go).
+	toolset *runToolset
+
 	clock   callClock         // bounds each model call by LLMTimeout
 	aside   bool              // a model call outside the conversation is under way
 	lastEnd string            // the text of the last streamed model call, when it wrote one
@@ -260,9 +263,10 @@ func (r *run) save() error {
 func (r *run) loop() error {
 	o := r.o
 	emptyRetried := false
+	r.loadSources()
 	for r.res.Turns < o.loop.MaxTurns {
 		r.trim()
-		req := llm.Request{Messages: r.window, Tools: o.specs, Purpose: llm.PurposeLoop}
+		req := llm.Request{Messages: r.window, Tools: r.specs(), Purpose: llm.PurposeLoop}
 		if r.meter != nil && !r.budgetAllows(&req) {
 			return r.lastCall(budgetSpentNote, true)
 		}

@@ -167,7 +167,7 @@ func (t *turn) exec(i int) {
 		}
 	}
 	parent := t.ctx
-	if tl, ok := o.tools.Get(c.Name); ok && tool.SettingsOf(tl).Timeout > 0 {
+	if tl, ok := r.tools().Get(c.Name); ok && tool.SettingsOf(tl).Timeout > 0 {
 		parent = r.toolCtx // Execute applies the tool's own timeout
 	}
 	parent = tt.ctx(parent)
@@ -179,7 +179,7 @@ func (t *turn) exec(i int) {
 		Logger:         r.log(),
 	})
 	t0 := time.Now()
-	res := o.tools.Execute(ctx, c, 0)
+	res := r.tools().Execute(ctx, c, 0)
 	r.scrubToolResult(&res)
 	if res.IsError && r.ctx.Err() == nil && errors.Is(res.Err, context.DeadlineExceeded) {
 		switch {

@@ -37,6 +37,16 @@
 // user's time zone (default Europe/Paris) and -v logs debug traces to
 // stderr.
 //
+// # MCP servers
+//
+// -mcp plugs in the tools of an MCP server started by a command (stdio),
+// named "mcp_<tool>", through agent.Config.ToolSources and
+// tool/mcptool:
+//
+//	OPENAI_API_KEY=sk-... go run ./examples/assistant -i -mcp 'npx -y @modelcontextprotocol/server-everything'
+//
+// The offline script never calls them; a real model does when they fit.
+//
 // # Credentials
 //
 // calendar_today reads the tenant's "google" credential through
@@ -108,5 +118,6 @@
 //     memory or on one PostgreSQL pool;
 //   - credentials.go reads the credentials key and runs the host's
 //     /connect and /disconnect;
+//   - mcp.go starts the -mcp server;
 //   - script.go is the offline model, its fact extraction included.
 package main

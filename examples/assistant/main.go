@@ -34,6 +34,7 @@ type options struct {
 	TimeZone    string    // -tz: the user's IANA time zone; "" is defaultTimeZone
 	Verbose     bool      // -v: debug logs (tool calls, retries) on Logs
 	Postgres    string    // -postgres: keep credentials, history and memory on PostgreSQL at this URL; "" keeps them in memory
+	MCP         string    // -mcp: the command line of an MCP server whose tools the bot may use; "" none
 	In          io.Reader // the user's messages in interactive mode
 	EchoInput   bool      // print what is read from In (it is not a terminal, so nothing echoed it)
 	Logs        io.Writer // where logs go; nil discards them
@@ -48,8 +49,9 @@ func main() {
 	flag.StringVar(&opts.TimeZone, "tz", defaultTimeZone, "the user's time zone (IANA name)")
 	flag.BoolVar(&opts.Verbose, "v", false, "log debug traces to stderr")
 	flag.StringVar(&opts.Postgres, "postgres", "", "keep credentials (encrypted with the key in "+EnvCredentialsKey+"), conversation history and learned facts on PostgreSQL at this `URL` (default: in memory)")
+	flag.StringVar(&opts.MCP, "mcp", "", "also offer the tools of the MCP server this `command` starts (stdio), e.g. 'npx -y @modelcontextprotocol/server-everything'")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./examples/assistant [-i] [-offline] [-tz zone] [-v] [-postgres URL]\n\n"+
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./examples/assistant [-i] [-offline] [-tz zone] [-v] [-postgres URL] [-mcp command]\n\n"+
 			"Without OPENAI_API_KEY the model is a local script; with it, OPENAI_BASE_URL and OPENAI_MODEL are optional.\n"+
 			"In -i mode, /connect google TOKEN saves a credential for the calendar_today tool; /disconnect google deletes it.\n"+
 			"The bot remembers facts you tell it about yourself and recalls them when relevant.\n"+
@@ -90,6 +92,15 @@ func run(ctx context.Context, w io.Writer, opts options) error {
 	defer st.Close()
 	store := st.Credentials
 	log := logger(opts)
+	var sources []agent.ToolSource
+	if opts.MCP != "" {
+		set, err := connectMCP(ctx, w, opts.MCP, log)
+		if err != nil {
+			return err
+		}
+		defer set.Close() // stops the server
+		sources = append(sources, set)
+	}
 
 	// The whole wiring: a model, a persona, tools, a time zone, where the
 	// tenants' credentials are, and where history and facts are kept.
@@ -97,8 +108,9 @@ func run(ctx context.Context, w io.Writer, opts options) error {
 		LLM:          model,
 		SystemPrompt: systemPrompt,
 		Tools:        tools(opts.Calendar),
-		Location:     loc,   // shown to the model with the current time
-		Credentials:  store, // tools get it bound to the message's tenant
+		ToolSources:  sources, // -mcp: the server's tools, read at each message
+		Location:     loc,     // shown to the model with the current time
+		Credentials:  store,   // tools get it bound to the message's tenant
 		Memory:       st.Memory,
 		// Learn from each answered message: after the reply, in the
 		// background, one model call picks out durable facts about the

@@ -40,6 +40,7 @@ import (
 	"github.com/valetkit/valet/pool"
 	"github.com/valetkit/valet/pool/redispool"
 	"github.com/valetkit/valet/tool"
+	"github.com/valetkit/valet/tool/mcptool"
 	"github.com/valetkit/valet/trigger"
 	"github.com/valetkit/valet/trigger/agentexec"
 	"github.com/valetkit/valet/trigger/redisbus"
@@ -76,6 +77,7 @@ var (
 	_ = pool.NewMemory
 	_ = redispool.New
 	_ = tool.New[struct{}, string]
+	_ = mcptool.Connect
 	_ = agentexec.New
 	_ = redisbus.New
 	_ = rivertrigger.New
