@@ -10,10 +10,12 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/valetkit/valet/agent"
+	"github.com/valetkit/valet/agent/transcript"
 	"github.com/valetkit/valet/credentials"
 	"github.com/valetkit/valet/llm"
 	"github.com/valetkit/valet/llm/openai"
@@ -34,6 +36,7 @@ type options struct {
 	TimeZone    string    // -tz: the user's IANA time zone; "" is defaultTimeZone
 	Verbose     bool      // -v: debug logs (tool calls, retries) on Logs
 	Postgres    string    // -postgres: keep credentials, history and memory on PostgreSQL at this URL; "" keeps them in memory
+	Transcript  string    // -transcript: write a redacted JSONL transcript per conversation under this directory; "" writes none
 	In          io.Reader // the user's messages in interactive mode
 	EchoInput   bool      // print what is read from In (it is not a terminal, so nothing echoed it)
 	Logs        io.Writer // where logs go; nil discards them
@@ -48,8 +51,9 @@ func main() {
 	flag.StringVar(&opts.TimeZone, "tz", defaultTimeZone, "the user's time zone (IANA name)")
 	flag.BoolVar(&opts.Verbose, "v", false, "log debug traces to stderr")
 	flag.StringVar(&opts.Postgres, "postgres", "", "keep credentials (encrypted with the key in "+EnvCredentialsKey+"), conversation history and learned facts on PostgreSQL at this `URL` (default: in memory)")
+	flag.StringVar(&opts.Transcript, "transcript", "", "write a redacted JSONL transcript of every run under this `DIR` (one file per conversation; read it with go run ./examples/transcript FILE)")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./examples/assistant [-i] [-offline] [-tz zone] [-v] [-postgres URL]\n\n"+
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./examples/assistant [-i] [-offline] [-tz zone] [-v] [-postgres URL] [-transcript DIR]\n\n"+
 			"Without OPENAI_API_KEY the model is a local script; with it, OPENAI_BASE_URL and OPENAI_MODEL are optional.\n"+
 			"In -i mode, /connect google TOKEN saves a credential for the calendar_today tool; /disconnect google deletes it.\n"+
 			"The bot remembers facts you tell it about yourself and recalls them when relevant.\n"+
@@ -90,6 +94,20 @@ func run(ctx context.Context, w io.Writer, opts options) error {
 	defer st.Close()
 	store := st.Credentials
 	log := logger(opts)
+	conv := agent.Message{TenantID: "demo-user", ConversationID: "demo"}
+	// With -transcript, every step of every run goes to a file of the
+	// conversation, secrets redacted; closed after the last run (defers
+	// run last first).
+	var observer agent.Observer
+	if opts.Transcript != "" {
+		tx, err := transcript.New(transcript.Config{Dir: opts.Transcript, Logger: log})
+		if err != nil {
+			return err
+		}
+		defer tx.Close()
+		observer = tx
+		fmt.Fprintf(w, "transcript: %s\n", filepath.Join(opts.Transcript, transcript.FileName(conv.TenantID, conv.ConversationID)))
+	}
 
 	// The whole wiring: a model, a persona, tools, a time zone, where the
 	// tenants' credentials are, and where history and facts are kept.
@@ -105,6 +123,7 @@ func run(ctx context.Context, w io.Writer, opts options) error {
 		// user; later messages recall the relevant ones.
 		MemoryOptions: agent.MemoryOptions{Extract: true},
 		Logger:        log,
+		Observer:      observer, // nil without -transcript
 	})
 	if err != nil {
 		return err
@@ -115,7 +134,6 @@ func run(ctx context.Context, w io.Writer, opts options) error {
 
 	fmt.Fprintf(w, "tools: %s\n", toolNames(o))
 
-	conv := agent.Message{TenantID: "demo-user", ConversationID: "demo"}
 	if opts.Interactive {
 		return chat(ctx, w, o, store, conv, opts)
 	}
