@@ -190,6 +190,7 @@ func (r *run) addResumed(a *agentTool, e *pool.Entry, fields json.RawMessage, co
 	content, rec.Truncated = r.o.ctxm.TruncateToolResult(content)
 	r.res.ToolCalls = append(r.res.ToolCalls, rec)
 	r.res.Consumed.ToolCalls++ // the user decided it: it runs whatever the budget says, and counts
+	r.logToolResult(&rec)
 	if r.emit != nil {
 		cp := rec
 		r.emit(Event{Type: EventToolResult, ToolCall: &cp})

@@ -101,6 +101,7 @@ func (r *run) execute(body func(*run) error) (*Result, error) {
 	if r.o.obs != nil {
 		r.step(Step{Kind: StepRunEnd, Result: res, Err: err, Duration: res.Duration})
 	}
+	r.logEnd(res, err) // INFO (runlog_levels.go)
 	return res, err
 }
 
