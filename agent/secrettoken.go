@@ -30,27 +30,53 @@ var openAIPrefixes = [...]string{"sk-proj-", "sk-ant-", "sk-svcacct-", "sk-admin
 // Bearer; -1, -1 if there is none.
 func tokenSpan[S ~string | ~[]byte](s S, i int, short *tokenRuns) (start, end int) {
 	t := s[i:]
+	if len(t) < 4 {
+		return -1, -1
+	}
 	kind, p, min, extra := 0, 0, 0, ""
-	switch {
-	case hasPrefixS(t, "eyJ"):
+	switch t[0] { // one test per start byte: most text starts no token
+	case 'e':
+		if t[1] != 'y' || t[2] != 'J' {
+			return -1, -1
+		}
 		kind, p, extra = tokJWT, 3, "-_."
-	case hasPrefixS(t, "sk-"):
-		kind, p, min, extra = tokOpenAI, 3, 20, "-_"
-	case len(t) > 4 && t[0] == 'g' && t[1] == 'h' && strings.IndexByte("pousr", t[2]) >= 0 && t[3] == '_':
-		kind, p, min, extra = tokGitHub, 4, 20, "_"
-	case hasPrefixS(t, "github_pat_"):
-		kind, p, min, extra = tokGitHub, 11, 20, "_"
-	case len(t) > 5 && hasPrefixS(t, "xox") && strings.IndexByte("baprs", t[3]) >= 0 && t[4] == '-':
+	case 's', 'r':
+		switch {
+		case t[0] == 's' && t[1] == 'k' && t[2] == '-':
+			kind, p, min, extra = tokOpenAI, 3, 20, "-_"
+		case len(t) > 8 && t[1] == 'k' && t[2] == '_' && (hasPrefixS(t[3:], "live_") || hasPrefixS(t[3:], "test_")):
+			kind, p, min = tokStripe, 8, 16
+		default:
+			return -1, -1
+		}
+	case 'g':
+		switch {
+		case len(t) > 4 && t[1] == 'h' && strings.IndexByte("pousr", t[2]) >= 0 && t[3] == '_':
+			kind, p, min, extra = tokGitHub, 4, 20, "_"
+		case hasPrefixS(t, "github_pat_"):
+			kind, p, min, extra = tokGitHub, 11, 20, "_"
+		default:
+			return -1, -1
+		}
+	case 'x':
+		if len(t) <= 5 || t[1] != 'o' || t[2] != 'x' || strings.IndexByte("baprs", t[3]) < 0 || t[4] != '-' {
+			return -1, -1
+		}
 		kind, p, min, extra = tokSlack, 5, 10, "-"
-	case hasPrefixS(t, "AKIA"), hasPrefixS(t, "ASIA"):
-		kind, p = tokAWS, 4
-	case hasPrefixS(t, "AIza"):
-		kind, p, extra = tokGoogle, 4, "-_"
-	case len(t) > 8 && (t[0] == 's' || t[0] == 'r') && t[1] == 'k' && t[2] == '_' &&
-		(hasPrefixS(t[3:], "live_") || hasPrefixS(t[3:], "test_")):
-		kind, p, min = tokStripe, 8, 16
-	case len(t) > 6 && equalFold(t[:6], "bearer"):
-		return bearerSpan(s, i+6)
+	case 'A':
+		switch {
+		case hasPrefixS(t, "AKIA"), hasPrefixS(t, "ASIA"):
+			kind, p = tokAWS, 4
+		case hasPrefixS(t, "AIza"):
+			kind, p, extra = tokGoogle, 4, "-_"
+		default:
+			return -1, -1
+		}
+	case 'B', 'b':
+		if len(t) > 6 && (t[1] == 'e' || t[1] == 'E') && equalFold(t[:6], "bearer") {
+			return bearerSpan(s, i+6)
+		}
+		return -1, -1
 	default:
 		return -1, -1
 	}
