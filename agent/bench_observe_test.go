@@ -20,7 +20,7 @@ func BenchmarkObserver(b *testing.B) {
 	b.Run("ratio", func(b *testing.B) {
 		model := newBenchModel(benchTurns, benchCalls, "get_weather", "web_search", "calculator")
 		newO := func(obs agent.Observer) *agent.Orchestrator {
-			o, err := agent.NewOrchestrator(agent.Config{LLM: model, SystemPrompt: "You are a benchmark.", Tools: benchTools(), Observer: obs})
+			o, err := agent.NewOrchestrator(agent.Config{Logger: benchLog, LLM: model, SystemPrompt: "You are a benchmark.", Tools: benchTools(), Observer: obs})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -157,7 +157,7 @@ func newParkBench(n int) *parkBench {
 }
 
 func (p *parkBench) config() agent.Config {
-	return agent.Config{LLM: p.model, SystemPrompt: "You are a benchmark.", Tools: p.tools}
+	return agent.Config{Logger: benchLog, LLM: p.model, SystemPrompt: "You are a benchmark.", Tools: p.tools}
 }
 
 // enter counts a tool call of the round; the last of the 3 per

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"log/slog"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -243,7 +244,7 @@ func runBare(b *testing.B) {
 
 func runValet(b *testing.B) {
 	model := newBenchModel(benchTurns, benchCalls, "get_weather", "web_search", "calculator")
-	o, err := agent.NewOrchestrator(agent.Config{LLM: model, SystemPrompt: "You are a benchmark.", Tools: benchTools()})
+	o, err := agent.NewOrchestrator(agent.Config{Logger: benchLog, LLM: model, SystemPrompt: "You are a benchmark.", Tools: benchTools()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -407,7 +408,7 @@ func BenchmarkConversation(b *testing.B) {
 	b.Run("valet", runValet)
 	b.Run("ratio", func(b *testing.B) {
 		model := newBenchModel(benchTurns, benchCalls, "get_weather", "web_search", "calculator")
-		o, err := agent.NewOrchestrator(agent.Config{LLM: model, SystemPrompt: "You are a benchmark.", Tools: benchTools()})
+		o, err := agent.NewOrchestrator(agent.Config{Logger: benchLog, LLM: model, SystemPrompt: "You are a benchmark.", Tools: benchTools()})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -455,7 +456,7 @@ func BenchmarkConversation(b *testing.B) {
 func BenchmarkHistoryGrowth(b *testing.B) {
 	b.Run("curve", func(b *testing.B) {
 		model := newBenchModel(benchTurns, benchCalls, "get_weather", "web_search", "calculator")
-		cfg := agent.Config{LLM: model, SystemPrompt: "You are a benchmark.", Tools: benchTools()}
+		cfg := agent.Config{Logger: benchLog, LLM: model, SystemPrompt: "You are a benchmark.", Tools: benchTools()}
 		o40, err := agent.NewOrchestrator(cfg) // MaxHistoryMessages: the default, 40
 		if err != nil {
 			b.Fatal(err)
@@ -548,7 +549,7 @@ func BenchmarkParallelTools(b *testing.B) {
 		}
 	})
 	model := newBenchModel(turns, calls, "sleep")
-	o, err := agent.NewOrchestrator(agent.Config{LLM: model, Tools: []tool.Tool{sleep}})
+	o, err := agent.NewOrchestrator(agent.Config{Logger: benchLog, LLM: model, Tools: []tool.Tool{sleep}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -578,7 +579,7 @@ func BenchmarkParallelTools(b *testing.B) {
 func BenchmarkBudget(b *testing.B) {
 	b.Run("ratio", func(b *testing.B) {
 		model := newBenchModel(benchTurns, benchCalls, "get_weather", "web_search", "calculator")
-		o, err := agent.NewOrchestrator(agent.Config{LLM: model, SystemPrompt: "You are a benchmark.", Tools: benchTools()})
+		o, err := agent.NewOrchestrator(agent.Config{Logger: benchLog, LLM: model, SystemPrompt: "You are a benchmark.", Tools: benchTools()})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -595,3 +596,7 @@ func BenchmarkBudget(b *testing.B) {
 		reportRatios(b, "x-budget", "x-budget-", t[1], t[0], true)
 	})
 }
+
+// benchLog drops every line: benchmarks measure runs, not a log handler
+// (a run writes one INFO line when it ends).
+var benchLog = slog.New(slog.DiscardHandler)

@@ -266,7 +266,32 @@
 // writes to Config.Logger, and every line a tool writes through its
 // tool.ExecContext's Logger, carries the attributes "tenant",
 // "conversation" and "run_id" (Result.RunID), before the line's own; the
-// run's background fact extraction logs with the same three.
+// run's background fact extraction logs with the same three. All go to
+// the one Config.Logger (slog.Default() when nil, taken once by
+// NewOrchestrator); valet never logs through the global logger at log
+// time.
+//
+// The levels:
+//   - INFO: one line per run when it ends, "agent: run ended", with
+//     status, turns, tool_calls, tokens_in, tokens_out, cost_usd,
+//     duration, source (task_id when set) and err, masked, when it failed;
+//   - WARN: each failed tool call, "agent: tool call failed" (tool,
+//     call_id, status, duration, attempts, err masked as the model reads
+//     it), and what the run worked around: a failed recall, compaction or
+//     hook, a shortened context, dropped tool calls;
+//   - ERROR: what was lost: a turn not saved, spend not recorded, a tool's
+//     or an Observer's panic (its text masked);
+//   - DEBUG: each model call, "agent: model call" (purpose, messages,
+//     model, finish_reason, tokens, tool_calls, duration, err), each retry,
+//     and each other tool call, "agent: tool call" (tool, call_id, status,
+//     args as in ArgsSummary, result_chars, duration, attempts).
+//
+// A logger that drops a level costs a run nothing for that level's lines.
+// Secrets are masked in every line (see RedactText).
+//
+// The package agent/transcript is an Observer that writes every step of
+// every run as a redacted JSONL transcript, to a Writer or to one file per
+// conversation, and reads it back into a summary per run.
 //
 // # Observing runs
 //

@@ -56,7 +56,7 @@ func (r *run) callLLM(req llm.Request) (*llm.Response, error) {
 				return nil, err
 			}
 		}
-		var t0 time.Time
+		t0 := time.Now()
 		if r.o.obs != nil {
 			r.obs.calls++
 			r.step(Step{Kind: StepModelRequest, Call: r.obs.calls, Request: req})
@@ -69,6 +69,7 @@ func (r *run) callLLM(req llm.Request) (*llm.Response, error) {
 		if r.o.tel != nil {
 			r.endChat(&req, resp, err)
 		}
+		r.logModelCall(&req, resp, err, time.Since(t0)) // DEBUG (runlog_levels.go)
 		if r.o.obs != nil {
 			r.step(Step{Kind: StepModelResponse, Call: r.obs.calls, Request: llm.Request{Purpose: req.Purpose}, Response: resp, Err: err, Duration: time.Since(t0)})
 		}
@@ -105,7 +106,7 @@ func (r *run) callLLM(req llm.Request) (*llm.Response, error) {
 		if r.o.obs != nil {
 			r.step(Step{Kind: StepModelRetry, Call: r.obs.calls, Retry: st.tries, ErrorKind: llm.KindOf(err), Err: err, Delay: st.delay})
 		}
-		r.log().DebugContext(r.ctx, "agent: retrying model call", "kind", llm.KindOf(err).String(), "err", err)
+		r.log().DebugContext(r.ctx, "agent: retrying model call", "kind", llm.KindOf(err).String(), "err", maskText(err.Error()))
 	}
 }
 

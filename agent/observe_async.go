@@ -82,7 +82,7 @@ func (a *AsyncObserver) Observe(ctx context.Context, s Step) {
 		a.dropped.Add(1)
 		if !a.warned.Swap(true) {
 			a.log.WarnContext(ctx, "agent: an async observer fell behind; steps are dropped (AsyncObserver.Dropped counts them)",
-				logRunID, s.RunID, "buffer", a.max)
+				logTenant, s.TenantID, logConversation, s.ConversationID, logRunID, s.RunID, "buffer", a.max)
 		}
 		return
 	}
@@ -135,7 +135,8 @@ func (a *AsyncObserver) deliver(q queuedStep) {
 	defer func() {
 		if v := recover(); v != nil && !a.panicked.Swap(true) {
 			a.log.ErrorContext(q.ctx, "agent: the Observer panicked (later panics are not logged)",
-				logRunID, q.s.RunID, "step", q.s.Kind.String(), "panic", maskText(fmt.Sprint(v)))
+				logTenant, q.s.TenantID, logConversation, q.s.ConversationID, logRunID, q.s.RunID,
+				"step", q.s.Kind.String(), "panic", maskText(fmt.Sprint(v)))
 		}
 	}()
 	a.next.Observe(q.ctx, q.s)

@@ -203,6 +203,7 @@ func (r *run) addResumed(a *agentTool, e *pool.Entry, fields json.RawMessage, co
 	if r.o.obs != nil {
 		r.step(Step{Kind: StepToolResult, ToolCall: call, Record: rec, Text: content, Duration: dur})
 	}
+	r.logToolResult(&rec)
 	if r.emit != nil {
 		cp := rec
 		r.emit(Event{Type: EventToolResult, ToolCall: &cp})

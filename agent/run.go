@@ -115,6 +115,7 @@ func (r *run) execute(body func(*run) error) (*Result, error) {
 	if r.o.tel != nil {
 		r.endTelemetry(res, err)
 	}
+	r.logEnd(res, err) // INFO (runlog_levels.go)
 	return res, err
 }
 

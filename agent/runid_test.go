@@ -82,7 +82,7 @@ func newRecordLog() recordLog {
 func (h recordLog) Enabled(context.Context, slog.Level) bool { return true }
 
 func (h recordLog) Handle(_ context.Context, r slog.Record) error {
-	m := map[string]string{"msg": r.Message}
+	m := map[string]string{"msg": r.Message, "level": r.Level.String()}
 	for _, a := range h.attrs {
 		m[a.Key] = a.Value.String()
 	}

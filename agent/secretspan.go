@@ -22,7 +22,7 @@ const (
 var textByte = func() (t [256]uint8) {
 	t['='], t[':'] = textSep, textSep
 	t['%'] = textPct
-	for _, c := range "esgxA" {
+	for _, c := range "esgxArBb" {
 		t[c] = textToken
 	}
 	return t
@@ -55,8 +55,8 @@ func secretSpan[S ~string | ~[]byte](s S, from int) (start, end int) {
 			}
 		case textToken:
 			if i == 0 || !isAlnum(s[i-1]) {
-				if n := tokenLen(s, i, &short); n > 0 {
-					return i, i + n
+				if start, end = tokenSpan(s, i, &short); start >= 0 {
+					return start, end
 				}
 			}
 		}
@@ -126,6 +126,7 @@ func pairSpan[S ~string | ~[]byte](s S, sep int, c byte, w int) (start, end int)
 			e--
 		}
 	default:
+		e = authScheme(s, v) // Authorization=Bearer x: the credential too
 		for e < len(s) && s[e] != '&' && !isSpace(s[e]) && (w == 1 || !hasPrefixS(s[e:], "%26")) {
 			e++
 		}
@@ -184,82 +185,6 @@ func unhex(c byte) int {
 		return int(c-'A') + 10
 	}
 	return -1
-}
-
-// Kinds of token (see summarizeArgs), for tokenRuns.
-const (
-	tokJWT = iota
-	tokOpenAI
-	tokGitHub
-	tokSlack
-	tokAWS
-	tokKinds
-)
-
-// tokenRuns holds, for each kind of token, the end of the last run found
-// too short. A later start of the same kind inside that run has a shorter
-// run, with fewer dots or character classes, so is too short as well:
-// skipping it keeps secretSpan linear ("eyJ-eyJ-eyJ-...").
-type tokenRuns [tokKinds]int
-
-// tokenLen returns the length of the token (see summarizeArgs) that starts
-// at s[i], or 0.
-func tokenLen[S ~string | ~[]byte](s S, i int, short *tokenRuns) int {
-	t := s[i:]
-	kind, p, min, extra := 0, 0, 0, ""
-	switch {
-	case hasPrefixS(t, "eyJ"):
-		kind, p, extra = tokJWT, 3, "-_."
-	case hasPrefixS(t, "sk-"):
-		kind, p, min, extra = tokOpenAI, 3, 20, "-_"
-	case len(t) > 4 && t[0] == 'g' && t[1] == 'h' && strings.IndexByte("pousr", t[2]) >= 0 && t[3] == '_':
-		kind, p, min, extra = tokGitHub, 4, 20, "_"
-	case hasPrefixS(t, "github_pat_"):
-		kind, p, min, extra = tokGitHub, 11, 20, "_"
-	case len(t) > 5 && hasPrefixS(t, "xox") && strings.IndexByte("baprs", t[3]) >= 0 && t[4] == '-':
-		kind, p, min, extra = tokSlack, 5, 10, "-"
-	case hasPrefixS(t, "AKIA"):
-		kind, p = tokAWS, 4
-	default:
-		return 0
-	}
-	if i < short[kind] {
-		return 0
-	}
-	n, dots, lower, upper, digit := p, 0, false, false, false
-	for ; n < len(t); n++ {
-		switch c := t[n]; {
-		case 'a' <= c && c <= 'z':
-			lower = true
-		case 'A' <= c && c <= 'Z':
-			upper = true
-		case '0' <= c && c <= '9':
-			digit = true
-		case strings.IndexByte(extra, c) >= 0:
-			if c == '.' {
-				dots++
-			}
-		default:
-			goto end
-		}
-	}
-end:
-	var ok bool
-	switch kind {
-	case tokJWT:
-		ok = dots >= 2
-	case tokOpenAI:
-		ok = n-p >= min && lower && upper && digit
-	case tokAWS:
-		ok = n-p == 16 && !lower // no letter or digit follows
-	default:
-		ok = n-p >= min
-	}
-	if !ok {
-		short[kind] = i + n
-		return 0
-	}
-	return n
 }
 
 func hasPrefixS[S ~string | ~[]byte](s S, p string) bool {

@@ -69,12 +69,26 @@ func withheld(n int) string {
 //     eyJ then base64url characters (ASCII letters, digits, - and _) and
 //     dots, with two dots or more (a JWT);
 //     sk- then 20 or more base64url characters, among them an upper-case
-//     letter, a lower-case letter and a digit (OpenAI, Anthropic keys);
+//     letter, a lower-case letter and a digit, or right after a word that
+//     isSecretKey and blanks ("key sk-...") (OpenAI, Anthropic keys);
+//     sk-proj-, sk-ant-, sk-svcacct- or sk-admin- then 20 or more
+//     base64url characters (the same, newer kinds);
 //     ghp_, gho_, ghu_, ghs_, ghr_ or github_pat_ then 20 or more letters,
 //     digits or _ (GitHub);
-//     xoxb-, xoxa-, xoxp-, xoxr- or xoxs- then 10 or more letters, digits or
-//   - (Slack);
-//     AKIA then exactly 16 upper-case letters or digits (AWS access key id).
+//     xoxb-, xoxa-, xoxp-, xoxr- or xoxs- then 10 or more letters, digits
+//     or - (Slack);
+//     AKIA or ASIA then exactly 16 upper-case letters or digits (AWS access
+//     key ids);
+//     AIza then exactly 35 base64url characters (Google API keys);
+//     sk_live_, rk_live_, sk_test_ or rk_test_ then 16 or more letters or
+//     digits (Stripe).
+//   - Bearer credentials: after the word Bearer (any case, where the byte
+//     before is not an ASCII letter or digit) and blanks, a run of token68
+//     characters (letters, digits, - . _ ~ + / then any =) of 16 or more
+//     with a digit, or of 20 or more with upper- and lower-case letters;
+//     "Bearer" stays. After name= (not quoted), a value that starts with
+//     Bearer or Basic and blanks runs on over the credential
+//     (Authorization=Bearer v).
 //
 // Ordinary words, e-mail addresses, UUIDs and URLs without these spans are
 // shown as they are; masking is by shape, so a token of another shape under
@@ -111,7 +125,10 @@ func marshal(v any) string {
 }
 
 // redact applies the rules of summarizeArgs to a decoded JSON value.
-func redact(v any) any {
+func redact(v any) any { return redactCut(v, summaryMaxString) }
+
+// redactCut is redact with string values cut to max bytes.
+func redactCut(v any, max int) any {
 	switch x := v.(type) {
 	case map[string]any:
 		maskValue := false
@@ -127,26 +144,26 @@ func redact(v any) any {
 				x[k] = "***"
 			case equalFold(k, rawArgumentsKey):
 				if s, ok := e.(string); ok {
-					x[k] = jsonText(s, summaryMaxString)
+					x[k] = jsonText(s, max)
 				} else {
-					x[k] = redact(e)
+					x[k] = redactCut(e, max)
 				}
 			default:
-				x[k] = redact(e)
+				x[k] = redactCut(e, max)
 			}
 		}
 	case []any:
 		for i, e := range x {
-			x[i] = redact(e)
+			x[i] = redactCut(e, max)
 		}
 	case string:
 		switch stringKind(x) {
 		case strAuth:
 			return "***"
 		case strJSON:
-			return jsonText(x, summaryMaxString)
+			return jsonText(x, max)
 		}
-		return cut(maskText(x), summaryMaxString)
+		return cut(maskText(x), max)
 	}
 	return v
 }
@@ -159,7 +176,7 @@ func jsonText(s string, max int) string {
 	if json.Unmarshal([]byte(s), &v) == nil {
 		switch v.(type) {
 		case map[string]any, []any:
-			return cut(marshal(redact(v)), max)
+			return cut(marshal(redactCut(v, max)), max)
 		}
 	}
 	return rawText(s, max)

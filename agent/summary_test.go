@@ -268,7 +268,7 @@ func TestSummarizeArgsKeepsHarmlessText(t *testing.T) {
 // TestSummarizeArgsTextScanIsLinear: many token starts, pairs or URLs in one
 // long string do not make the scan quadratic.
 func TestSummarizeArgsTextScanIsLinear(t *testing.T) {
-	for _, unit := range []string{"eyJ-", "sk-a", "ghp_", "xoxb-", "a=", "x: ", "://a", "AKIA-", "github_pat_"} {
+	for _, unit := range []string{"eyJ-", "sk-a", "ghp_", "xoxb-", "a=", "x: ", "://a", "AKIA-", "github_pat_", "Bearer ", "key sk-", "AIza-", "sk_live_", "a=Bearer "} {
 		s := strings.Repeat(unit, 1<<18/len(unit))
 		raw, _ := json.Marshal(map[string]string{"v": s})
 		start := time.Now()
@@ -343,6 +343,7 @@ func FuzzSummarizeArgs(f *testing.F) {
 		`{"h":"\u0042earer x"}`, `["basic x", " [1]"]`, `{"pass\u0077ord":1}`, `{"k\u00e9y":"\u00e9"}`, `{password: 'x'}`,
 		`{"h":["Authorization: Bearer x","Accept: json"]}`, `{"u":"https://h/p?api_key=x&q=1"}`, `{"d":"pg://a:b@h/"}`,
 		`{"v":"eyJa.eyJb.c"}`, `{"v":"sk-Ab3dEf6hIj9kLm2nOp5qRs"}`, `{"v":"x AKIAIOSFODNN7EXAMPLE"}`, `{"h":"pa\u017fsword=\ud83d\ude00"}`,
+		`{"v":"key sk-abcdefghijklmnopqrstuvwx"}`, `{"v":"Bearer abcdefghijklmnop0123"}`, `{"v":"a=Bearer x1"}`, `{"v":"AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q"}`,
 	} {
 		f.Add([]byte(s))
 	}

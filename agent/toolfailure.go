@@ -9,8 +9,8 @@ import (
 
 // The failure of a tool or an Agent-Tool reaches the model, the history,
 // ToolCallRecord.Error and the stream's events. What a panic said (a URL
-// with its access token, a connection string) goes to the logger only:
-// everywhere else a panic is "internal error". Any other failure text is
+// with its access token, a connection string) goes to the logger only,
+// its secret spans masked: everywhere else a panic is "internal error". Any other failure text is
 // shown with its secret spans masked, as summarizeArgs masks them in
 // arguments, so the model still learns what failed.
 
@@ -29,7 +29,7 @@ func (r *run) agentFailure(name string, err error) string {
 }
 
 // scrubToolResult masks the secret spans of a failed plain tool call's
-// text and logs a panic in full (the registry already hides its text
+// text and logs a panic, masked (the registry already hides its text
 // from the result).
 func (r *run) scrubToolResult(res *tool.Result) {
 	if !res.IsError {
@@ -42,9 +42,10 @@ func (r *run) scrubToolResult(res *tool.Result) {
 	res.Content = maskText(res.Content)
 }
 
-// logPanic logs what a tool or an Agent-Tool panicked with, and where.
+// logPanic logs what a tool or an Agent-Tool panicked with, and where,
+// with its secret spans masked.
 func (r *run) logPanic(pe *tool.PanicError) {
 	r.log().ErrorContext(r.ctx, "agent: a tool panicked", "tool", pe.Tool,
 		"source", r.msg.Source, "task_id", r.msg.TaskID,
-		"panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))
+		"panic", maskText(fmt.Sprint(pe.Value)), "stack", string(pe.Stack))
 }

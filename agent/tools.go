@@ -237,6 +237,7 @@ func (r *run) record(base int, calls []llm.ToolCall, outs []callOutcome, i int) 
 	if r.o.obs != nil {
 		r.step(Step{Kind: StepToolResult, ToolCall: calls[i], Record: *rec, Text: out.result.Content, Err: out.result.Err, Duration: out.dur})
 	}
+	r.logToolResult(rec) // WARN on failure, DEBUG otherwise (runlog_levels.go)
 	if r.emit != nil {
 		cp := *rec
 		r.emit(Event{Type: EventToolResult, ToolCall: &cp})

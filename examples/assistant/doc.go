@@ -108,6 +108,17 @@
 //	go run ./examples/assistant -i -postgres "$URL" # "My dentist is Dr. Kim.", then exit
 //	go run ./examples/assistant -i -postgres "$URL" # "Who is my dentist?", "What did I say first?"
 //
+// # Transcripts
+//
+// With -transcript DIR every step of every run (each model request and
+// reply, tool call and result, retry, approval) is appended to a JSONL
+// file of the conversation under DIR, named from a hash of the tenant and
+// conversation (agent/transcript), secrets redacted. The demo prints the
+// file's path; examples/transcript sums it up per run:
+//
+//	go run ./examples/assistant -offline -transcript /tmp/tx
+//	go run ./examples/transcript /tmp/tx/*.jsonl
+//
 // # The files
 //
 //   - main.go wires the orchestrator and prints the stream of events;

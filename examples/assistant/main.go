@@ -10,10 +10,12 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/valetkit/valet/agent"
+	"github.com/valetkit/valet/agent/transcript"
 	"github.com/valetkit/valet/credentials"
 	"github.com/valetkit/valet/llm"
 	"github.com/valetkit/valet/llm/openai"
@@ -35,6 +37,7 @@ type options struct {
 	Verbose     bool      // -v: debug logs (tool calls, retries) on Logs
 	Postgres    string    // -postgres: keep credentials, history and memory on PostgreSQL at this URL; "" keeps them in memory
 	MCP         string    // -mcp: the command line of an MCP server whose tools the bot may use; "" none
+	Transcript  string    // -transcript: write a redacted JSONL transcript per conversation under this directory; "" writes none
 	In          io.Reader // the user's messages in interactive mode
 	EchoInput   bool      // print what is read from In (it is not a terminal, so nothing echoed it)
 	Logs        io.Writer // where logs go; nil discards them
@@ -50,8 +53,9 @@ func main() {
 	flag.BoolVar(&opts.Verbose, "v", false, "log debug traces to stderr")
 	flag.StringVar(&opts.Postgres, "postgres", "", "keep credentials (encrypted with the key in "+EnvCredentialsKey+"), conversation history and learned facts on PostgreSQL at this `URL` (default: in memory)")
 	flag.StringVar(&opts.MCP, "mcp", "", "also offer the tools of the MCP server this `command` starts (stdio), e.g. 'npx -y @modelcontextprotocol/server-everything'")
+	flag.StringVar(&opts.Transcript, "transcript", "", "write a redacted JSONL transcript of every run under this `DIR` (one file per conversation; read it with go run ./examples/transcript FILE)")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./examples/assistant [-i] [-offline] [-tz zone] [-v] [-postgres URL] [-mcp command]\n\n"+
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./examples/assistant [-i] [-offline] [-tz zone] [-v] [-postgres URL] [-mcp command] [-transcript DIR]\n\n"+
 			"Without OPENAI_API_KEY the model is a local script; with it, OPENAI_BASE_URL and OPENAI_MODEL are optional.\n"+
 			"In -i mode, /connect google TOKEN saves a credential for the calendar_today tool; /disconnect google deletes it.\n"+
 			"The bot remembers facts you tell it about yourself and recalls them when relevant.\n"+
@@ -101,6 +105,20 @@ func run(ctx context.Context, w io.Writer, opts options) error {
 		defer set.Close() // stops the server
 		sources = append(sources, set)
 	}
+	conv := agent.Message{TenantID: "demo-user", ConversationID: "demo"}
+	// With -transcript, every step of every run goes to a file of the
+	// conversation, secrets redacted; closed after the last run (defers
+	// run last first).
+	var observer agent.Observer
+	if opts.Transcript != "" {
+		tx, err := transcript.New(transcript.Config{Dir: opts.Transcript, Logger: log})
+		if err != nil {
+			return err
+		}
+		defer tx.Close()
+		observer = tx
+		fmt.Fprintf(w, "transcript: %s\n", filepath.Join(opts.Transcript, transcript.FileName(conv.TenantID, conv.ConversationID)))
+	}
 
 	// The whole wiring: a model, a persona, tools, a time zone, where the
 	// tenants' credentials are, and where history and facts are kept.
@@ -117,6 +135,7 @@ func run(ctx context.Context, w io.Writer, opts options) error {
 		// user; later messages recall the relevant ones.
 		MemoryOptions: agent.MemoryOptions{Extract: true},
 		Logger:        log,
+		Observer:      observer, // nil without -transcript
 	})
 	if err != nil {
 		return err
@@ -127,7 +146,6 @@ func run(ctx context.Context, w io.Writer, opts options) error {
 
 	fmt.Fprintf(w, "tools: %s\n", toolNames(o))
 
-	conv := agent.Message{TenantID: "demo-user", ConversationID: "demo"}
 	if opts.Interactive {
 		return chat(ctx, w, o, store, conv, opts)
 	}
