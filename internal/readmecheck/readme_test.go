@@ -28,6 +28,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/valetkit/valet/agent"
+	"github.com/valetkit/valet/agent/transcript"
 	"github.com/valetkit/valet/approval"
 	"github.com/valetkit/valet/clock/clocktest"
 	"github.com/valetkit/valet/credentials"
@@ -78,6 +79,7 @@ var (
 	_ = redispool.New
 	_ = tool.New[struct{}, string]
 	_ = mcptool.Connect
+	_ = transcript.New
 	_ = agentexec.New
 	_ = redisbus.New
 	_ = rivertrigger.New
