@@ -324,6 +324,11 @@ func (h *Handler) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		abort(w)
 		return
 	}
+	if f.Status != 0 && !f.Drop && f.Body != "" {
+		writeRawBody(w, f)
+		h.setStatus(idx, f.Status)
+		return
+	}
 	if f.Status != 0 && !f.Drop {
 		e := f.apiError()
 		h.writeError(w, idx, &e)
