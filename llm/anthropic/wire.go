@@ -119,6 +119,9 @@ func (c *Client) request(req llm.Request, stream bool) (*wireRequest, error) {
 	}
 	for _, t := range req.Tools {
 		schema := trimJSON(t.Parameters)
+		if string(schema) == "{}" {
+			schema = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
 		if schema[0] != '{' {
 			return nil, &llm.Error{Kind: llm.KindBadRequest, Message: fmt.Sprintf("tool %q: parameters are not a JSON object", t.Name)}
 		}
