@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"net/url"
 	"os"
 	"sort"
 	"strings"
@@ -87,14 +88,14 @@ type Config struct {
 // String prints the configuration without its secrets.
 func (c Config) String() string {
 	return fmt.Sprintf("anthropic.Config{Model: %q, BaseURL: %q, APIKey: %s, Headers: %s, DisableCaching: %v}",
-		c.Model, c.BaseURL, redacted(c.APIKey), headerNames(c.Headers), c.DisableCaching)
+		c.Model, redactURL(c.BaseURL), redacted(c.APIKey), headerNames(c.Headers), c.DisableCaching)
 }
 
 // LogValue logs the configuration without its secrets.
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("model", c.Model),
-		slog.String("base_url", c.BaseURL),
+		slog.String("base_url", redactURL(c.BaseURL)),
 		slog.String("api_key", redacted(c.APIKey)),
 		slog.String("headers", headerNames(c.Headers)),
 		slog.Bool("disable_caching", c.DisableCaching),
@@ -106,6 +107,29 @@ func redacted(s string) string {
 		return `""`
 	}
 	return "REDACTED"
+}
+
+// redactURL hides the userinfo (user name and password) and the query
+// values of a URL: a proxy's credentials may be there.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		if raw == "" {
+			return ""
+		}
+		return "REDACTED"
+	}
+	if u.User != nil {
+		u.User = url.User("REDACTED")
+	}
+	if u.RawQuery != "" {
+		q := u.Query()
+		for k := range q {
+			q[k] = []string{"REDACTED"}
+		}
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
 }
 
 // headerNames lists header names only: their values may be credentials.
@@ -171,6 +195,18 @@ func New(cfg Config) *Client {
 	if cfg.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
 		c.secrets = append(c.secrets, cfg.APIKey)
+	}
+	if u, err := url.Parse(c.baseURL); err == nil {
+		if p, ok := u.User.Password(); ok && p != "" {
+			c.secrets = append(c.secrets, p)
+		}
+		for _, vs := range u.Query() {
+			for _, v := range vs {
+				if len(v) >= 8 {
+					c.secrets = append(c.secrets, v)
+				}
+			}
+		}
 	}
 	names := make([]string, 0, len(cfg.Headers))
 	for k := range cfg.Headers {

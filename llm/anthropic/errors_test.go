@@ -123,7 +123,7 @@ func TestAPIKeyNotInErrors(t *testing.T) {
 	if llm.KindOf(err) != llm.KindAuth || strings.Contains(err.Error(), testKey) || !strings.Contains(err.Error(), "REDACTED") {
 		t.Fatalf("%v", err)
 	}
-	cfg := Config{APIKey: testKey}
+	cfg := Config{APIKey: testKey, BaseURL: "https://proxy-user:" + testKey + "@proxy.example/anthropic?sig=" + testKey}
 	if s := cfg.String() + fmt.Sprint(cfg); strings.Contains(s, testKey) {
 		t.Errorf("Config prints its key: %s", s)
 	}
