@@ -101,7 +101,7 @@ func loopUsage(t testing.TB, caching bool) (llm.Usage, []llm.Usage) {
 		replies = append(replies, llmtest.Calls(llmtest.Call("lookup", fmt.Sprintf(`{"id":"r%d"}`, i))))
 	}
 	replies = append(replies, llmtest.Text("Here is the summary."))
-	srv := llmtest.NewAnthropicServer(llmtest.NewScript(replies...))
+	srv := llmtest.NewAnthropicServer(llmtest.NewScript(replies...), llmtest.WithMinCacheTokens(1024)) // Sonnet's minimum
 	defer srv.Close()
 	c := anthropic.New(anthropic.Config{BaseURL: srv.URL, HTTPClient: srv.Client(), DisableCaching: !caching})
 	system := "You are a careful research assistant. " + strings.Repeat("Follow the house rules on sources, tone and format. ", 80)

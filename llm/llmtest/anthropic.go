@@ -83,8 +83,9 @@ type AnthropicServer struct {
 
 // NewAnthropicServer starts an AnthropicServer that answers with model.
 // Of the ServerOptions it honours WithAPIKey (the key is then required in
-// the x-api-key header), WithLatency and WithMaxContextChars (a prompt of
-// more tokens than n is refused with "prompt is too long").
+// the x-api-key header), WithLatency, WithMaxContextChars (a prompt of
+// more tokens than n is refused with "prompt is too long") and
+// WithMinCacheTokens.
 func NewAnthropicServer(model llm.Client, opts ...ServerOption) *AnthropicServer {
 	s := &AnthropicServer{model: model, cache: map[string]bool{}}
 	for _, o := range opts {

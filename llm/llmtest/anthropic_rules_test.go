@@ -164,3 +164,15 @@ func TestAnthropicServerCacheAccounting(t *testing.T) {
 		t.Errorf("Usage %+v", u)
 	}
 }
+
+// Below WithMinCacheTokens a breakpoint caches nothing, as on the API.
+func TestAnthropicServerMinCacheTokens(t *testing.T) {
+	srv := llmtest.NewAnthropicServer(llmtest.NewScript(llmtest.Text("a"), llmtest.Text("b")), llmtest.WithMinCacheTokens(1024))
+	defer srv.Close()
+	short := `{"model":"m","max_tokens":10,"system":[{"type":"text","text":"short","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":"hi"}]}`
+	for range 2 {
+		if status, _, b := postMessages(t, srv, "", short); status != 200 || !strings.Contains(string(b), `"cache_creation_input_tokens":0,"cache_read_input_tokens":0`) {
+			t.Fatalf("%d %s", status, b)
+		}
+	}
+}

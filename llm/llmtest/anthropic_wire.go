@@ -327,6 +327,7 @@ func (d *anthropicRequest) usage(s *AnthropicServer, key string) promptUsage {
 		h.Write([]byte(role))
 		h.Write(b)
 		tokens += (len(b) + 3) / 4
+		marked = marked && tokens >= s.opts.minCacheTokens
 		points = append(points, point{hash: hex.EncodeToString(h.Sum(nil)), tokens: tokens, marked: marked})
 	}
 	for _, t := range d.Tools {
