@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -81,11 +82,22 @@ type Consumed = budget.Consumed
 type Price struct {
 	InputPerMillion  float64
 	OutputPerMillion float64
+	// CacheReadPerMillion prices the input tokens read from a prompt cache
+	// (llm.Usage.CacheReadTokens). Zero: InputPerMillion.
+	CacheReadPerMillion float64
+	// CacheWritePerMillion prices the input tokens written to a prompt
+	// cache (llm.Usage.CacheWriteTokens). Zero: InputPerMillion.
+	CacheWritePerMillion float64
 }
 
-// Cost returns the price of u.
+// Cost returns the price of u: its uncached input at InputPerMillion, its
+// cache reads and writes at their own prices, its output at
+// OutputPerMillion.
 func (p Price) Cost(u llm.Usage) float64 {
-	return (float64(u.InputTokens)*p.InputPerMillion + float64(u.OutputTokens)*p.OutputPerMillion) / 1e6
+	read := cmp.Or(p.CacheReadPerMillion, p.InputPerMillion)
+	write := cmp.Or(p.CacheWritePerMillion, p.InputPerMillion)
+	return (float64(u.Uncached())*p.InputPerMillion + float64(u.CacheReadTokens)*read +
+		float64(u.CacheWriteTokens)*write + float64(u.OutputTokens)*p.OutputPerMillion) / 1e6
 }
 
 // Prices maps model names to their prices. A model is found by its exact
@@ -127,22 +139,40 @@ func dated(s string) bool {
 	return true
 }
 
-// DefaultPrices returns a new table of OpenAI list prices (standard tier,
-// per million tokens, as published in 2025). They change: set
-// Config.Prices for the models and prices you pay.
+// DefaultPrices returns a new table of OpenAI and Anthropic list prices
+// (standard tier, per million tokens, as published in 2025; Claude's cache
+// writes (5-minute) at 1.25 times and cache reads at 0.1 times the input
+// price). They change: set Config.Prices for the models and prices you pay.
 func DefaultPrices() Prices {
 	return Prices{
-		"gpt-4o":       {2.50, 10.00},
-		"gpt-4o-mini":  {0.15, 0.60},
-		"gpt-4.1":      {2.00, 8.00},
-		"gpt-4.1-mini": {0.40, 1.60},
-		"gpt-4.1-nano": {0.10, 0.40},
-		"gpt-5":        {1.25, 10.00},
-		"gpt-5-mini":   {0.25, 2.00},
-		"gpt-5-nano":   {0.05, 0.40},
-		"o3":           {2.00, 8.00},
-		"o4-mini":      {1.10, 4.40},
+		"gpt-4o":       {InputPerMillion: 2.50, OutputPerMillion: 10.00},
+		"gpt-4o-mini":  {InputPerMillion: 0.15, OutputPerMillion: 0.60},
+		"gpt-4.1":      {InputPerMillion: 2.00, OutputPerMillion: 8.00},
+		"gpt-4.1-mini": {InputPerMillion: 0.40, OutputPerMillion: 1.60},
+		"gpt-4.1-nano": {InputPerMillion: 0.10, OutputPerMillion: 0.40},
+		"gpt-5":        {InputPerMillion: 1.25, OutputPerMillion: 10.00},
+		"gpt-5-mini":   {InputPerMillion: 0.25, OutputPerMillion: 2.00},
+		"gpt-5-nano":   {InputPerMillion: 0.05, OutputPerMillion: 0.40},
+		"o3":           {InputPerMillion: 2.00, OutputPerMillion: 8.00},
+		"o4-mini":      {InputPerMillion: 1.10, OutputPerMillion: 4.40},
+
+		"claude-opus-4-5":   claudePrice(5, 25),
+		"claude-opus-4-1":   claudePrice(15, 75),
+		"claude-opus-4-0":   claudePrice(15, 75),
+		"claude-opus-4":     claudePrice(15, 75),
+		"claude-sonnet-4-5": claudePrice(3, 15),
+		"claude-sonnet-4-0": claudePrice(3, 15),
+		"claude-sonnet-4":   claudePrice(3, 15),
+		"claude-3-7-sonnet": claudePrice(3, 15),
+		"claude-haiku-4-5":  claudePrice(1, 5),
+		"claude-3-5-haiku":  claudePrice(0.80, 4),
 	}
+}
+
+// claudePrice is an Anthropic model's price: cache writes at 1.25 times
+// and cache reads at 0.1 times the input price.
+func claudePrice(in, out float64) Price {
+	return Price{InputPerMillion: in, OutputPerMillion: out, CacheReadPerMillion: in / 10, CacheWritePerMillion: in * 1.25}
 }
 
 // notAmount reports whether v is not an amount of money (or a share):
@@ -152,7 +182,7 @@ func notAmount(v float64) bool { return v < 0 || math.IsNaN(v) || math.IsInf(v, 
 // checkPrices reports a negative or non-finite price.
 func checkPrices(p Prices) error {
 	for name, pr := range p {
-		for _, v := range [...]float64{pr.InputPerMillion, pr.OutputPerMillion} {
+		for _, v := range [...]float64{pr.InputPerMillion, pr.OutputPerMillion, pr.CacheReadPerMillion, pr.CacheWritePerMillion} {
 			if notAmount(v) {
 				return fmt.Errorf("%w: the price of %q is %+v", ErrInvalidConfig, name, pr)
 			}

@@ -81,17 +81,39 @@ type Request struct {
 // spending: budget.Consumed (agent.Consumed, trigger.Usage) measures a
 // whole run — tokens, dollars, wall clock and tool calls — and its Tokens
 // is the sum of Usage.Total over the run's model calls.
+//
+// InputTokens counts every input token, those a provider's prompt cache
+// served or stored included; CacheReadTokens and CacheWriteTokens say how
+// many of them were read from the cache (billed at a fraction of the
+// input price) and written to it (billed at a premium). The input billed
+// at the full price is InputTokens - CacheReadTokens - CacheWriteTokens
+// (Usage.Uncached). A backend without prompt caching leaves both at 0.
 type Usage struct {
 	InputTokens  int `json:"input_tokens"`
 	OutputTokens int `json:"output_tokens"`
+	// CacheReadTokens is the part of InputTokens read from the provider's
+	// prompt cache (Anthropic's cache_read_input_tokens). Default 0.
+	CacheReadTokens int `json:"cache_read_tokens,omitempty"`
+	// CacheWriteTokens is the part of InputTokens written to the provider's
+	// prompt cache (Anthropic's cache_creation_input_tokens). Default 0.
+	CacheWriteTokens int `json:"cache_write_tokens,omitempty"`
 }
 
 // Total returns InputTokens + OutputTokens.
 func (u Usage) Total() int { return u.InputTokens + u.OutputTokens }
 
+// Uncached returns the input tokens neither read from nor written to a
+// prompt cache: those billed at the full input price.
+func (u Usage) Uncached() int { return u.InputTokens - u.CacheReadTokens - u.CacheWriteTokens }
+
 // Add returns the sum of u and o.
 func (u Usage) Add(o Usage) Usage {
-	return Usage{InputTokens: u.InputTokens + o.InputTokens, OutputTokens: u.OutputTokens + o.OutputTokens}
+	return Usage{
+		InputTokens:      u.InputTokens + o.InputTokens,
+		OutputTokens:     u.OutputTokens + o.OutputTokens,
+		CacheReadTokens:  u.CacheReadTokens + o.CacheReadTokens,
+		CacheWriteTokens: u.CacheWriteTokens + o.CacheWriteTokens,
+	}
 }
 
 // Response is the model's complete reply. Message has RoleAssistant.

@@ -33,6 +33,14 @@
 //	OPENAI_API_KEY=sk-... go run ./examples/assistant
 //	OPENAI_API_KEY=unused OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_MODEL=llama3.1 go run ./examples/assistant -i
 //
+// With ANTHROPIC_API_KEY set instead, it talks to Claude through
+// anthropic.FromEnv (Anthropic's Messages API, with prompt caching);
+// ANTHROPIC_MODEL picks the model (default claude-sonnet-4-5) and
+// ANTHROPIC_BASE_URL the endpoint. When both keys are set, OPENAI_API_KEY
+// wins:
+//
+//	ANTHROPIC_API_KEY=sk-ant-... go run ./examples/assistant -i
+//
 // -offline keeps the scripted model even when a key is set, -tz sets the
 // user's time zone (default Europe/Paris) and -v logs debug traces to
 // stderr.

@@ -18,6 +18,7 @@ import (
 	"github.com/valetkit/valet/agent/transcript"
 	"github.com/valetkit/valet/credentials"
 	"github.com/valetkit/valet/llm"
+	"github.com/valetkit/valet/llm/anthropic"
 	"github.com/valetkit/valet/llm/openai"
 )
 
@@ -32,7 +33,7 @@ const defaultTimeZone = "Europe/Paris"
 // options are the command-line settings of run.
 type options struct {
 	Interactive bool      // -i: chat on stdin instead of playing the demo
-	Offline     bool      // -offline: use the scripted model even if OPENAI_API_KEY is set
+	Offline     bool      // -offline: use the scripted model even if OPENAI_API_KEY or ANTHROPIC_API_KEY is set
 	TimeZone    string    // -tz: the user's IANA time zone; "" is defaultTimeZone
 	Verbose     bool      // -v: debug logs (tool calls, retries) on Logs
 	Postgres    string    // -postgres: keep credentials, history and memory on PostgreSQL at this URL; "" keeps them in memory
@@ -48,7 +49,7 @@ type options struct {
 func main() {
 	opts := options{In: os.Stdin, Logs: os.Stderr, EchoInput: !isTerminal(os.Stdin)}
 	flag.BoolVar(&opts.Interactive, "i", false, "chat interactively: read messages from stdin")
-	flag.BoolVar(&opts.Offline, "offline", false, "use the offline scripted model even when OPENAI_API_KEY is set")
+	flag.BoolVar(&opts.Offline, "offline", false, "use the offline scripted model even when OPENAI_API_KEY or ANTHROPIC_API_KEY is set")
 	flag.StringVar(&opts.TimeZone, "tz", defaultTimeZone, "the user's time zone (IANA name)")
 	flag.BoolVar(&opts.Verbose, "v", false, "log debug traces to stderr")
 	flag.StringVar(&opts.Postgres, "postgres", "", "keep credentials (encrypted with the key in "+EnvCredentialsKey+"), conversation history and learned facts on PostgreSQL at this `URL` (default: in memory)")
@@ -57,6 +58,7 @@ func main() {
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./examples/assistant [-i] [-offline] [-tz zone] [-v] [-postgres URL] [-mcp command] [-transcript DIR]\n\n"+
 			"Without OPENAI_API_KEY the model is a local script; with it, OPENAI_BASE_URL and OPENAI_MODEL are optional.\n"+
+			"With ANTHROPIC_API_KEY instead, the model is Claude; ANTHROPIC_BASE_URL and ANTHROPIC_MODEL are optional.\n"+
 			"In -i mode, /connect google TOKEN saves a credential for the calendar_today tool; /disconnect google deletes it.\n"+
 			"The bot remembers facts you tell it about yourself and recalls them when relevant.\n"+
 			"Without -postgres, credentials, history and facts are kept in memory and lost at exit;\n"+
@@ -306,8 +308,9 @@ func readLines(ctx context.Context, r io.Reader) <-chan string {
 	return lines
 }
 
-// chooseModel returns the OpenAI client when OPENAI_API_KEY is set, and the
-// offline script otherwise.
+// chooseModel returns the OpenAI client when OPENAI_API_KEY is set, the
+// Anthropic client when ANTHROPIC_API_KEY is (OPENAI_API_KEY wins when both
+// are), and the offline script otherwise.
 func chooseModel(w io.Writer, opts options) (llm.Client, error) {
 	if opts.Model != nil {
 		fmt.Fprintln(w, "model: supplied by the caller")
@@ -325,7 +328,19 @@ func chooseModel(w io.Writer, opts options) (llm.Client, error) {
 		fmt.Fprintf(w, "model: %s at %s (OPENAI_API_KEY is set)\n", c.Model(), endpoint)
 		return c, nil
 	}
-	fmt.Fprintln(w, "model: offline script (set OPENAI_API_KEY to use a real model)")
+	if !opts.Offline && os.Getenv(anthropic.EnvAPIKey) != "" {
+		c, err := anthropic.FromEnv() // ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, ANTHROPIC_MODEL
+		if err != nil {
+			return nil, err
+		}
+		endpoint := os.Getenv(anthropic.EnvBaseURL)
+		if endpoint == "" {
+			endpoint = anthropic.DefaultBaseURL
+		}
+		fmt.Fprintf(w, "model: %s at %s (ANTHROPIC_API_KEY is set)\n", c.Model(), endpoint)
+		return c, nil
+	}
+	fmt.Fprintln(w, "model: offline script (set OPENAI_API_KEY or ANTHROPIC_API_KEY to use a real model)")
 	if opts.Interactive {
 		return replModel(), nil
 	}
@@ -362,9 +377,9 @@ func logger(opts options) *slog.Logger {
 func describeError(err error) error {
 	switch llm.KindOf(err) {
 	case llm.KindAuth:
-		return fmt.Errorf("the model rejected the credentials (check OPENAI_API_KEY, or unset it to run offline): %w", err)
+		return fmt.Errorf("the model rejected the credentials (check OPENAI_API_KEY or ANTHROPIC_API_KEY, or unset it to run offline): %w", err)
 	case llm.KindUnavailable, llm.KindTimeout:
-		return fmt.Errorf("the model could not be reached (check OPENAI_BASE_URL and the network): %w", err)
+		return fmt.Errorf("the model could not be reached (check OPENAI_BASE_URL or ANTHROPIC_BASE_URL and the network): %w", err)
 	}
 	return err
 }

@@ -378,6 +378,40 @@ func TestRealMode(t *testing.T) {
 	}
 }
 
+// TestRealModeAnthropic runs the demo the way it runs with
+// ANTHROPIC_API_KEY set: the Anthropic client, over HTTP, against valet's
+// fake Messages API playing the demo script, with prompt caching.
+func TestRealModeAnthropic(t *testing.T) {
+	srv := llmtest.NewAnthropicServer(demoModel(), llmtest.WithAPIKey("sk-ant-test-secret"))
+	defer srv.Close()
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-test-secret")
+	t.Setenv("ANTHROPIC_BASE_URL", srv.URL)
+	t.Setenv("ANTHROPIC_MODEL", "claude-test")
+
+	var out bytes.Buffer
+	if err := run(context.Background(), &out, options{}); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	got := out.String()
+	for _, want := range []string{
+		"model: claude-test at " + srv.URL + " (ANTHROPIC_API_KEY is set)",
+		`✗ calculator {"expr":"(3 * 120 + 45) / 2"} failed`,
+		"bot> Each of you pays €202.50",
+		"tomorrow is best for a walk in Rome",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "sk-ant-test-secret") {
+		t.Error("the API key was printed")
+	}
+	if u := srv.Usage(); u.CacheReadTokens == 0 {
+		t.Errorf("the demo's later calls read nothing from the prompt cache: %+v", u)
+	}
+}
+
 // TestStreamDroppedAndRetried cuts the first streamed answer after two
 // chunks, as a flaky network does: the cut-off text is marked discarded,
 // and the retried answer is printed whole, once.

@@ -24,6 +24,18 @@
 // Its API is also a plain [http.Handler] ([NewHandler]) to serve on any
 // address or under a path prefix.
 //
+// [AnthropicServer] ([NewAnthropicServer]) is the same for Anthropic's
+// Messages API: it enforces the API's rules (alternating roles, each
+// tool_use answered by a tool_result in the next user turn, at most four
+// cache_control breakpoints, max_tokens required) and accounts for prompt
+// caching as the API does, per API key, so a test can measure what caching
+// saves ([AnthropicServer.Usage]). The same [Fault] values inject failures
+// into both servers ([Overloaded] and [HTMLError] among them).
+//
+// [ClientContract] is the behaviour every llm.Client backend shares (tool
+// round trips, streaming, error kinds, dropped streams, cancellation), run
+// against either fake server; llm/openai and llm/anthropic pass it.
+//
 // # Strict scripts
 //
 // A script must match the bot's model calls one for one, and the

@@ -1,8 +1,10 @@
 package llmtest
 
 import (
+	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -40,6 +42,12 @@ type Fault struct {
 	// non-streaming answer closes the connection before any response byte.
 	// Drop takes precedence over Status.
 	Drop bool
+
+	// Body, when set with a Status, is sent as the whole body of the error
+	// answer instead of the provider's JSON error, with Content-Type
+	// text/html when it starts with "<" (a proxy's or load balancer's error
+	// page) and text/plain otherwise. Default: the provider's JSON error.
+	Body string
 
 	// DropAfter is the number of data events a dropped stream sends before
 	// the cut. A value at least the length of the stream sends all chunks and
@@ -140,4 +148,27 @@ func (f Fault) apiError() apiError {
 // invalid returns a 400 invalid_request_error.
 func invalid(param, code, message string) *apiError {
 	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: param, Code: code, Message: message}
+}
+
+// Overloaded returns Anthropic's 529 overloaded_error fault (a 529 server
+// error on the OpenAI-compatible Server).
+func Overloaded() Fault { return Fault{Status: 529} }
+
+// HTMLError returns a fault that answers status with an HTML page, as a
+// proxy or load balancer in front of an API does.
+func HTMLError(status int) Fault {
+	return Fault{Status: status, Body: "<html>\r\n<head><title>" + strconv.Itoa(status) + " " + http.StatusText(status) +
+		"</title></head>\r\n<body>\r\n<center><h1>" + strconv.Itoa(status) + " " + http.StatusText(status) +
+		"</h1></center>\r\n<hr><center>cloudflare</center>\r\n</body>\r\n</html>\r\n"}
+}
+
+// writeRawBody answers with f.Body as it is.
+func writeRawBody(w http.ResponseWriter, f Fault) {
+	ct := "text/plain; charset=utf-8"
+	if strings.HasPrefix(strings.TrimSpace(f.Body), "<") {
+		ct = "text/html; charset=utf-8"
+	}
+	w.Header().Set("Content-Type", ct)
+	w.WriteHeader(f.Status)
+	_, _ = io.WriteString(w, f.Body)
 }

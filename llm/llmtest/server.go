@@ -29,6 +29,15 @@ type serverOptions struct {
 	apiKey          string
 	latency         time.Duration
 	embedder        llm.Embedder
+	minCacheTokens  int
+}
+
+// WithMinCacheTokens makes an [AnthropicServer] ignore the cache_control
+// breakpoints whose prefix is shorter than n tokens, as the Messages API
+// does (its minimum is 1,024 tokens for most Claude models, 2,048 or 4,096
+// for some). Default 0: every breakpoint caches. A [Server] ignores it.
+func WithMinCacheTokens(n int) ServerOption {
+	return func(o *serverOptions) { o.minCacheTokens = n }
 }
 
 // WithMaxContextChars makes the server answer 400 context_length_exceeded,
@@ -322,6 +331,11 @@ func (h *Handler) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := wait(ctx, h.opts.latency+f.Latency); err != nil {
 		h.setStatus(idx, StatusClientClosedRequest)
 		abort(w)
+		return
+	}
+	if f.Status != 0 && !f.Drop && f.Body != "" {
+		writeRawBody(w, f)
+		h.setStatus(idx, f.Status)
 		return
 	}
 	if f.Status != 0 && !f.Drop {

@@ -77,7 +77,7 @@ func Example() {
 	// Output:
 	// tool_calls call_0 get_weather {"city":"Paris"} 19
 	// Sunny in Paris.
-	// stop {InputTokens:30 OutputTokens:4}
+	// stop {InputTokens:30 OutputTokens:4 CacheReadTokens:0 CacheWriteTokens:0}
 }
 
 // Errors are classified by kind, whatever the server's error looks like.

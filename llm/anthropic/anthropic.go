@@ -1,0 +1,358 @@
+package anthropic
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"log/slog"
+	"math"
+	"net/http"
+	"net/url"
+	"os"
+	"sort"
+	"strings"
+
+	sdk "github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/option"
+
+	"github.com/valetkit/valet/llm"
+)
+
+// DefaultModel is the model used when [Config.Model] is empty.
+const DefaultModel = "claude-sonnet-4-5"
+
+// DefaultBaseURL is the endpoint used when [Config.BaseURL] is empty.
+const DefaultBaseURL = "https://api.anthropic.com"
+
+// DefaultMaxTokens is the reply cap sent as max_tokens (which the Messages
+// API requires) when neither the request nor [Config.MaxTokens] sets one.
+const DefaultMaxTokens = 4096
+
+// DefaultMaxResponseBytes is the cap on a reply used when
+// [Config.MaxResponseBytes] is zero: 8 MiB, far above the longest real
+// reply.
+const DefaultMaxResponseBytes = 8 << 20
+
+// MaxCacheBreakpoints is the most cache_control breakpoints the Messages API
+// accepts in one request; the client places at most this many.
+const MaxCacheBreakpoints = 4
+
+// ErrResponseTooLarge is the cause of the error returned for a reply larger
+// than [Config.MaxResponseBytes]: errors.Is(err, ErrResponseTooLarge).
+var ErrResponseTooLarge = errors.New("anthropic: reply too large")
+
+// The environment variables read by [FromEnv].
+const (
+	EnvAPIKey  = "ANTHROPIC_API_KEY"
+	EnvBaseURL = "ANTHROPIC_BASE_URL"
+	EnvModel   = "ANTHROPIC_MODEL"
+)
+
+// Config configures a [Client]. The zero value talks to Anthropic with
+// [DefaultModel], no API key and prompt caching on.
+type Config struct {
+	// Model is the model to call. Default: DefaultModel. A non-empty
+	// llm.Request.Model overrides it per call.
+	Model string
+	// APIKey is sent as the "x-api-key" header. Default: none (no header is
+	// sent; New never reads ANTHROPIC_API_KEY, FromEnv does).
+	APIKey string
+	// BaseURL is the API root, the part before "/v1/messages".
+	// Default: DefaultBaseURL.
+	BaseURL string
+	// HTTPClient sends the requests. Default: a client with no overall
+	// timeout; the ctx of each call governs how long it may take.
+	HTTPClient *http.Client
+	// Headers are extra headers sent with every request, e.g.
+	// "anthropic-beta". Default: none.
+	Headers map[string]string
+	// MaxTokens is sent as max_tokens when a request does not set
+	// llm.Request.MaxTokens. Default: DefaultMaxTokens.
+	MaxTokens int
+	// MaxResponseBytes caps what is read of one reply (a whole body, each
+	// event of a stream, and the text and tool calls a stream
+	// accumulates); past it the call fails with an *llm.Error of kind
+	// llm.KindUnknown for which errors.Is(err, ErrResponseTooLarge) holds.
+	// Default (zero or negative): DefaultMaxResponseBytes.
+	MaxResponseBytes int64
+	// DisableCaching turns automatic prompt caching off: no cache_control
+	// breakpoint is sent. Default: false (caching on; see the package
+	// documentation).
+	DisableCaching bool
+}
+
+// String prints the configuration without its secrets.
+func (c Config) String() string {
+	return fmt.Sprintf("anthropic.Config{Model: %q, BaseURL: %q, APIKey: %s, Headers: %s, DisableCaching: %v}",
+		c.Model, redactURL(c.BaseURL), redacted(c.APIKey), headerNames(c.Headers), c.DisableCaching)
+}
+
+// LogValue logs the configuration without its secrets.
+func (c Config) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("model", c.Model),
+		slog.String("base_url", redactURL(c.BaseURL)),
+		slog.String("api_key", redacted(c.APIKey)),
+		slog.String("headers", headerNames(c.Headers)),
+		slog.Bool("disable_caching", c.DisableCaching),
+	)
+}
+
+func redacted(s string) string {
+	if s == "" {
+		return `""`
+	}
+	return "REDACTED"
+}
+
+// redactURL hides the userinfo (user name and password) and the query
+// values of a URL: a proxy's credentials may be there.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		if raw == "" {
+			return ""
+		}
+		return "REDACTED"
+	}
+	if u.User != nil {
+		u.User = url.User("REDACTED")
+	}
+	if u.RawQuery != "" {
+		q := u.Query()
+		for k := range q {
+			q[k] = []string{"REDACTED"}
+		}
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
+
+// headerNames lists header names only: their values may be credentials.
+func headerNames(h map[string]string) string {
+	names := make([]string, 0, len(h))
+	for k := range h {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return "[" + strings.Join(names, " ") + "]"
+}
+
+// Client is an [llm.Client] for Anthropic's Messages API. It is safe for
+// concurrent use.
+type Client struct {
+	svc       sdk.MessageService
+	model     string
+	baseURL   string
+	maxTokens int
+	maxBytes  int64
+	caching   bool
+	secrets   []string // only to scrub them from error messages
+}
+
+var _ llm.Client = (*Client)(nil)
+
+// New returns a Client for cfg. It never fails: a malformed BaseURL is
+// reported by the first call.
+//
+// Unlike the SDK's anthropic.NewClient, New reads no environment variables
+// nor credential files; use [FromEnv] for the environment. The SDK's own
+// retries are off: the caller (the agent loop) decides what to retry from
+// the error kind.
+func New(cfg Config) *Client {
+	c := &Client{
+		model:     cfg.Model,
+		baseURL:   cfg.BaseURL,
+		maxTokens: cfg.MaxTokens,
+		maxBytes:  cfg.MaxResponseBytes,
+		caching:   !cfg.DisableCaching,
+	}
+	if c.model == "" {
+		c.model = DefaultModel
+	}
+	if c.baseURL == "" {
+		c.baseURL = DefaultBaseURL
+	}
+	if c.maxTokens <= 0 {
+		c.maxTokens = DefaultMaxTokens
+	}
+	if c.maxBytes <= 0 {
+		c.maxBytes = DefaultMaxResponseBytes
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	opts := []option.RequestOption{
+		option.WithHTTPClient(hc),
+		option.WithMaxRetries(0),
+		option.WithBaseURL(c.baseURL),
+	}
+	if cfg.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(cfg.APIKey))
+		c.secrets = append(c.secrets, cfg.APIKey)
+	}
+	if u, err := url.Parse(c.baseURL); err == nil {
+		if p, ok := u.User.Password(); ok && p != "" {
+			c.secrets = append(c.secrets, p)
+		}
+		for _, vs := range u.Query() {
+			for _, v := range vs {
+				if len(v) >= 8 {
+					c.secrets = append(c.secrets, v)
+				}
+			}
+		}
+	}
+	names := make([]string, 0, len(cfg.Headers))
+	for k := range cfg.Headers {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		opts = append(opts, option.WithHeader(k, cfg.Headers[k]))
+		if v := cfg.Headers[k]; len(v) >= 8 {
+			c.secrets = append(c.secrets, v)
+		}
+	}
+	c.svc = sdk.NewMessageService(opts...)
+	return c
+}
+
+// FromEnv returns a Client configured from ANTHROPIC_API_KEY (required),
+// ANTHROPIC_BASE_URL and ANTHROPIC_MODEL (optional).
+func FromEnv() (*Client, error) {
+	key := os.Getenv(EnvAPIKey)
+	if key == "" {
+		return nil, errors.New("anthropic: " + EnvAPIKey + " is not set")
+	}
+	return New(Config{APIKey: key, BaseURL: os.Getenv(EnvBaseURL), Model: os.Getenv(EnvModel)}), nil
+}
+
+// Model returns the configured model (the one used when a request names none).
+func (c *Client) Model() string { return c.model }
+
+// Complete sends req and returns the whole reply.
+func (c *Client) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	res, err := c.send(ctx, req, false)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	body, err := c.readBody(res.Body)
+	if err != nil {
+		return nil, c.classify(ctx, failure{err: err})
+	}
+	var w wireResponse
+	if err := json.Unmarshal(body, &w); err != nil {
+		return nil, c.classify(ctx, failure{status: res.StatusCode, body: body, malformed: true,
+			err: fmt.Errorf("anthropic: decoding response: %w", err)})
+	}
+	if w.Type == "error" {
+		return nil, c.classify(ctx, failure{body: body, inline: true})
+	}
+	return w.response()
+}
+
+// Stream sends req with "stream": true and yields the reply's text as it
+// arrives, then one final chunk carrying the assembled [llm.Response].
+// Breaking out of the range closes the HTTP response body.
+func (c *Client) Stream(ctx context.Context, req llm.Request) iter.Seq2[llm.Chunk, error] {
+	return func(yield func(llm.Chunk, error) bool) {
+		res, err := c.send(ctx, req, true)
+		if err != nil {
+			yield(llm.Chunk{}, err)
+			return
+		}
+		defer res.Body.Close()
+		c.readStream(ctx, res, yield)
+	}
+}
+
+// send encodes req, posts it through the SDK and returns the raw response
+// of a 2xx answer, or the classified error of anything else.
+func (c *Client) send(ctx context.Context, req llm.Request, stream bool) (*http.Response, error) {
+	w, err := c.request(req, stream)
+	if err != nil {
+		return nil, err
+	}
+	body, err := json.Marshal(w)
+	if err != nil {
+		return nil, &llm.Error{Kind: llm.KindBadRequest, Message: "encoding the request: " + err.Error()}
+	}
+	var res *http.Response
+	_, err = c.svc.New(ctx, sdk.MessageNewParams{},
+		option.WithRequestBody("application/json", body),
+		option.WithResponseBodyInto(&res),
+		option.WithMiddleware(c.capErrorBody))
+	if res != nil && res.StatusCode >= 400 {
+		b, _ := io.ReadAll(io.LimitReader(res.Body, c.maxBytes))
+		res.Body.Close()
+		return nil, c.classify(ctx, failure{status: res.StatusCode, header: res.Header, body: b})
+	}
+	var apiErr *sdk.Error
+	if errors.As(err, &apiErr) && apiErr.Response != nil {
+		// The SDK read the error answer itself.
+		return nil, c.classify(ctx, failure{status: apiErr.StatusCode, header: apiErr.Response.Header, body: []byte(apiErr.RawJSON())})
+	}
+	if err != nil {
+		if res != nil && res.Body != nil {
+			res.Body.Close()
+		}
+		return nil, c.classify(ctx, failure{err: err})
+	}
+	if res == nil || res.Body == nil {
+		return nil, c.classify(ctx, failure{err: errors.New("anthropic: no response")})
+	}
+	return res, nil
+}
+
+// capErrorBody cuts the body of an error answer at the cap before the SDK
+// reads it.
+func (c *Client) capErrorBody(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	res, err := next(req)
+	if err == nil && res != nil && res.Body != nil && res.StatusCode >= 400 {
+		res.Body = limitedBody{Reader: io.LimitReader(res.Body, c.maxBytes), Closer: res.Body}
+	}
+	return res, err
+}
+
+type limitedBody struct {
+	io.Reader
+	io.Closer
+}
+
+// readBody reads a whole reply body up to the cap.
+func (c *Client) readBody(r io.Reader) ([]byte, error) {
+	n := c.maxBytes
+	if n < math.MaxInt64 {
+		n++
+	}
+	body, err := io.ReadAll(io.LimitReader(r, n))
+	if err == nil && int64(len(body)) > c.maxBytes {
+		return nil, ErrResponseTooLarge
+	}
+	return body, err
+}
+
+// scrub replaces every credential in s by REDACTED.
+func (c *Client) scrub(s string) string {
+	for _, k := range c.secrets {
+		s = strings.ReplaceAll(s, k, "REDACTED")
+	}
+	return s
+}
+
+// trimJSON returns raw with surrounding space removed, or "{}" when it is
+// empty or null.
+func trimJSON(raw json.RawMessage) json.RawMessage {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || string(t) == "null" {
+		return json.RawMessage("{}")
+	}
+	return t
+}
