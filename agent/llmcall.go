@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -122,15 +123,7 @@ func (r *run) callAside(req llm.Request) (*llm.Response, error) {
 
 func (r *run) send(req llm.Request) (*llm.Response, error) {
 	ctx := r.chatCtx(r.clock.start())
-	var (
-		resp *llm.Response
-		err  error
-	)
-	if r.emit == nil {
-		resp, err = r.o.llm.Complete(ctx, req)
-	} else {
-		resp, err = r.sendStream(ctx, req)
-	}
+	resp, err := r.callClient(ctx, req)
 	timedOut := r.clock.stop()
 	if err == nil && resp == nil {
 		err = &llm.Error{Kind: llm.KindUnknown, Message: "the model client returned neither a response nor an error"}
@@ -139,6 +132,28 @@ func (r *run) send(req llm.Request) (*llm.Response, error) {
 		err = &llm.Error{Kind: llm.KindTimeout, Message: "no reply within LLMTimeout " + r.o.loop.LLMTimeout.String(), Err: err}
 	}
 	return resp, err
+}
+
+// callClient calls the model client, turning a panic in it into an error
+// of KindUnknown (not retried): the run ends as a failed run, its spans,
+// steps and log lines closed, instead of taking the caller down.
+func (r *run) callClient(ctx context.Context, req llm.Request) (resp *llm.Response, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			resp, err = nil, r.clientPanicked(v)
+		}
+	}()
+	if r.emit == nil {
+		return r.o.llm.Complete(ctx, req)
+	}
+	return r.sendStream(ctx, req)
+}
+
+// clientPanicked logs a model client's panic (its text masked) and
+// returns the error the call fails with.
+func (r *run) clientPanicked(v any) error {
+	r.log().ErrorContext(r.ctx, "agent: the model client panicked", "panic", maskText(fmt.Sprint(v)), "stack", string(debug.Stack()))
+	return &llm.Error{Kind: llm.KindUnknown, Message: "the model client panicked"}
 }
 
 // errLLMTimeout is the cause of a model call's ctx when LLMTimeout ran out.

@@ -274,6 +274,15 @@ func (o *Orchestrator) observeExtraction(ctx context.Context, x extraction, s St
 	return time.Now()
 }
 
+// observerOf is obs, or nil when it is a typed nil (an *AsyncObserver set
+// only when observing is on).
+func observerOf(obs Observer) Observer {
+	if isNil(obs) {
+		return nil
+	}
+	return obs
+}
+
 // observe calls the Observer, containing a panic: the first is logged.
 func (o *Orchestrator) observe(ctx context.Context, s Step) {
 	defer func() {

@@ -140,7 +140,7 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 		ctxm:  ctxm,
 		loop:  loop,
 		hooks: cfg.Hooks,
-		obs:   cfg.Observer,
+		obs:   observerOf(cfg.Observer),
 		cfg:   cfg,
 		log:   cfg.Logger,
 		loc:   cfg.Location,

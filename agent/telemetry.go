@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"reflect"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -98,6 +99,14 @@ type telemetry struct {
 }
 
 func newTelemetry(cfg Config) (*telemetry, error) {
+	// A provider set only when tracing is enabled is a nil pointer
+	// otherwise: that is none.
+	if isNil(cfg.TracerProvider) {
+		cfg.TracerProvider = nil
+	}
+	if isNil(cfg.MeterProvider) {
+		cfg.MeterProvider = nil
+	}
 	if cfg.TracerProvider == nil && cfg.MeterProvider == nil {
 		return nil, nil
 	}
@@ -344,6 +353,22 @@ func (r *run) startTool(c llm.ToolCall, resumed bool, links ...trace.Link) toolT
 	return tt
 }
 
+// otherTool is the tool name on metrics of a call to a tool the run does
+// not have: the names a model makes up must not each open a series.
+const otherTool = "_OTHER"
+
+// metricToolName is name when the run has that tool or Agent-Tool, else
+// otherTool.
+func (r *run) metricToolName(name string) string {
+	if _, ok := r.tools().Get(name); ok {
+		return name
+	}
+	if r.o.callable[name] != nil {
+		return name
+	}
+	return otherTool
+}
+
 // toolCtx is ctx carrying the call's span, so that the tool's own spans
 // nest under execute_tool.
 func (tt toolTel) ctx(ctx context.Context) context.Context {
@@ -362,7 +387,7 @@ func (r *run) endTool(tt toolTel, name string, out *callOutcome) {
 		errType = toolErrorType(out)
 	}
 	if m := t.m; m != nil {
-		m.tool(context.WithoutCancel(r.ctx), name, errType, time.Since(tt.t0))
+		m.tool(context.WithoutCancel(r.ctx), r.metricToolName(name), errType, time.Since(tt.t0))
 	}
 	if tt.span == nil {
 		return
@@ -447,4 +472,18 @@ func (r *run) startResumed(name string, e *pool.Entry) toolTel {
 func (r *run) endResumed(tt toolTel, name, content string, isErr bool) {
 	out := callOutcome{result: tool.Result{Content: content, IsError: isErr}}
 	r.endTool(tt, name, &out)
+}
+
+// isNil reports whether v is nil or an interface holding a nil pointer,
+// map, slice, func or channel (a typed nil, such as a
+// (*sdktrace.TracerProvider)(nil) set only when tracing is on).
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
 }

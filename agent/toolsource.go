@@ -58,7 +58,7 @@ func (r *run) loadSources() {
 	for i, s := range srcs {
 		ts, err := readSource(r.ctx, s)
 		if err != nil {
-			r.log().WarnContext(r.ctx, "agent: a tool source failed; this run goes on without its tools", "source", i, "err", err)
+			r.log().WarnContext(r.ctx, "agent: a tool source failed; this run goes on without its tools", "source", i, "err", maskText(err.Error()))
 			continue
 		}
 		lists[i] = ts
