@@ -37,6 +37,15 @@
 // remote $ref is never fetched): Set.Refused lists them with the reason,
 // and the server's other tools stay usable.
 //
+// What a server lists is sent to the model with every request, so it is
+// bounded: a description longer than Config.MaxDescriptionBytes (4 KiB)
+// is cut and ends with a note saying so; a tool whose input schema is
+// larger than Config.MaxSchemaBytes (64 KiB) or nests objects and arrays
+// deeper than Config.MaxSchemaDepth (32) is refused before its schema is
+// compiled. Compiled schemas are kept by a hash of their JSON, so a
+// listing that changed nothing compiles nothing; listing and compiling
+// happen within Config.InitTimeout, without holding up calls or Close.
+//
 // The model's arguments are validated against the server's input schema
 // before the call, like the arguments of any tool: invalid ones come back
 // to the model as a *tool.ArgumentError listing every problem, and the
@@ -54,7 +63,8 @@
 // resources are described in a line, never dumped. A result longer than
 // Config.MaxResultBytes is cut and says so. A result the server marks
 // isError is an error (matching ErrToolFailed) whose text the model reads
-// as the tool's failure. Whatever a server returns is untrusted data: the
+// as the tool's failure. No message larger than Config.MaxMessageBytes
+// (16 MiB) is read, over stdio or HTTP: the call fails saying so. Whatever a server returns is untrusted data: the
 // orchestrator gives it to the model as a tool result, never as
 // instructions.
 //
@@ -83,5 +93,7 @@
 // tools again. After a failed start, attempts wait Config.RetryDelay,
 // doubling, so a dead server costs a run nothing but a WARN line.
 //
-// Close stops the session and a command's whole process group.
+// Close stops the session and a command's whole process group, and
+// cancels a start of the server in progress: a Tools or call waiting for
+// it returns ErrClosed at once.
 package mcptool

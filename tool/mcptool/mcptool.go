@@ -50,6 +50,17 @@ const (
 	DefaultCallTimeout    = 60 * time.Second
 	DefaultInitTimeout    = 30 * time.Second
 	DefaultMaxResultBytes = 100_000
+	// DefaultMaxDescriptionBytes is the longest tool description offered
+	// to the model; a longer one is cut, saying so.
+	DefaultMaxDescriptionBytes = 4 << 10
+	// DefaultMaxSchemaBytes and DefaultMaxSchemaDepth bound a tool's input
+	// schema (as JSON, and its nesting of objects and arrays); a tool whose
+	// schema exceeds either is refused, before its schema is compiled.
+	DefaultMaxSchemaBytes = 64 << 10
+	DefaultMaxSchemaDepth = 32
+	// DefaultMaxMessageBytes is the largest message read from a server
+	// (the official SDK's own cap on a stdio message).
+	DefaultMaxMessageBytes = 16 << 20
 	// DefaultRetryDelay is the first wait after a failed attempt to start
 	// the server again; it doubles up to DefaultMaxRetryDelay.
 	DefaultRetryDelay    = time.Second
@@ -113,12 +124,32 @@ type Config struct {
 	// started again on the next call. Default DefaultCallTimeout (60s).
 	CallTimeout time.Duration
 	// InitTimeout bounds starting the server and the MCP handshake
-	// (initialize) with it, and listing its tools. Default
-	// DefaultInitTimeout (30s).
+	// (initialize) with it, listing its tools and compiling their input
+	// schemas; a later listing (after tools/list_changed) is bounded by it
+	// too. Default DefaultInitTimeout (30s).
 	InitTimeout time.Duration
 	// MaxResultBytes caps the text of one result the model reads; a longer
 	// result is cut and says so. Default DefaultMaxResultBytes (100 000).
 	MaxResultBytes int
+	// MaxDescriptionBytes caps a tool's description as offered to the
+	// model, which reads it with every request: a longer one is cut and
+	// ends with a note saying so, within the cap. Default
+	// DefaultMaxDescriptionBytes (4 KiB).
+	MaxDescriptionBytes int
+	// MaxSchemaBytes and MaxSchemaDepth bound a tool's input schema: its
+	// JSON size, and how deep objects and arrays nest in it. A tool whose
+	// schema exceeds either is refused (Set.Refused says why) without
+	// compiling the schema; the server's other tools stay usable.
+	// Defaults DefaultMaxSchemaBytes (64 KiB) and DefaultMaxSchemaDepth
+	// (32).
+	MaxSchemaBytes int
+	MaxSchemaDepth int
+	// MaxMessageBytes caps one message read from the server: a line on a
+	// Command's stdout, an HTTP response body or one event of an HTTP
+	// event stream. A server that sends more fails the request, and its
+	// session, which is started again on the next call; the rest of the
+	// message is not read. Default DefaultMaxMessageBytes (16 MiB).
+	MaxMessageBytes int
 	// RetryDelay is the wait after a failed attempt to start the server
 	// again, doubled after each further failure up to MaxRetryDelay; calls
 	// meanwhile fail at once, wrapping ErrUnavailable. Defaults
@@ -137,12 +168,17 @@ type Config struct {
 }
 
 func (c Config) withDefaults() (Config, error) {
-	if c.CallTimeout < 0 || c.InitTimeout < 0 || c.MaxResultBytes < 0 || c.RetryDelay < 0 || c.MaxRetryDelay < 0 {
+	if c.CallTimeout < 0 || c.InitTimeout < 0 || c.MaxResultBytes < 0 || c.RetryDelay < 0 || c.MaxRetryDelay < 0 ||
+		c.MaxDescriptionBytes < 0 || c.MaxSchemaBytes < 0 || c.MaxSchemaDepth < 0 || c.MaxMessageBytes < 0 {
 		return c, errors.New("mcptool: Config fields must not be negative")
 	}
 	c.CallTimeout = cmp.Or(c.CallTimeout, DefaultCallTimeout)
 	c.InitTimeout = cmp.Or(c.InitTimeout, DefaultInitTimeout)
 	c.MaxResultBytes = cmp.Or(c.MaxResultBytes, DefaultMaxResultBytes)
+	c.MaxDescriptionBytes = cmp.Or(c.MaxDescriptionBytes, DefaultMaxDescriptionBytes)
+	c.MaxSchemaBytes = cmp.Or(c.MaxSchemaBytes, DefaultMaxSchemaBytes)
+	c.MaxSchemaDepth = cmp.Or(c.MaxSchemaDepth, DefaultMaxSchemaDepth)
+	c.MaxMessageBytes = cmp.Or(c.MaxMessageBytes, DefaultMaxMessageBytes)
 	c.RetryDelay = cmp.Or(c.RetryDelay, DefaultRetryDelay)
 	c.MaxRetryDelay = max(cmp.Or(c.MaxRetryDelay, DefaultMaxRetryDelay), c.RetryDelay)
 	if c.HTTPClient == nil {
@@ -169,8 +205,16 @@ type Set struct {
 	// connMu serialises connecting and listing (a channel, so waiting
 	// honours ctx).
 	connMu chan struct{}
-	// stopping counts sessions being shut down; Close waits for them.
+	// stopping counts sessions being shut down, and starts in progress;
+	// Close waits for them.
 	stopping sync.WaitGroup
+	// life ends when Close is called: it cancels a start in progress.
+	life    context.Context
+	endLife context.CancelFunc
+	// schemas caches compiled input schemas by a hash of their JSON, so
+	// that a listing that changed nothing compiles nothing; it holds those
+	// of the last listing. Guarded by connMu.
+	schemas map[[32]byte]compiled
 
 	mu       sync.Mutex
 	sess     *session // nil before the first connect and after one broke
@@ -208,8 +252,10 @@ func Connect(ctx context.Context, server Server, cfg Config) (*Set, error) {
 		log:    cfg.Logger.With("mcp_server", server.Name),
 		connMu: make(chan struct{}, 1),
 	}
+	s.life, s.endLife = context.WithCancel(context.Background())
 	s.st.init()
 	if _, err := s.session(ctx, true); err != nil {
+		s.endLife()
 		return nil, err
 	}
 	return s, nil
@@ -270,7 +316,9 @@ func (s *Set) Refresh(ctx context.Context) error {
 }
 
 // Close stops the session (and a Command server's process group) and
-// waits for it to end. Tools and calls then fail with ErrClosed.
+// waits for it to end. A start of the server in progress is cancelled
+// and its process group stopped too; the Tools, Refresh or call waiting
+// for it returns ErrClosed. Tools and calls then fail with ErrClosed.
 func (s *Set) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -281,6 +329,7 @@ func (s *Set) Close() error {
 	sess := s.sess
 	s.sess = nil
 	s.mu.Unlock()
+	s.endLife()
 	if sess != nil {
 		s.stopping.Add(1)
 		sess.stop(&s.stopping)

@@ -11,6 +11,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sjson "github.com/santhosh-tekuri/jsonschema/v5"
@@ -46,24 +47,98 @@ func (t *remoteTool) Call(ctx context.Context, args json.RawMessage) (string, er
 	return t.set.call(ctx, t, args)
 }
 
-// newRemoteTool checks one listed tool and compiles its input schema.
-func newRemoteTool(s *Set, name string, mt *mcp.Tool) (*remoteTool, error) {
-	raw, schema, err := compileSchema(mt.InputSchema)
-	if err != nil {
+// newRemoteTool checks one listed tool and compiles its input schema
+// (or takes it from the cache, or from fresh: this listing's), and cuts
+// its description to Config.MaxDescriptionBytes.
+func (s *Set) newRemoteTool(name string, mt *mcp.Tool, fresh map[[32]byte]compiled) (*remoteTool, error) {
+	refuse := func(err error) (*remoteTool, error) {
 		return nil, fmt.Errorf("%w: %q: %v", ErrRefused, mt.Name, err)
 	}
+	if mt.InputSchema == nil {
+		return refuse(errors.New("no input schema"))
+	}
+	in, err := json.Marshal(mt.InputSchema)
+	if err != nil {
+		return refuse(fmt.Errorf("input schema: %v", err))
+	}
+	if len(in) > s.cfg.MaxSchemaBytes {
+		return refuse(fmt.Errorf("the input schema is %d bytes, more than the %d of Config.MaxSchemaBytes", len(in), s.cfg.MaxSchemaBytes))
+	}
+	key := sha256.Sum256(in)
+	c, ok := fresh[key]
+	if !ok {
+		if c, ok = s.schemas[key]; !ok {
+			c.raw, c.schema, c.err = compileSchema(in, s.cfg.MaxSchemaDepth)
+		}
+		fresh[key] = c
+	}
+	if c.err != nil {
+		return refuse(c.err)
+	}
+	desc := cutDescription(mt.Description, s.cfg.MaxDescriptionBytes)
 	risk := riskOf(mt.Annotations)
 	h := sha256.New()
-	fmt.Fprintf(h, "%d\x00%s\x00", risk, mt.Description)
-	h.Write(raw)
+	fmt.Fprintf(h, "%d\x00%s\x00", risk, desc)
+	h.Write(c.raw)
 	return &remoteTool{
 		set:    s,
 		remote: mt.Name,
-		spec:   llm.ToolSpec{Name: name, Description: mt.Description, Parameters: raw},
-		schema: schema,
+		spec:   llm.ToolSpec{Name: name, Description: desc, Parameters: c.raw},
+		schema: c.schema,
 		risk:   risk,
 		fp:     hex.EncodeToString(h.Sum(nil)),
 	}, nil
+}
+
+// compiled is the outcome of compiling one input schema: the schema as
+// sent to the model and its compiled form, or why it is refused.
+type compiled struct {
+	raw    json.RawMessage
+	schema *sjson.Schema
+	err    error
+}
+
+// cutDescription shortens a description to limit bytes, at a character
+// boundary, ending with a note saying so (within the limit).
+func cutDescription(d string, limit int) string {
+	if len(d) <= limit {
+		return d
+	}
+	note := func(n int) string {
+		return fmt.Sprintf("\n[description cut: the first %d of %d bytes are shown]", n, len(d))
+	}
+	n := max(limit-len(note(limit)), 0)
+	for n > 0 && !utf8.RuneStart(d[n]) {
+		n--
+	}
+	return d[:n] + note(n)
+}
+
+// jsonDepth returns how deep objects and arrays nest in the JSON text b.
+func jsonDepth(b []byte) int {
+	depth, deepest := 0, 0
+	inString, escaped := false, false
+	for _, c := range b {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
 }
 
 // riskOf maps a tool's annotations to a risk, with the defaults MCP
@@ -85,17 +160,13 @@ func riskOf(a *mcp.ToolAnnotations) tool.Risk {
 const schemaURL = "mem://valet/mcptool/input.json"
 
 // compileSchema checks a server's input schema (a JSON object with
-// "type": "object"), compiles it, and returns it as sent to the model:
-// keys in a stable order, and "properties": {} added when missing (some
-// model APIs reject an object schema without it). Remote references are
-// refused; nothing is fetched.
-func compileSchema(in any) (json.RawMessage, *sjson.Schema, error) {
-	if in == nil {
-		return nil, nil, errors.New("no input schema")
-	}
-	raw, err := json.Marshal(in)
-	if err != nil {
-		return nil, nil, fmt.Errorf("input schema: %v", err)
+// "type": "object", nested at most maxDepth deep), compiles it, and
+// returns it as sent to the model: keys in a stable order, and
+// "properties": {} added when missing (some model APIs reject an object
+// schema without it). Remote references are refused; nothing is fetched.
+func compileSchema(raw []byte, maxDepth int) (json.RawMessage, *sjson.Schema, error) {
+	if d := jsonDepth(raw); d > maxDepth {
+		return nil, nil, fmt.Errorf("the input schema nests %d deep, more than the %d of Config.MaxSchemaDepth", d, maxDepth)
 	}
 	var tree map[string]any
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -109,7 +180,8 @@ func compileSchema(in any) (json.RawMessage, *sjson.Schema, error) {
 	if _, ok := tree["properties"]; !ok {
 		tree["properties"] = map[string]any{}
 	}
-	if raw, err = json.Marshal(tree); err != nil { // maps marshal in key order
+	raw, err := json.Marshal(tree) // maps marshal in key order
+	if err != nil {
 		return nil, nil, fmt.Errorf("input schema: %v", err)
 	}
 	c := sjson.NewCompiler()
@@ -120,11 +192,11 @@ func compileSchema(in any) (json.RawMessage, *sjson.Schema, error) {
 	if err := c.AddResource(schemaURL, bytes.NewReader(raw)); err != nil {
 		return nil, nil, fmt.Errorf("input schema: %v", err)
 	}
-	compiled, err := c.Compile(schemaURL)
+	sch, err := c.Compile(schemaURL)
 	if err != nil {
 		return nil, nil, fmt.Errorf("compiling the input schema: %v", err)
 	}
-	return raw, compiled, nil
+	return raw, sch, nil
 }
 
 func compact(v any) string {

@@ -89,6 +89,8 @@ func (s *Set) session(ctx context.Context, first bool) (*session, error) {
 	case s.connMu <- struct{}{}:
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	case <-s.life.Done():
+		return nil, ErrClosed
 	}
 	defer func() { <-s.connMu }()
 
@@ -107,11 +109,17 @@ func (s *Set) session(ctx context.Context, first bool) (*session, error) {
 		return nil, err
 	}
 	again := s.gen > 0
+	s.stopping.Add(1) // Close waits for this start to end
 	s.mu.Unlock()
+	defer s.stopping.Done()
 
 	ss, list, err := s.dial(ctx)
 
 	s.mu.Lock()
+	if err != nil && s.closed {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
 	if err != nil {
 		s.failures++
 		d := s.cfg.RetryDelay << min(s.failures-1, 16)
@@ -138,9 +146,10 @@ func (s *Set) session(ctx context.Context, first bool) (*session, error) {
 	return ss, nil
 }
 
-// dial starts the server (or reaches it), completes the handshake and
-// lists its tools, all within Config.InitTimeout.
-func (s *Set) dial(ctx context.Context) (*session, []*mcp.Tool, error) {
+// dial starts the server (or reaches it), completes the handshake, lists
+// its tools and compiles their schemas, all within Config.InitTimeout.
+// Close cancels it. Called with connMu held.
+func (s *Set) dial(ctx context.Context) (*session, []listedTool, error) {
 	var (
 		transport mcp.Transport
 		p         *proc
@@ -150,20 +159,22 @@ func (s *Set) dial(ctx context.Context) (*session, []*mcp.Tool, error) {
 		if p, err = startProc(s.server, s.cfg.Stderr); err != nil {
 			return nil, nil, fmt.Errorf("%w: %q: starting %s: %v", ErrUnavailable, s.server.Name, s.server.Command, err)
 		}
-		transport = &mcp.IOTransport{Reader: p.stdout, Writer: procWriter{p}}
+		transport = &mcp.IOTransport{Reader: p.stdout, Writer: procWriter{p}, MaxLineLength: s.cfg.MaxMessageBytes}
 	} else {
 		hc := *s.cfg.HTTPClient
-		if len(s.server.Header) > 0 {
-			base := hc.Transport
-			if base == nil {
-				base = http.DefaultTransport
-			}
-			hc.Transport = headerTransport{base: base, header: s.server.Header}
+		base := hc.Transport
+		if base == nil {
+			base = http.DefaultTransport
 		}
+		if len(s.server.Header) > 0 {
+			base = headerTransport{base: base, header: s.server.Header}
+		}
+		hc.Transport = limitTransport{base: base, limit: s.cfg.MaxMessageBytes}
 		transport = &mcp.StreamableClientTransport{Endpoint: s.server.URL, HTTPClient: &hc}
 	}
 	hctx, cancel := context.WithTimeout(ctx, s.cfg.InitTimeout)
 	defer cancel()
+	defer context.AfterFunc(s.life, cancel)() // Close cancels the start
 	// The session lives on its own context, ended (and a Command's
 	// process killed) when the handshake's ends before the handshake and
 	// the first listing are done, or when the session stops.
@@ -181,12 +192,15 @@ func (s *Set) dial(ctx context.Context) (*session, []*mcp.Tool, error) {
 			s.dirty.Store(true)
 		},
 	})
-	fail := func(err error) (*session, []*mcp.Tool, error) {
+	fail := func(err error) (*session, []listedTool, error) {
 		unhook()
 		endLife()
 		if p != nil {
 			p.kill()
 			p.terminate()
+		}
+		if s.life.Err() != nil {
+			return nil, nil, ErrClosed
 		}
 		if hctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
 			return nil, nil, fmt.Errorf("%w: %q did not complete initialize and list its tools within %s", ErrUnavailable, s.server.Name, s.cfg.InitTimeout)
@@ -207,6 +221,10 @@ func (s *Set) dial(ctx context.Context) (*session, []*mcp.Tool, error) {
 	}()
 	s.dirty.Store(false) // a change notified from here on lists again
 	list, err := listTools(hctx, cs)
+	var tools []listedTool
+	if err == nil {
+		tools, err = s.prepare(hctx, list)
+	}
 	if err != nil || !unhook() {
 		if p != nil {
 			p.kill()
@@ -215,7 +233,7 @@ func (s *Set) dial(ctx context.Context) (*session, []*mcp.Tool, error) {
 		<-ss.done
 		return fail(cmpErr(err, hctx.Err()))
 	}
-	return ss, list, nil
+	return ss, tools, nil
 }
 
 func cmpErr(a, b error) error {
@@ -246,14 +264,24 @@ func (s *Set) list(ctx context.Context, ss *session) error {
 	case s.connMu <- struct{}{}:
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-s.life.Done():
+		return ErrClosed
 	}
 	defer func() { <-s.connMu }()
 	lctx, cancel := context.WithTimeout(ctx, s.cfg.InitTimeout)
 	defer cancel()
+	defer context.AfterFunc(s.life, cancel)()
 	s.dirty.Store(false)
 	list, err := listTools(lctx, ss.cs)
+	var tools []listedTool
+	if err == nil {
+		tools, err = s.prepare(lctx, list)
+	}
 	if err != nil {
 		s.dirty.Store(true)
+		if s.life.Err() != nil {
+			return ErrClosed
+		}
 		if lctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
 			return fmt.Errorf("%w: %q did not list its tools within %s", ErrUnavailable, s.server.Name, s.cfg.InitTimeout)
 		}
@@ -261,7 +289,7 @@ func (s *Set) list(ctx context.Context, ss *session) error {
 	}
 	s.mu.Lock()
 	if s.sess == ss {
-		s.st.apply(s, list)
+		s.st.apply(s, tools)
 	}
 	s.mu.Unlock()
 	return nil

@@ -1,6 +1,7 @@
 package mcptool
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 
@@ -19,7 +20,8 @@ type Change struct {
 	// the server.
 	Name, Tool string
 	// Description, Schema and Risk are the tool as the server lists it
-	// now; the Old ones as it was accepted.
+	// now; the Old ones as it was accepted. Descriptions are as offered to
+	// the model: cut to Config.MaxDescriptionBytes.
 	Description, OldDescription string
 	Schema, OldSchema           json.RawMessage
 	Risk, OldRisk               tool.Risk
@@ -59,25 +61,19 @@ func (st *toolState) init() {
 // apply takes a new listing. A tool seen for the first time is accepted;
 // one that differs from its accepted version is held back (WARN once per
 // version); one that cannot be used is refused (WARN once per version).
-func (st *toolState) apply(s *Set, list []*mcp.Tool) {
+func (st *toolState) apply(s *Set, list []listedTool) {
 	var listed []*remoteTool
 	var refused []Refusal
 	names := make(map[string]string, len(list)) // valet name → server name
 	clear(st.held)
-	for _, mt := range list {
-		if mt == nil {
-			continue
-		}
-		name, err := toolName(s.server.Name, mt.Name)
-		if err == nil {
+	for _, lt := range list {
+		mt, name, rt, err := lt.tool, lt.name, lt.rt, lt.err
+		if name != "" {
 			if other, dup := names[name]; dup {
-				err = fmt.Errorf("%w: %q and %q would both be named %q", ErrRefused, other, mt.Name, name)
+				rt, err = nil, fmt.Errorf("%w: %q and %q would both be named %q", ErrRefused, other, mt.Name, name)
+			} else {
+				names[name] = mt.Name
 			}
-		}
-		var rt *remoteTool
-		if err == nil {
-			names[name] = mt.Name
-			rt, err = newRemoteTool(s, name, mt)
 		}
 		if err != nil {
 			refused = append(refused, Refusal{Tool: mt.Name, Name: name, Err: err})
@@ -105,6 +101,39 @@ func (st *toolState) apply(s *Set, list []*mcp.Tool) {
 	}
 	st.listed, st.refused = listed, refused
 	st.offer()
+}
+
+// listedTool is one tool of a listing, prepared (named, its schema
+// compiled) without holding Set.mu.
+type listedTool struct {
+	tool *mcp.Tool
+	name string      // valet's name, "" when it has none
+	rt   *remoteTool // nil when refused
+	err  error       // why it is refused
+}
+
+// prepare names each listed tool and compiles its input schema, reusing
+// the schemas compiled for an earlier listing. It gives up when ctx ends.
+// Called with connMu held.
+func (s *Set) prepare(ctx context.Context, list []*mcp.Tool) ([]listedTool, error) {
+	out := make([]listedTool, 0, len(list))
+	fresh := make(map[[32]byte]compiled, len(list))
+	for _, mt := range list {
+		if mt == nil {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		lt := listedTool{tool: mt}
+		lt.name, lt.err = toolName(s.server.Name, mt.Name)
+		if lt.err == nil {
+			lt.rt, lt.err = s.newRemoteTool(lt.name, mt, fresh)
+		}
+		out = append(out, lt)
+	}
+	s.schemas = fresh // only this listing's: a server changing schemas cannot grow it
+	return out, nil
 }
 
 // offer rebuilds the offered tools from the last listing, keeping the old
