@@ -310,7 +310,11 @@ type Config struct {
 	Locker pool.Locker
 	// Credentials reaches tools through tool.ExecContextFrom(ctx), bound to
 	// the message's tenant (credentials.ForTenant): a tool asking for
-	// another tenant's credentials gets credentials.ErrNotFound. Optional.
+	// another tenant's credentials gets credentials.ErrNotFound. The run
+	// records the string values of 8 bytes or more its tools read or write
+	// there (up to 64 values, 64 KiB) and masks them as "***" in those
+	// tools' results and errors, wherever they go next: the model, the
+	// ToolCallRecords, logs, spans, observers. Optional.
 	Credentials credentials.Store
 	// Memory keeps each conversation's history and the tenant's long-term
 	// items, recalled into the system prompt of each message. Nil → a

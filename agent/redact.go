@@ -8,8 +8,12 @@ import (
 
 // RedactText returns s with each secret span replaced by "***", the rest
 // kept: the value of a pair whose name names a secret
-// ("Authorization: ***", "?api_key=***&q=1", "password=***"), the password
-// of a URL ("postgres://ann:***@db/app"), and well-known credential shapes
+// ("Authorization: ***", "?api_key=***&q=1", "password=***"), the value
+// after a name field that names one (<add key="ApiKey" value="***"/>; after
+// {"name":"X-Api-Key","value": the rest of the line), the content of an XML element that
+// names one (<password>***</password>), the password of a URL
+// ("postgres://ann:***@db/app", also when it holds /, ? or # unencoded),
+// and well-known credential shapes
 // whatever word comes before them: JWTs; OpenAI and Anthropic keys
 // (sk-proj-, sk-ant-, sk- with mixed letters and digits, or any long sk-
 // key right after a word such as key or token); GitHub (ghp_, gho_, ghu_,

@@ -187,7 +187,7 @@ func (r *run) handle() error {
 // no tool can reach another tenant's secrets. Nil when none is configured.
 func (r *run) credentials() credentials.Store {
 	if r.creds == nil && r.o.cfg.Credentials != nil {
-		r.creds = credentials.ForTenant(r.o.cfg.Credentials, r.msg.TenantID)
+		r.creds = watchCredentials(credentials.ForTenant(r.o.cfg.Credentials, r.msg.TenantID)) // secretseen.go
 	}
 	return r.creds
 }

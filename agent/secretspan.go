@@ -17,11 +17,13 @@ const (
 	textSep   = 1 // = or :
 	textToken = 2 // first byte of a token prefix
 	textPct   = 3 // % (%3D and %3A are = and :)
+	textTag   = 4 // > (the end of an XML start tag)
 )
 
 var textByte = func() (t [256]uint8) {
 	t['='], t[':'] = textSep, textSep
 	t['%'] = textPct
+	t['>'] = textTag
 	for _, c := range "esgxArBb" {
 		t[c] = textToken
 	}
@@ -41,15 +43,16 @@ var nameByte = func() (t [256]bool) {
 // none.
 func secretSpan[S ~string | ~[]byte](s S, from int) (start, end int) {
 	var short tokenRuns
+	var ats atScan
 	for i := from; i < len(s); i++ {
 		switch textByte[s[i]] {
 		case textSep:
-			if start, end = pairSpan(s, i, s[i], 1); start < end {
+			if start, end = pairSpan(s, i, s[i], 1, &ats); start < end {
 				return start, end
 			}
 		case textPct:
 			if c := encodedSep(s, i); c != 0 {
-				if start, end = pairSpan(s, i, c, 3); start < end {
+				if start, end = pairSpan(s, i, c, 3, &ats); start < end {
 					return start, end
 				}
 			}
@@ -58,6 +61,10 @@ func secretSpan[S ~string | ~[]byte](s S, from int) (start, end int) {
 				if start, end = tokenSpan(s, i, &short); start >= 0 {
 					return start, end
 				}
+			}
+		case textTag:
+			if start, end = elementSpan(s, i); start < end {
+				return start, end
 			}
 		}
 	}
@@ -81,11 +88,12 @@ func encodedSep[S ~string | ~[]byte](s S, i int) byte {
 
 // pairSpan returns the value of the pair whose separator c (= or :),
 // written in w bytes (3 when percent-encoded), is s[sep:sep+w] when its
-// name isSecretKey, or the password of a URL when a literal : is followed
+// name isSecretKey, or is "value" after a name field that names a secret
+// (see namedBefore), or the password of a URL when a literal : is followed
 // by //.
-func pairSpan[S ~string | ~[]byte](s S, sep int, c byte, w int) (start, end int) {
+func pairSpan[S ~string | ~[]byte](s S, sep int, c byte, w int, ats *atScan) (start, end int) {
 	if w == 1 && c == ':' && sep+2 < len(s) && s[sep+1] == '/' && s[sep+2] == '/' {
-		return userinfoSpan(s, sep+3)
+		return userinfoSpan(s, sep+3, ats)
 	}
 	j := sep
 	for j > 0 && isBlank(s[j-1]) {
@@ -101,7 +109,7 @@ func pairSpan[S ~string | ~[]byte](s S, sep int, c byte, w int) (start, end int)
 	for j > 0 && nameByte[s[j-1]] {
 		j--
 	}
-	if j == e || !secretName(s[j:e]) {
+	if j == e || !secretName(s[j:e]) && !(equalFold(s[j:e], "value") && namedBefore(s, j)) {
 		return -1, -1
 	}
 	v := sep + w
@@ -135,12 +143,18 @@ func pairSpan[S ~string | ~[]byte](s S, sep int, c byte, w int) (start, end int)
 }
 
 // userinfoSpan returns the password in the authority of a URL that starts
-// at s[i] (after "://").
-func userinfoSpan[S ~string | ~[]byte](s S, i int) (start, end int) {
+// at s[i] (after "://"). A password holding /, ? or # (not
+// percent-encoded, as in the URL a url.Parse error quotes) seems to end
+// the authority early: when a : came first and no @, the password runs
+// on to the last @ before the next white space or quote, if there is one.
+func userinfoSpan[S ~string | ~[]byte](s S, i int, ats *atScan) (start, end int) {
 	colon, at := -1, -1
 	for ; i < len(s); i++ {
 		switch c := s[i]; {
 		case c == '/' || c == '?' || c == '#' || isSpace(c):
+			if colon >= 0 && at < 0 && !isSpace(c) {
+				at = lastAt(ats, s, i)
+			}
 			i = len(s) // the end of the authority
 		case c == '@':
 			at = i
@@ -152,6 +166,35 @@ func userinfoSpan[S ~string | ~[]byte](s S, i int) (start, end int) {
 		return -1, -1
 	}
 	return colon + 1, at
+}
+
+// atScan remembers the last answer of lastAt, so that many URLs in one run
+// of text ("://a:b/://a:b/...") do not make secretSpan quadratic.
+type atScan struct {
+	from, to int // lastAt looked at s[from:to], to the end of the run
+	at       int // the last @ there, or -1
+	ok       bool
+}
+
+// lastAt returns the last @ in s[i:] before white space, a quote (" ' `),
+// < or > or the end of s; -1 if there is none.
+func lastAt[S ~string | ~[]byte](a *atScan, s S, i int) int {
+	if !a.ok || i < a.from || i >= a.to {
+		a.from, a.at, a.ok = i, -1, true
+		for a.to = i; a.to < len(s) && !urlEnd(s[a.to]); a.to++ {
+			if s[a.to] == '@' {
+				a.at = a.to
+			}
+		}
+	}
+	if a.at < i {
+		return -1
+	}
+	return a.at
+}
+
+func urlEnd(c byte) bool {
+	return isSpace(c) || c == '"' || c == '\'' || c == '`' || c == '<' || c == '>'
 }
 
 // secretName reports whether the name of a pair isSecretKey, as written or

@@ -60,9 +60,24 @@ func withheld(n int) string {
 //     space or the end (after %3D, also to the next %26); a value that
 //     starts with " or ' (escaped or not) runs, inside the quotes, to the
 //     matching quote or the end of the line. An empty value is left alone.
+//   - Name/value pairs: the value of a pair named "value" (any case) right
+//     after a name field (name, key or header, any case, quoted or not, then
+//     = or :, blanks) whose value, quoted or a run of name bytes, isSecretKey;
+//     white space and a comma may lie between: {"name":"X-Api-Key","value":v},
+//     <add key="ApiKey" value="v"/>, "- name: DB_PASSWORD\n  value: v". The
+//     value runs as the value of any pair does.
+//   - XML elements: the content of <name>...</name> (a namespace prefix
+//     allowed) when the name isSecretKey, from the > of the start tag to the
+//     next <, which must start an end tag, or to the end of the string; an
+//     empty content is left alone.
 //   - URL passwords: in scheme://user:password@host, what lies between the
 //     first : of the user information and the last @ of the authority, which
-//     ends at the first /, ?, #, white space or the end of the string.
+//     ends at the first /, ?, #, white space or the end of the string. When
+//     the authority ends at /, ? or # after a : and before any @ (a password
+//     holding them unencoded, as url.Parse errors quote it), the password runs
+//     on to the last @ before the next white space, quote (" ' `), < or > if
+//     there is one: a URL with a port and an @ later on is masked a little
+//     too much (https://h:8443/***@x), never too little.
 //   - Tokens, whatever the key, where the byte before is not an ASCII
 //     letter or digit: the prefix and the whole run of characters after it
 //     of the class given, when that run is long enough:

@@ -268,7 +268,7 @@ func TestSummarizeArgsKeepsHarmlessText(t *testing.T) {
 // TestSummarizeArgsTextScanIsLinear: many token starts, pairs or URLs in one
 // long string do not make the scan quadratic.
 func TestSummarizeArgsTextScanIsLinear(t *testing.T) {
-	for _, unit := range []string{"eyJ-", "sk-a", "ghp_", "xoxb-", "a=", "x: ", "://a", "AKIA-", "github_pat_", "Bearer ", "key sk-", "AIza-", "sk_live_", "a=Bearer "} {
+	for _, unit := range []string{"eyJ-", "sk-a", "ghp_", "xoxb-", "a=", "x: ", "://a", "AKIA-", "github_pat_", "Bearer ", "key sk-", "AIza-", "sk_live_", "a=Bearer ", "://a:b/", "://a:b/@", "<password>", "<password>x", `"key":"token","value":`, "name: secret\nvalue: ", "key=password value="} {
 		s := strings.Repeat(unit, 1<<18/len(unit))
 		raw, _ := json.Marshal(map[string]string{"v": s})
 		start := time.Now()

@@ -28,10 +28,15 @@ func (r *run) agentFailure(name string, err error) string {
 	return maskText(fmt.Sprintf("agent %q failed: %s", name, err))
 }
 
-// scrubToolResult masks the secret spans of a failed plain tool call's
-// text and logs a panic, masked (the registry already hides its text
-// from the result).
+// scrubToolResult masks the credential values the run's tool calls read
+// from the store in a plain tool call's text and error (see seenCreds),
+// masks the secret spans of a failed call's text and logs a panic, masked
+// (the registry already hides its text from the result).
 func (r *run) scrubToolResult(res *tool.Result) {
+	if seen := seenIn(r.creds); seen != nil {
+		res.Content = seen.mask(res.Content)
+		res.Err = seen.maskErr(res.Err)
+	}
 	if !res.IsError {
 		return
 	}
@@ -47,5 +52,14 @@ func (r *run) scrubToolResult(res *tool.Result) {
 func (r *run) logPanic(pe *tool.PanicError) {
 	r.log().ErrorContext(r.ctx, "agent: a tool panicked", "tool", pe.Tool,
 		"source", r.msg.Source, "task_id", r.msg.TaskID,
-		"panic", maskText(fmt.Sprint(pe.Value)), "stack", string(pe.Stack))
+		"panic", r.maskSeen(maskText(fmt.Sprint(pe.Value))), "stack", string(pe.Stack))
+}
+
+// maskSeen masks in s the credential values the run's tool calls read
+// from the store (see seenCreds).
+func (r *run) maskSeen(s string) string {
+	if seen := seenIn(r.creds); seen != nil {
+		return seen.mask(s)
+	}
+	return s
 }
