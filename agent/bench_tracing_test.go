@@ -34,7 +34,7 @@ func BenchmarkTracing(b *testing.B) {
 		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 		defer func() { _ = tp.Shutdown(context.Background()); _ = mp.Shutdown(context.Background()) }()
 		newO := func(cfg agent.Config) *agent.Orchestrator {
-			cfg.LLM, cfg.SystemPrompt, cfg.Tools = model, "You are a benchmark.", benchTools()
+			cfg.LLM, cfg.SystemPrompt, cfg.Tools, cfg.Logger = model, "You are a benchmark.", benchTools(), benchLog
 			o, err := agent.NewOrchestrator(cfg)
 			if err != nil {
 				b.Fatal(err)
