@@ -76,6 +76,8 @@ func (o *Orchestrator) newRun(ctx context.Context, msg Message, emit func(Event)
 	r := &run{o: o, ctx: ctx, toolCtx: ctx, msg: msg, emit: emit, start: time.Now(), clock: callClock{parent: ctx, d: o.loop.LLMTimeout}, noHistory: noHistory}
 	r.res.Source, r.res.TaskID = msg.Source, msg.TaskID
 	r.initLog()
+	r.ctx = r.modelCtx(ctx) // fallback.go
+	r.clock.parent = r.ctx
 	return r
 }
 

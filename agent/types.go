@@ -116,6 +116,12 @@ type Result struct {
 	// the user (a reply, or ResolveApproval), or found expired. Hooks.Decided
 	// hears of them too.
 	Decided []Decided
+	// Models names the model that answered each model call of the run
+	// that got an answer, in order (those not part of the loop, such as
+	// an approval's resolution, included): the response's Model, else
+	// the request's, else the client's. With an llm.Fallback it shows
+	// which calls a fallback answered; StepModelFallback says why.
+	Models []string
 }
 
 // Waiting describes an Agent-Tool parked in the pool.

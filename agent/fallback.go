@@ -1,0 +1,61 @@
+package agent
+
+import (
+	"context"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/valetkit/valet/llm"
+)
+
+// Span event attributes of a fallback switch (valet.llm.fallback).
+var (
+	attrFallbackFrom = attribute.Key("valet.llm.fallback.from")
+	attrFallbackTo   = attribute.Key("valet.llm.fallback.to")
+)
+
+// modelCtx is the ctx of the run's model calls: it names the conversation
+// (so an llm.Fallback keeps it on the model that answered it) and carries
+// the hook through which a Fallback reports a switch to the run.
+func (r *run) modelCtx(ctx context.Context) context.Context {
+	ctx = llm.WithConversation(ctx, r.msg.TenantID+"\x00"+r.msg.ConversationID)
+	return llm.WithSwitchHook(ctx, r.fellBack)
+}
+
+// fellBack reports a switch of an llm.Fallback during one of the run's
+// model calls, never silently: a WARN line, an Observer step and a span
+// event on the run's span and the call's.
+func (r *run) fellBack(s llm.Switch) {
+	kind := llm.KindOf(s.Err)
+	msg := ""
+	if s.Err != nil {
+		msg = maskText(s.Err.Error())
+	}
+	r.log().WarnContext(r.ctx, "agent: model failed, falling back", "from", s.From, "to", s.To, "kind", kind.String(), "err", msg)
+	if r.o.obs != nil {
+		r.step(Step{Kind: StepModelFallback, Call: r.obs.calls, From: s.From, To: s.To, ErrorKind: kind, Err: s.Err})
+	}
+	if r.tel == nil {
+		return
+	}
+	ev := trace.WithAttributes(attrFallbackFrom.String(s.From), attrFallbackTo.String(s.To), attrErrorType.String(kind.String()))
+	if r.tel.span != nil {
+		r.tel.span.AddEvent("valet.llm.fallback", ev)
+	}
+	if r.tel.chat != nil {
+		r.tel.chat.AddEvent("valet.llm.fallback", ev)
+	}
+}
+
+// answeredBy names the model that answered a call: the response's, else
+// the request's, else the client's.
+func (r *run) answeredBy(req *llm.Request, resp *llm.Response) string {
+	switch {
+	case resp.Model != "":
+		return resp.Model
+	case req.Model != "":
+		return req.Model
+	}
+	return r.o.model
+}
