@@ -49,13 +49,21 @@ func (r *run) fellBack(s llm.Switch) {
 }
 
 // answeredBy names the model that answered a call: the response's, else
-// the request's, else the client's.
+// the request's, else the client's. It sets resp.Model to it when the
+// client left it empty, so that the call is priced at that model (a
+// routed run's client is not the orchestrator's).
 func (r *run) answeredBy(req *llm.Request, resp *llm.Response) string {
 	switch {
 	case resp.Model != "":
 		return resp.Model
 	case req.Model != "":
 		return req.Model
+	}
+	if r.llm != nil {
+		if m, ok := r.llm.(interface{ Model() string }); ok && m.Model() != "" {
+			resp.Model = m.Model()
+		}
+		return resp.Model
 	}
 	return r.o.model
 }

@@ -128,7 +128,7 @@ func (r *run) send(req llm.Request) (*llm.Response, error) {
 		err  error
 	)
 	if r.emit == nil {
-		resp, err = r.o.llm.Complete(ctx, req)
+		resp, err = r.client().Complete(ctx, req)
 	} else {
 		resp, err = r.sendStream(ctx, req)
 	}
@@ -198,7 +198,7 @@ func (r *run) sendStream(ctx context.Context, req llm.Request) (*llm.Response, e
 		started bool
 	)
 	r.lastEnd = ""
-	for c, err := range r.o.llm.Stream(ctx, req) {
+	for c, err := range r.client().Stream(ctx, req) {
 		if err != nil {
 			if started && !r.emit(Event{Type: EventMessageRetract, Text: text.String()}) {
 				return nil, context.Canceled

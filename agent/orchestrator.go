@@ -90,6 +90,9 @@ type conversation struct {
 // ErrNoPrice; so is a LoopConfig.Budget.MaxTokens no model call fits
 // (see CheckBudget), wrapping ErrInvalidConfig and ErrInvalidBudget.
 func NewOrchestrator(cfg Config) (*Orchestrator, error) {
+	if err := cfg.routeDefault(); err != nil { // router.go
+		return nil, err
+	}
 	if cfg.LLM == nil {
 		return nil, ErrNoLLM
 	}

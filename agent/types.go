@@ -29,6 +29,11 @@ type Message struct {
 	TaskID string
 	// Budget bounds this run; each zero limit takes LoopConfig.Budget's.
 	Budget Budget
+	// Model names the model this run uses, through Config.Models
+	// ("fast", "smart"). Default "": Config's model. A name Models does
+	// not answer fails the run with ErrUnknownModel before any model
+	// call.
+	Model string
 }
 
 // The sources of a Message.
