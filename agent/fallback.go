@@ -15,12 +15,22 @@ var (
 	attrFallbackTo   = attribute.Key("valet.llm.fallback.to")
 )
 
-// modelCtx is the ctx of the run's model calls: it names the conversation
-// (so an llm.Fallback keeps it on the model that answered it) and carries
-// the hook through which a Fallback reports a switch to the run.
+// modelCtx caches the ctx of the run's model calls, made from the ctx of
+// the call clock (which changes only after a call timed out).
+type modelCtx struct {
+	parent, ctx context.Context
+}
+
+// modelCtx returns ctx naming the conversation (so an llm.Fallback keeps
+// it on the model that answered it) and carrying the hook through which a
+// Fallback reports a switch to the run. Only model calls get it: a tool
+// running in its own goroutine must not call the run's hook.
 func (r *run) modelCtx(ctx context.Context) context.Context {
-	ctx = llm.WithConversation(ctx, r.msg.TenantID+"\x00"+r.msg.ConversationID)
-	return llm.WithSwitchHook(ctx, r.fellBack)
+	if r.mctx.parent != ctx {
+		c := llm.WithConversation(ctx, r.msg.TenantID+"\x00"+r.msg.ConversationID)
+		r.mctx = modelCtx{parent: ctx, ctx: llm.WithSwitchHook(c, r.fellBack)}
+	}
+	return r.mctx.ctx
 }
 
 // fellBack reports a switch of an llm.Fallback during one of the run's

@@ -122,7 +122,7 @@ func (r *run) callAside(req llm.Request) (*llm.Response, error) {
 }
 
 func (r *run) send(req llm.Request) (*llm.Response, error) {
-	ctx := r.chatCtx(r.clock.start())
+	ctx := r.chatCtx(r.modelCtx(r.clock.start()))
 	var (
 		resp *llm.Response
 		err  error

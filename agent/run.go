@@ -18,6 +18,7 @@ import (
 type run struct {
 	o     *Orchestrator
 	llm   llm.Client // the client of the run (Message.Model); nil: o.llm (router.go)
+	mctx  modelCtx   // the ctx of model calls (fallback.go)
 	ctx   context.Context
 	msg   Message
 	emit  func(Event) bool // nil when not streaming
@@ -77,8 +78,6 @@ func (o *Orchestrator) newRun(ctx context.Context, msg Message, emit func(Event)
 	r := &run{o: o, ctx: ctx, toolCtx: ctx, msg: msg, emit: emit, start: time.Now(), clock: callClock{parent: ctx, d: o.loop.LLMTimeout}, noHistory: noHistory}
 	r.res.Source, r.res.TaskID = msg.Source, msg.TaskID
 	r.initLog()
-	r.ctx = r.modelCtx(ctx) // fallback.go
-	r.clock.parent = r.ctx
 	return r
 }
 
