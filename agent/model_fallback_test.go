@@ -14,6 +14,7 @@ import (
 	"github.com/valetkit/valet/agent"
 	"github.com/valetkit/valet/llm"
 	"github.com/valetkit/valet/llm/llmtest"
+	"github.com/valetkit/valet/tool"
 )
 
 // downModel is a model that is always overloaded.
@@ -149,5 +150,42 @@ func TestFallbackSwitchInAStreamedRun(t *testing.T) {
 	}
 	if res != nil && (len(res.Models) != 1 || res.Models[0] != "backup") {
 		t.Fatalf("Result.Models = %v", res.Models)
+	}
+}
+
+// A tool that calls a Fallback of its own, with the ctx it was given, does
+// not report into the run that called the tool (whose hook is not
+// goroutine-safe): the switch is the Fallback's own WARN line.
+func TestFallbackInsideAToolDoesNotReportIntoTheRun(t *testing.T) {
+	var toolLog bytes.Buffer
+	inner, err := llm.NewFallback(llm.FallbackConfig{
+		Primary: &downModel{}, Fallbacks: []llm.Client{renamed{llmtest.NewScript(llmtest.Text("inner"), llmtest.Text("inner")), "backup"}},
+		RetryDelay: time.Nanosecond, Logger: slog.New(slog.NewTextHandler(&toolLog, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask := tool.New("ask_other_model", "Ask another model", func(ctx context.Context, in WeatherIn) (string, error) {
+		resp, err := inner.Complete(ctx, llm.Request{Messages: []llm.Message{llm.UserMessage(in.City)}})
+		if err != nil {
+			return "", err
+		}
+		return resp.Message.Content, nil
+	})
+	s := llmtest.NewScript(
+		llmtest.Calls(llmtest.Call("ask_other_model", `{"city":"a"}`), llmtest.Call("ask_other_model", `{"city":"b"}`)),
+		llmtest.Text("done"),
+	)
+	var steps stepLog
+	tp, _ := recorder(t)
+	o := newOrch(t, s, agent.Config{Tools: []tool.Tool{ask}, Observer: &steps, TracerProvider: tp})
+	if _, err := o.HandleMessage(context.Background(), msg("go")); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(steps.of(agent.StepModelFallback)); n != 0 {
+		t.Fatalf("%d fallback steps in the run, want none (the switches were the tool's)", n)
+	}
+	if got := strings.Count(toolLog.String(), "falling back"); got != 2 {
+		t.Fatalf("the tool's Fallback logged %d switches, want 2:\n%s", got, toolLog.String())
 	}
 }

@@ -257,3 +257,31 @@ func TestFallbackStickyMemoryIsBounded(t *testing.T) {
 		t.Fatalf("c3 answered by %q, want b (remembered)", r.Model)
 	}
 }
+
+// Calls from many goroutines, on many conversations, share the sticky
+// memory safely (go test -race) and each conversation ends on b.
+func TestFallbackConcurrentConversations(t *testing.T) {
+	a, b := &stubModel{name: "a", always: errLongRL}, &stubModel{name: "b"}
+	f := newFallback(t, llm.FallbackConfig{Primary: a, Fallbacks: []llm.Client{b}, StickyMax: 4, Logger: slog.New(slog.DiscardHandler)})
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 8 {
+				ctx := llm.WithConversation(context.Background(), string(rune('a'+g))+string(rune('0'+i%3)))
+				r, err := f.Complete(ctx, llm.Request{})
+				if err != nil || r.Model != "b" {
+					errs <- errors.New("a call did not end on b")
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}

@@ -92,3 +92,23 @@ func TestKeyRotationNeverPrintsAKey(t *testing.T) {
 		t.Fatalf("String = %s, want the keys counted", cfg.String())
 	}
 }
+
+// When every key rests, a call still goes out (with the key whose rest ends
+// first) rather than failing without asking the server.
+func TestKeyRotationAllCoolingStillCalls(t *testing.T) {
+	srv := llmtest.NewServer(llmtest.NewScript(), llmtest.WithQuotaExceeded(keyOutOfQuota, keyRevoked))
+	defer srv.Close()
+	clk := clocktest.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	c := openai.New(openai.Config{BaseURL: srv.URL, APIKeys: []string{keyOutOfQuota, keyRevoked}, Clock: clk})
+	req := llm.Request{Messages: []llm.Message{llm.UserMessage("hi")}}
+	if _, err := c.Complete(context.Background(), req); err == nil {
+		t.Fatal("want an error: every key is out of quota")
+	}
+	n := len(srv.Requests())
+	if _, err := c.Complete(context.Background(), req); err == nil {
+		t.Fatal("want an error")
+	}
+	if got := fmt.Sprint(keysSent(srv.Requests(), n)); got != "[quota revoked]" {
+		t.Fatalf("with every key resting, keys tried %s, want [quota revoked]", got)
+	}
+}
