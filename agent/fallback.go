@@ -58,6 +58,15 @@ func (r *run) fellBack(s llm.Switch) {
 	}
 }
 
+// noteModel adds the model that answered a call to Result.Models, with
+// room for a few calls at once (one allocation for a run of up to 8).
+func (r *run) noteModel(req *llm.Request, resp *llm.Response) {
+	if r.res.Models == nil {
+		r.res.Models = make([]string, 0, 8)
+	}
+	r.res.Models = append(r.res.Models, r.answeredBy(req, resp))
+}
+
 // answeredBy names the model that answered a call: the response's, else
 // the request's, else the client's. It sets resp.Model to it when the
 // client left it empty, so that the call is priced at that model (a

@@ -75,7 +75,7 @@ func (r *run) callLLM(req llm.Request) (*llm.Response, error) {
 		}
 		if err == nil {
 			r.res.Usage = r.res.Usage.Add(resp.Usage)
-			r.res.Models = append(r.res.Models, r.answeredBy(&req, resp))
+			r.noteModel(&req, resp)
 			r.account(&req, resp)
 			return resp, nil
 		}
