@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"log/slog"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -85,4 +86,24 @@ func (r *run) answeredBy(req *llm.Request, resp *llm.Response) string {
 		return resp.Model
 	}
 	return r.o.model
+}
+
+// extractionCtx is the ctx of a fact extraction's model call, which runs
+// in the background after its run: it names the run's conversation, and
+// its switch hook logs the switch at WARN through the extraction's logger
+// and tells the Observer (after the run's last step, like the
+// extraction's own steps).
+func (o *Orchestrator) extractionCtx(ctx context.Context, x extraction, log *slog.Logger) context.Context {
+	ctx = llm.WithConversation(ctx, x.tenant+"\x00"+x.conv)
+	return llm.WithSwitchHook(ctx, func(s llm.Switch) {
+		kind := llm.KindOf(s.Err)
+		msg := ""
+		if s.Err != nil {
+			msg = maskText(s.Err.Error())
+		}
+		log.WarnContext(ctx, "agent: model failed, falling back", "from", s.From, "to", s.To, "kind", kind.String(), "err", msg)
+		if x.ended != nil {
+			o.observeExtraction(ctx, x, Step{Kind: StepModelFallback, From: s.From, To: s.To, ErrorKind: kind, Err: s.Err})
+		}
+	})
 }

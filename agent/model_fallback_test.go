@@ -189,3 +189,70 @@ func TestFallbackInsideAToolDoesNotReportIntoTheRun(t *testing.T) {
 		t.Fatalf("the tool's Fallback logged %d switches, want 2:\n%s", got, toolLog.String())
 	}
 }
+
+// The background fact extraction's model call reports a switch too: a
+// WARN line of the orchestrator's logger and a StepModelFallback, and it
+// stays on the model the conversation moved to.
+func TestFallbackSwitchInFactExtraction(t *testing.T) {
+	down := &downModel{}
+	backup := renamed{llmtest.NewScript(llmtest.Text("Noted.")).On(llm.PurposeRememberFacts,
+		llmtest.Remember(llmtest.Fact{Text: "The user's dentist is Dr. Kim.", Kind: "person"})), "backup"}
+	fb, err := llm.NewFallback(llm.FallbackConfig{Primary: down, Fallbacks: []llm.Client{backup}, RetryDelay: time.Nanosecond,
+		Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	var steps stepLog
+	o := newOrch(t, fb, agent.Config{MemoryOptions: agent.MemoryOptions{Extract: true}, Observer: &steps,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if _, err := o.HandleMessage(context.Background(), msg("My dentist is Dr. Kim.")); err != nil {
+		t.Fatal(err)
+	}
+	closeOrch(t, o) // the extraction has run
+	if backup.Calls() != 2 {
+		t.Fatalf("the backup answered %d calls, want the reply and the extraction", backup.Calls())
+	}
+	// One switch: the run's first call. The extraction, on the same
+	// conversation, went straight to the backup.
+	if n := len(steps.of(agent.StepModelFallback)); n != 1 || down.calls.Load() != 2 {
+		t.Fatalf("%d fallback steps, primary called %d times; want 1 switch after 2 tries", n, down.calls.Load())
+	}
+	if strings.Count(logs.String(), "falling back") != 1 {
+		t.Fatalf("log:\n%s", logs.String())
+	}
+}
+
+// With NoStick the extraction's own call switches, and that switch is
+// reported like the run's: a WARN line of the orchestrator's logger and a
+// StepModelFallback after the run's end.
+func TestFallbackSwitchInFactExtractionIsReported(t *testing.T) {
+	down := &downModel{}
+	backup := renamed{llmtest.NewScript(llmtest.Text("Noted.")).On(llm.PurposeRememberFacts,
+		llmtest.Remember(llmtest.Fact{Text: "The user's dentist is Dr. Kim.", Kind: "person"})), "backup"}
+	var fbLog bytes.Buffer
+	fb, err := llm.NewFallback(llm.FallbackConfig{Primary: down, Fallbacks: []llm.Client{backup}, RetryDelay: time.Nanosecond,
+		NoStick: true, Logger: slog.New(slog.NewTextHandler(&fbLog, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	var steps stepLog
+	o := newOrch(t, fb, agent.Config{MemoryOptions: agent.MemoryOptions{Extract: true}, Observer: &steps,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if _, err := o.HandleMessage(context.Background(), msg("My dentist is Dr. Kim.")); err != nil {
+		t.Fatal(err)
+	}
+	closeOrch(t, o)
+	all := steps.all()
+	var kinds []agent.StepKind
+	for _, s := range all {
+		kinds = append(kinds, s.Kind)
+	}
+	if n := len(steps.of(agent.StepModelFallback)); n != 2 || all[len(all)-2].Kind != agent.StepModelFallback {
+		t.Fatalf("steps %v: want 2 fallbacks, the extraction's just before its response", kinds)
+	}
+	if strings.Count(logs.String(), "agent: model failed, falling back") != 2 || fbLog.Len() != 0 {
+		t.Fatalf("orchestrator log:\n%s\nFallback's own log:\n%s", logs.String(), fbLog.String())
+	}
+}

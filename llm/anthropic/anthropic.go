@@ -73,7 +73,8 @@ type Config struct {
 	// key is ever printed: String and LogValue give their count, errors
 	// are scrubbed of them.
 	APIKeys []string
-	// KeyCooldown is how long a refused key rests. Default one minute.
+	// KeyCooldown is how long a refused key rests. Default (zero or
+	// negative): one minute.
 	KeyCooldown time.Duration
 	// Clock times KeyCooldown. Default clock.System.
 	Clock clock.Clock
