@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -44,7 +45,8 @@ type FallbackConfig struct {
 	// Names name the clients in logs, Observer steps and spans: Names[0]
 	// the primary, Names[i] Fallbacks[i-1]. Default: the client's own
 	// Model() when it has one (llm/openai's and llm/anthropic's do), else
-	// "fallback[i]".
+	// "fallback[i]"; a name already taken by an earlier client gets "#i"
+	// added ("gpt-4o", "gpt-4o#1").
 	Names []string
 	// Switch says whether an error moves the call to the next client.
 	// Default: DefaultSwitch with MaxWait. Whatever it says, an error of
@@ -106,7 +108,9 @@ func DefaultSwitch(err error, maxWait time.Duration) bool {
 // Fallback is a Client that calls its primary and, when that fails with an
 // error its Switch accepts, the next client of its list. A switch is never
 // silent: it is reported to the ctx's switch hook (WithSwitchHook) or
-// logged at WARN, and the Response's Model names the model that answered.
+// logged at WARN, and the Response's Model names the model that answered
+// (set to the client's Model(), else its name, when the client left it
+// empty).
 // A stream switches only before its first chunk.
 //
 // A conversation (WithConversation) stays on the client that answered it
@@ -114,6 +118,7 @@ func DefaultSwitch(err error, maxWait time.Duration) bool {
 type Fallback struct {
 	clients []Client
 	names   []string
+	models  []string // what a response that names no model is given: the client's Model(), else its name
 	sw      func(error) bool
 	tries   int
 	delay   time.Duration
@@ -182,6 +187,13 @@ func NewFallback(cfg FallbackConfig) (*Fallback, error) {
 				f.names[i] = "fallback[" + strconv.Itoa(i) + "]"
 			}
 		}
+		f.models = append(f.models, f.names[i])
+		if m, ok := c.(interface{ Model() string }); ok && m.Model() != "" {
+			f.models[i] = m.Model()
+		}
+		if slices.Contains(f.names[:i], f.names[i]) { // one model behind two endpoints or keys
+			f.names[i] += "#" + strconv.Itoa(i)
+		}
 	}
 	if f.tries == 0 {
 		f.tries = DefaultFallbackTries
@@ -229,7 +241,7 @@ func (f *Fallback) Complete(ctx context.Context, req Request) (*Response, error)
 		resp, err := f.complete(ctx, i, req)
 		if err == nil {
 			if resp != nil && resp.Model == "" {
-				resp.Model = f.names[i]
+				resp.Model = f.models[i]
 			}
 			f.answered(ctx, i)
 			return resp, nil
@@ -265,7 +277,7 @@ func (f *Fallback) Stream(ctx context.Context, req Request) iter.Seq2[Chunk, err
 				}
 				if c.Response != nil && c.Response.Model == "" {
 					r := *c.Response
-					r.Model = f.names[i]
+					r.Model = f.models[i]
 					c.Response = &r
 				}
 				if c.Response != nil {

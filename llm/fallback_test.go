@@ -285,3 +285,18 @@ func TestFallbackConcurrentConversations(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Two clients of one model (two endpoints, two accounts) are told apart in
+// the switch.
+func TestFallbackNamesTwoClientsOfOneModelApart(t *testing.T) {
+	a, b := &stubModel{name: "gpt-4o", always: errDown}, &stubModel{name: "gpt-4o"}
+	f := newFallback(t, llm.FallbackConfig{Primary: a, Fallbacks: []llm.Client{b}})
+	var got llm.Switch
+	ctx := llm.WithSwitchHook(context.Background(), func(s llm.Switch) { got = s })
+	if _, err := f.Complete(ctx, llm.Request{}); err != nil {
+		t.Fatal(err)
+	}
+	if got.From != "gpt-4o" || got.To != "gpt-4o#1" {
+		t.Fatalf("switch %s → %s, want gpt-4o → gpt-4o#1", got.From, got.To)
+	}
+}
