@@ -283,8 +283,19 @@ type Hooks struct {
 // Config configures an [Orchestrator]. LLM is required; every other field
 // is optional.
 type Config struct {
-	// LLM is the model client (required).
+	// LLM is the model client. Required unless Models and Model name
+	// it.
 	LLM llm.Client
+	// Models maps model names ("fast", "smart") to clients, so that a
+	// message (Message.Model), a trigger task (trigger.Task.Model) or a
+	// skill can ask for a model by name and the host decides what it
+	// means. Optional: without it, a message naming a model is refused
+	// with ErrUnknownModel. See ModelRouter and ModelMap.
+	Models ModelRouter
+	// Model names, in Models, the client used when LLM is nil. A name
+	// Models does not answer is refused by NewOrchestrator
+	// (ErrUnknownModel). Default "": LLM is used.
+	Model string
 	// SystemPrompt is the persona; the orchestrator adds the current time,
 	// the tenant's time zone and the list of capabilities after it.
 	SystemPrompt string

@@ -259,6 +259,27 @@
 // llmtest.Decide, ApproveAll, CancelAll, ProvideFields, Unrelated, Summary
 // and Remember build these replies.
 //
+// # Models by name, and fallbacks
+//
+// Config.Models (a [ModelRouter]; [ModelMap] is the map one) names the
+// clients a message ([Message].Model), a trigger task (trigger.Task.Model)
+// or a skill may ask for, so "fast" and "smart" mean what the host says.
+// Config.Model names the default when Config.LLM is nil. A name no client
+// answers is [ErrUnknownModel]: from NewOrchestrator for Config.Model,
+// from agentexec when a task is created, else when the run starts.
+//
+// A client that is an llm.Fallback (a primary and the models to try when
+// it is down) reports each switch to the run: a WARN line, a
+// [StepModelFallback] step and a valet.llm.fallback span event on the
+// run's and the call's spans. [Result].Models names the model that
+// answered each call, and each call is priced at that model. The run
+// names its tenant and conversation to the Fallback
+// (llm.WithConversation), which keeps a conversation on the model that
+// answered it. The orchestrator sees a Fallback given as Config.LLM or in
+// a ModelMap (or any other ModelRouter); one wrapped inside a client of
+// your own is not seen, and logs its switches itself. Runs whose clients
+// hold no Fallback carry no such context values.
+//
 // # Runs and logs
 //
 // Each call of HandleMessage, Stream or ResolveApproval is one run, with

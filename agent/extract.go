@@ -193,7 +193,7 @@ func (o *Orchestrator) extractFacts(x extraction) {
 	if x.ended != nil {
 		t0 = o.observeExtraction(ctx, x, Step{Kind: StepModelRequest, Request: req})
 	}
-	resp, err := o.llm.Complete(ctx, req)
+	resp, err := o.llm.Complete(o.extractionCtx(ctx, x, log), req) // fallback.go
 	if x.ended != nil {
 		o.observeExtraction(ctx, x, Step{Kind: StepModelResponse, Request: llm.Request{Purpose: req.Purpose}, Response: resp, Err: err, Duration: time.Since(t0)})
 	}

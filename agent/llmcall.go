@@ -76,6 +76,7 @@ func (r *run) callLLM(req llm.Request) (*llm.Response, error) {
 		}
 		if err == nil {
 			r.res.Usage = r.res.Usage.Add(resp.Usage)
+			r.noteModel(&req, resp)
 			r.account(&req, resp)
 			return resp, nil
 		}
@@ -122,7 +123,7 @@ func (r *run) callAside(req llm.Request) (*llm.Response, error) {
 }
 
 func (r *run) send(req llm.Request) (*llm.Response, error) {
-	ctx := r.chatCtx(r.clock.start())
+	ctx := r.chatCtx(r.modelCtx(r.clock.start()))
 	resp, err := r.callClient(ctx, req)
 	timedOut := r.clock.stop()
 	if err == nil && resp == nil {
@@ -144,7 +145,7 @@ func (r *run) callClient(ctx context.Context, req llm.Request) (resp *llm.Respon
 		}
 	}()
 	if r.emit == nil {
-		return r.o.llm.Complete(ctx, req)
+		return r.client().Complete(ctx, req)
 	}
 	return r.sendStream(ctx, req)
 }
@@ -212,7 +213,7 @@ func (r *run) sendStream(ctx context.Context, req llm.Request) (*llm.Response, e
 		started bool
 	)
 	r.lastEnd = ""
-	for c, err := range r.o.llm.Stream(ctx, req) {
+	for c, err := range r.client().Stream(ctx, req) {
 		if err != nil {
 			if started && !r.emit(Event{Type: EventMessageRetract, Text: text.String()}) {
 				return nil, context.Canceled

@@ -92,6 +92,10 @@ const (
 	// StepSpendRefused: the SpendGuard refused the run before any model
 	// call (Text: the reason shown to the user, Err).
 	StepSpendRefused
+	// StepModelFallback: a model call moved from a model that failed to
+	// the next of an llm.Fallback (Call, From, To, ErrorKind, Err). The
+	// call's StepModelResponse follows, from the model that answered.
+	StepModelFallback
 )
 
 var stepNames = [...]string{
@@ -109,6 +113,7 @@ var stepNames = [...]string{
 	StepNote:             "note",
 	StepContextShortened: "context_shortened",
 	StepSpendRefused:     "spend_refused",
+	StepModelFallback:    "model_fallback",
 }
 
 // String is the kind's snake_case name ("model_request").
@@ -175,6 +180,9 @@ type Step struct {
 	ErrorKind llm.ErrorKind
 	// Delay is how long the run waits before the retry.
 	Delay time.Duration
+	// From and To name the model left and the model tried next
+	// (StepModelFallback).
+	From, To string
 	// ToolCall is the call as the model made it; its arguments are as the
 	// model wrote them (StepToolCall, StepToolResult).
 	ToolCall llm.ToolCall

@@ -35,6 +35,7 @@ type Orchestrator struct {
 	log         *slog.Logger
 	obs         Observer    // Config.Observer; nil when none
 	obsPanicked atomic.Bool // the Observer's first panic was logged
+	fallbacks   bool        // a client may be an llm.Fallback: model calls carry its hook (fallback.go)
 	tel         *telemetry  // OpenTelemetry; nil without providers (telemetry.go)
 	clock       clock.Clock
 	loc         *time.Location
@@ -90,6 +91,9 @@ type conversation struct {
 // ErrNoPrice; so is a LoopConfig.Budget.MaxTokens no model call fits
 // (see CheckBudget), wrapping ErrInvalidConfig and ErrInvalidBudget.
 func NewOrchestrator(cfg Config) (*Orchestrator, error) {
+	if err := cfg.routeDefault(); err != nil { // router.go
+		return nil, err
+	}
 	if cfg.LLM == nil {
 		return nil, ErrNoLLM
 	}
@@ -134,18 +138,19 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	o := &Orchestrator{
-		llm:   cfg.LLM,
-		tools: reg,
-		specs: reg.Specs(),
-		ctxm:  ctxm,
-		loop:  loop,
-		hooks: cfg.Hooks,
-		obs:   observerOf(cfg.Observer),
-		cfg:   cfg,
-		log:   cfg.Logger,
-		loc:   cfg.Location,
-		convs: make(map[convKey]*conversation),
-		clock: clock.Or(cfg.Clock),
+		llm:       cfg.LLM,
+		tools:     reg,
+		specs:     reg.Specs(),
+		ctxm:      ctxm,
+		loop:      loop,
+		hooks:     cfg.Hooks,
+		obs:       observerOf(cfg.Observer),
+		fallbacks: mayFallBack(cfg),
+		cfg:       cfg,
+		log:       cfg.Logger,
+		loc:       cfg.Location,
+		convs:     make(map[convKey]*conversation),
+		clock:     clock.Or(cfg.Clock),
 
 		agents:   agents,
 		callable: callable,

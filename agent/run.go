@@ -17,6 +17,8 @@ import (
 // run is the state of handling one message.
 type run struct {
 	o     *Orchestrator
+	llm   llm.Client // the client of the run (Message.Model); nil: o.llm (router.go)
+	mctx  modelCtx   // the ctx of model calls (fallback.go)
 	ctx   context.Context
 	msg   Message
 	emit  func(Event) bool // nil when not streaming
@@ -123,6 +125,9 @@ func (r *run) handle() error {
 	o, ctx, msg := r.o, r.ctx, r.msg
 	res := &r.res
 	if err := checkMessage(&msg); err != nil {
+		return err
+	}
+	if err := r.route(); err != nil {
 		return err
 	}
 	if strings.TrimSpace(msg.Text) == "" {

@@ -29,6 +29,11 @@ type Message struct {
 	TaskID string
 	// Budget bounds this run; each zero limit takes LoopConfig.Budget's.
 	Budget Budget
+	// Model names the model this run uses, through Config.Models
+	// ("fast", "smart"). Default "": Config's model. A name Models does
+	// not answer fails the run with ErrUnknownModel before any model
+	// call.
+	Model string
 }
 
 // The sources of a Message.
@@ -116,6 +121,12 @@ type Result struct {
 	// the user (a reply, or ResolveApproval), or found expired. Hooks.Decided
 	// hears of them too.
 	Decided []Decided
+	// Models names the model that answered each model call of the run
+	// that got an answer, in order (those not part of the loop, such as
+	// an approval's resolution, included): the response's Model, else
+	// the request's, else the client's. With an llm.Fallback it shows
+	// which calls a fallback answered; StepModelFallback says why.
+	Models []string
 }
 
 // Waiting describes an Agent-Tool parked in the pool.

@@ -26,4 +26,21 @@
 // Tool-call pairing is the one invariant every conversation must keep: each
 // assistant tool call is answered by exactly one tool message with its ID
 // before the next assistant or user message. [CheckPairing] verifies it.
+//
+// # Fallback chains
+//
+// [NewFallback] wraps a primary client and the clients to try when it is
+// down: a call moves to the next one on an unavailable model (after a
+// retry) or a rate limit longer than MaxWait, never on an auth failure, a
+// bad request or a context overflow, and a stream only before its first
+// chunk. A switch is never silent: it goes to the hook the ctx carries
+// ([WithSwitchHook]; valet's orchestrator logs it at WARN, tells its
+// Observer and adds a span event) or is logged, and Response.Model names
+// the model that answered. A conversation ([WithConversation]) stays on
+// the model that answered it for StickFor:
+//
+//	chain, err := llm.NewFallback(llm.FallbackConfig{
+//		Primary:   anthropic.New(anthropic.Config{}),
+//		Fallbacks: []llm.Client{openai.New(openai.Config{})},
+//	})
 package llm

@@ -294,6 +294,10 @@ type Task struct {
 	ConditionMet bool   `json:"condition_met,omitempty"`
 	Retry        Retry  `json:"retry,omitzero"`
 	Budget       Budget `json:"budget,omitzero"`
+	// Model names the model the task's runs use, through the
+	// executor's router (agentexec: agent.Config.Models, checked when
+	// the task is created). Default "": the executor's model.
+	Model string `json:"model,omitempty"`
 
 	// CreatedAt, UpdatedAt and Revision are the store's: Create sets
 	// them, Update checks Revision and advances UpdatedAt and Revision.

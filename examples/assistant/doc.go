@@ -36,8 +36,9 @@
 // With ANTHROPIC_API_KEY set instead, it talks to Claude through
 // anthropic.FromEnv (Anthropic's Messages API, with prompt caching);
 // ANTHROPIC_MODEL picks the model (default claude-sonnet-4-5) and
-// ANTHROPIC_BASE_URL the endpoint. When both keys are set, OPENAI_API_KEY
-// wins:
+// ANTHROPIC_BASE_URL the endpoint. When both keys are set, OpenAI answers
+// and Claude takes over when OpenAI is overloaded or rate-limited for long
+// (llm.NewFallback; each switch is a WARN line):
 //
 //	ANTHROPIC_API_KEY=sk-ant-... go run ./examples/assistant -i
 //

@@ -309,13 +309,15 @@ func readLines(ctx context.Context, r io.Reader) <-chan string {
 }
 
 // chooseModel returns the OpenAI client when OPENAI_API_KEY is set, the
-// Anthropic client when ANTHROPIC_API_KEY is (OPENAI_API_KEY wins when both
-// are), and the offline script otherwise.
+// Anthropic client when ANTHROPIC_API_KEY is, both in a fallback chain
+// (OpenAI first, Claude when it is down) when both are, and the offline
+// script otherwise.
 func chooseModel(w io.Writer, opts options) (llm.Client, error) {
 	if opts.Model != nil {
 		fmt.Fprintln(w, "model: supplied by the caller")
 		return opts.Model, nil
 	}
+	var chain []llm.Client
 	if !opts.Offline && os.Getenv(openai.EnvAPIKey) != "" {
 		c, err := openai.FromEnv() // OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_MODEL
 		if err != nil {
@@ -326,7 +328,7 @@ func chooseModel(w io.Writer, opts options) (llm.Client, error) {
 			endpoint = openai.DefaultBaseURL
 		}
 		fmt.Fprintf(w, "model: %s at %s (OPENAI_API_KEY is set)\n", c.Model(), endpoint)
-		return c, nil
+		chain = append(chain, c)
 	}
 	if !opts.Offline && os.Getenv(anthropic.EnvAPIKey) != "" {
 		c, err := anthropic.FromEnv() // ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, ANTHROPIC_MODEL
@@ -337,8 +339,20 @@ func chooseModel(w io.Writer, opts options) (llm.Client, error) {
 		if endpoint == "" {
 			endpoint = anthropic.DefaultBaseURL
 		}
-		fmt.Fprintf(w, "model: %s at %s (ANTHROPIC_API_KEY is set)\n", c.Model(), endpoint)
-		return c, nil
+		what := "model"
+		if len(chain) > 0 {
+			what = "fallback model"
+		}
+		fmt.Fprintf(w, "%s: %s at %s (ANTHROPIC_API_KEY is set)\n", what, c.Model(), endpoint)
+		chain = append(chain, c)
+	}
+	switch len(chain) {
+	case 1:
+		return chain[0], nil
+	case 2:
+		// Never silent: each switch is a WARN line of the orchestrator's
+		// logger, and Result.Models names the model that answered.
+		return llm.NewFallback(llm.FallbackConfig{Primary: chain[0], Fallbacks: chain[1:]})
 	}
 	fmt.Fprintln(w, "model: offline script (set OPENAI_API_KEY or ANTHROPIC_API_KEY to use a real model)")
 	if opts.Interactive {

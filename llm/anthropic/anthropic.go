@@ -15,10 +15,13 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
 
+	"github.com/valetkit/valet/clock"
+	"github.com/valetkit/valet/internal/keyring"
 	"github.com/valetkit/valet/llm"
 )
 
@@ -61,6 +64,20 @@ type Config struct {
 	// APIKey is sent as the "x-api-key" header. Default: none (no header is
 	// sent; New never reads ANTHROPIC_API_KEY, FromEnv does).
 	APIKey string
+	// APIKeys are more keys, tried after APIKey in order: a call whose
+	// key is refused for quota, rate limit or auth (llm.KindRateLimited,
+	// llm.KindAuth) is sent again with the next key at once, and the
+	// refused key cools down for KeyCooldown. When every key cools down,
+	// the one whose cool-down ends first is used. At most 64 keys in all
+	// (the rest are ignored); duplicates count once. Default: none. No
+	// key is ever printed: String and LogValue give their count, errors
+	// are scrubbed of them.
+	APIKeys []string
+	// KeyCooldown is how long a refused key rests. Default (zero or
+	// negative): one minute.
+	KeyCooldown time.Duration
+	// Clock times KeyCooldown. Default clock.System.
+	Clock clock.Clock
 	// BaseURL is the API root, the part before "/v1/messages".
 	// Default: DefaultBaseURL.
 	BaseURL string
@@ -87,8 +104,8 @@ type Config struct {
 
 // String prints the configuration without its secrets.
 func (c Config) String() string {
-	return fmt.Sprintf("anthropic.Config{Model: %q, BaseURL: %q, APIKey: %s, Headers: %s, DisableCaching: %v}",
-		c.Model, redactURL(c.BaseURL), redacted(c.APIKey), headerNames(c.Headers), c.DisableCaching)
+	return fmt.Sprintf("anthropic.Config{Model: %q, BaseURL: %q, APIKey: %s%s, Headers: %s, DisableCaching: %v}",
+		c.Model, redactURL(c.BaseURL), redacted(c.APIKey), keyring.Field(c.APIKeys), headerNames(c.Headers), c.DisableCaching)
 }
 
 // LogValue logs the configuration without its secrets.
@@ -97,6 +114,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("model", c.Model),
 		slog.String("base_url", redactURL(c.BaseURL)),
 		slog.String("api_key", redacted(c.APIKey)),
+		slog.String("api_keys", keyring.Redacted(c.APIKeys)),
 		slog.String("headers", headerNames(c.Headers)),
 		slog.Bool("disable_caching", c.DisableCaching),
 	)
@@ -151,7 +169,8 @@ type Client struct {
 	maxTokens int
 	maxBytes  int64
 	caching   bool
-	secrets   []string // only to scrub them from error messages
+	secrets   []string      // only to scrub them from error messages
+	keys      *keyring.Ring // APIKey and APIKeys when there are several; nil otherwise
 }
 
 var _ llm.Client = (*Client)(nil)
@@ -164,6 +183,9 @@ var _ llm.Client = (*Client)(nil)
 // retries are off: the caller (the agent loop) decides what to retry from
 // the error kind.
 func New(cfg Config) *Client {
+	if cfg.APIKey == "" && len(cfg.APIKeys) > 0 {
+		cfg.APIKey, cfg.APIKeys = cfg.APIKeys[0], cfg.APIKeys[1:]
+	}
 	c := &Client{
 		model:     cfg.Model,
 		baseURL:   cfg.BaseURL,
@@ -196,6 +218,12 @@ func New(cfg Config) *Client {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
 		c.secrets = append(c.secrets, cfg.APIKey)
 	}
+	for _, k := range cfg.APIKeys {
+		if k != "" {
+			c.secrets = append(c.secrets, k)
+		}
+	}
+	c.keys = keyring.Of(cfg.APIKey, cfg.APIKeys, cfg.KeyCooldown, cfg.Clock)
 	if u, err := url.Parse(c.baseURL); err == nil {
 		if p, ok := u.User.Password(); ok && p != "" {
 			c.secrets = append(c.secrets, p)
@@ -284,11 +312,21 @@ func (c *Client) send(ctx context.Context, req llm.Request, stream bool) (*http.
 	if err != nil {
 		return nil, &llm.Error{Kind: llm.KindBadRequest, Message: "encoding the request: " + err.Error()}
 	}
+	if c.keys != nil {
+		return keyring.Send(c.keys, func(key string) (*http.Response, error) {
+			return c.post(ctx, body, option.WithAPIKey(key))
+		})
+	}
+	return c.post(ctx, body)
+}
+
+// post sends the encoded request body (with opts, e.g. the key to use).
+func (c *Client) post(ctx context.Context, body []byte, opts ...option.RequestOption) (*http.Response, error) {
 	var res *http.Response
-	_, err = c.svc.New(ctx, sdk.MessageNewParams{},
+	_, err := c.svc.New(ctx, sdk.MessageNewParams{}, append(opts,
 		option.WithRequestBody("application/json", body),
 		option.WithResponseBodyInto(&res),
-		option.WithMiddleware(c.capErrorBody))
+		option.WithMiddleware(c.capErrorBody))...)
 	if res != nil && res.StatusCode >= 400 {
 		b, _ := io.ReadAll(io.LimitReader(res.Body, c.maxBytes))
 		res.Body.Close()

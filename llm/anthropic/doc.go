@@ -90,6 +90,13 @@
 //   - a cancelled ctx gives an error for which errors.Is(err,
 //     context.Canceled) holds.
 //
+// # Several keys
+//
+// Several keys (Config.APIKeys beside APIKey) rotate: a call whose key is
+// refused for quota, rate limit or auth goes out again at once with the
+// next key, and the refused key rests for Config.KeyCooldown. No key is
+// ever printed, in errors, String or LogValue.
+//
 // # Testing
 //
 // llmtest.NewAnthropicServer is a fake Messages API backed by any

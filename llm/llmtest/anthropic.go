@@ -2,7 +2,6 @@ package llmtest
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -193,12 +192,16 @@ func (s *AnthropicServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := r.Header.Get("x-api-key")
-	if want := s.opts.apiKey; want != "" {
+	if s.opts.quota[key] {
+		s.writeError(w, idx, &anthropicError{status: 429, typ: "rate_limit_error", message: "This request would exceed your organization's rate limit."})
+		return
+	}
+	if s.opts.apiKey != "" || len(s.opts.apiKeys) > 0 {
 		if key == "" {
 			s.writeError(w, idx, &anthropicError{status: 401, typ: "authentication_error", message: "x-api-key header is required"})
 			return
 		}
-		if subtle.ConstantTimeCompare([]byte(key), []byte(want)) != 1 {
+		if !s.opts.accepts(key) {
 			s.writeError(w, idx, &anthropicError{status: 401, typ: "authentication_error", message: "invalid x-api-key"})
 			return
 		}

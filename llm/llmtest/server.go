@@ -27,6 +27,8 @@ type ServerOption func(*serverOptions)
 type serverOptions struct {
 	maxContextChars int
 	apiKey          string
+	apiKeys         []string        // WithAPIKeys: more keys accepted
+	quota           map[string]bool // WithQuotaExceeded
 	latency         time.Duration
 	embedder        llm.Embedder
 	minCacheTokens  int
@@ -53,6 +55,39 @@ func WithMaxContextChars(n int) ServerOption {
 // any Authorization header, or none, is accepted.
 func WithAPIKey(key string) ServerOption {
 	return func(o *serverOptions) { o.apiKey = key }
+}
+
+// WithAPIKeys makes the server accept any of keys (beside one given to
+// WithAPIKey), refusing others as WithAPIKey does: for tests of clients
+// that rotate several keys.
+func WithAPIKeys(keys ...string) ServerOption {
+	return func(o *serverOptions) { o.apiKeys = append(o.apiKeys, keys...) }
+}
+
+// WithQuotaExceeded makes the server answer every request made with one
+// of keys 429, as a provider does for a key out of quota (OpenAI:
+// insufficient_quota; Anthropic: rate_limit_error), whether or not
+// WithAPIKey or WithAPIKeys names them.
+func WithQuotaExceeded(keys ...string) ServerOption {
+	return func(o *serverOptions) {
+		if o.quota == nil {
+			o.quota = map[string]bool{}
+		}
+		for _, k := range keys {
+			o.quota[k] = true
+		}
+	}
+}
+
+// accepts reports whether key is one WithAPIKey or WithAPIKeys named.
+func (o *serverOptions) accepts(key string) bool {
+	ok := false
+	for _, k := range append([]string{o.apiKey}, o.apiKeys...) {
+		if k != "" && subtle.ConstantTimeCompare([]byte(key), []byte(k)) == 1 {
+			ok = true
+		}
+	}
+	return ok
 }
 
 // WithLatency makes the server wait d before answering every request (on top
@@ -386,15 +421,18 @@ func (h *Handler) serveHTTP(w http.ResponseWriter, r *http.Request) {
 
 // checkAuth enforces WithAPIKey.
 func (h *Handler) checkAuth(r *http.Request) *apiError {
-	if h.opts.apiKey == "" {
+	auth := r.Header.Get("Authorization")
+	if got, _ := strings.CutPrefix(auth, "Bearer "); h.opts.quota[got] {
+		return &apiError{Status: http.StatusTooManyRequests, Type: "insufficient_quota", Code: "insufficient_quota", Message: "You exceeded your current quota, please check your plan and billing details."}
+	}
+	if h.opts.apiKey == "" && len(h.opts.apiKeys) == 0 {
 		return nil
 	}
-	auth := r.Header.Get("Authorization")
 	if auth == "" {
 		return &apiError{Status: http.StatusUnauthorized, Type: "invalid_request_error", Message: "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY). You can obtain an API key from https://platform.openai.com/account/api-keys."}
 	}
 	got, _ := strings.CutPrefix(auth, "Bearer ")
-	if subtle.ConstantTimeCompare([]byte(got), []byte(h.opts.apiKey)) == 1 && strings.HasPrefix(auth, "Bearer ") {
+	if h.opts.accepts(got) && strings.HasPrefix(auth, "Bearer ") {
 		return nil
 	}
 	return &apiError{Status: http.StatusUnauthorized, Type: "invalid_request_error", Code: "invalid_api_key", Message: "Incorrect API key provided: " + maskKey(got) + ". You can find your API key at https://platform.openai.com/account/api-keys."}

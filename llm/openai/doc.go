@@ -31,6 +31,11 @@
 // api.openai.com and Azure (whose reasoning models reject max_tokens) and as
 // max_tokens to every other server (which may not know the newer field).
 //
+// Several keys (Config.APIKeys beside APIKey) rotate: a call whose key is
+// refused for quota, rate limit or auth goes out again at once with the
+// next key, and the refused key rests for Config.KeyCooldown. No key is
+// ever printed, in errors, String or LogValue.
+//
 // # What the client normalises
 //
 // The replies are decoded leniently, from what servers really send (the

@@ -517,6 +517,9 @@ func secretsOf(cfg Config) []string {
 		}
 	}
 	add(cfg.APIKey)
+	for _, k := range cfg.APIKeys {
+		add(k)
+	}
 	for k, v := range cfg.Headers {
 		if credentialName(k) {
 			add(v)

@@ -16,12 +16,15 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	oa "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/shared"
 
+	"github.com/valetkit/valet/clock"
+	"github.com/valetkit/valet/internal/keyring"
 	"github.com/valetkit/valet/llm"
 )
 
@@ -81,6 +84,20 @@ type Config struct {
 	// APIKey is sent as "Authorization: Bearer <key>". It may be empty for
 	// local servers (Ollama, vLLM); then no Authorization header is sent.
 	APIKey string
+	// APIKeys are more keys, tried after APIKey in order: a call whose
+	// key is refused for quota, rate limit or auth (llm.KindRateLimited,
+	// llm.KindAuth) is sent again with the next key at once, and the
+	// refused key cools down for KeyCooldown. When every key cools down,
+	// the one whose cool-down ends first is used. At most 64 keys in all
+	// (the rest are ignored); duplicates count once. Optional. No key is
+	// ever printed: String and LogValue give their count, errors are
+	// scrubbed of them.
+	APIKeys []string
+	// KeyCooldown is how long a refused key rests. Default (zero or
+	// negative): one minute.
+	KeyCooldown time.Duration
+	// Clock times KeyCooldown. Default clock.System.
+	Clock clock.Clock
 	// BaseURL is the API root, the part before "/chat/completions".
 	// Default: DefaultBaseURL. Examples: "http://localhost:11434/v1" (Ollama),
 	// "http://localhost:8000/v1" (vLLM), "http://localhost:4000" (LiteLLM),
@@ -122,8 +139,8 @@ type Config struct {
 
 // String prints the configuration without its secrets.
 func (c Config) String() string {
-	return fmt.Sprintf("openai.Config{Model: %q, BaseURL: %q, APIKey: %s, Headers: %s}",
-		c.Model, redactURL(c.BaseURL), redacted(c.APIKey), headerNames(c.Headers))
+	return fmt.Sprintf("openai.Config{Model: %q, BaseURL: %q, APIKey: %s%s, Headers: %s}",
+		c.Model, redactURL(c.BaseURL), redacted(c.APIKey), keyring.Field(c.APIKeys), headerNames(c.Headers))
 }
 
 // LogValue logs the configuration without its secrets.
@@ -132,6 +149,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("model", c.Model),
 		slog.String("base_url", redactURL(c.BaseURL)),
 		slog.String("api_key", redacted(c.APIKey)),
+		slog.String("api_keys", keyring.Redacted(c.APIKeys)),
 		slog.String("headers", headerNames(c.Headers)),
 	)
 }
@@ -160,7 +178,8 @@ type Client struct {
 	emb     oa.EmbeddingService
 	model   string
 	baseURL string
-	secrets []string // the credentials, only to scrub them from error messages
+	secrets []string      // the credentials, only to scrub them from error messages
+	keys    *keyring.Ring // APIKey and APIKeys when there are several; nil otherwise
 	// maxBytes is Config.MaxResponseBytes, or DefaultMaxResponseBytes.
 	maxBytes int64
 	// completionTokensField is "max_completion_tokens" for OpenAI and Azure,
@@ -186,6 +205,9 @@ var (
 // [FromEnv] for that. openai-go's own retries are off: the caller (the agent
 // loop) decides what to retry from the error kind.
 func New(cfg Config) *Client {
+	if cfg.APIKey == "" && len(cfg.APIKeys) > 0 {
+		cfg.APIKey, cfg.APIKeys = cfg.APIKeys[0], cfg.APIKeys[1:]
+	}
 	model := cfg.Model
 	if model == "" {
 		model = DefaultModel
@@ -252,6 +274,7 @@ func New(cfg Config) *Client {
 		embModel:              cmp.Or(cfg.EmbeddingModel, DefaultEmbeddingModel),
 		embDims:               max(cfg.EmbeddingDimensions, 0),
 		embBatch:              min(embBatch, MaxEmbeddingInputs),
+		keys:                  keyring.Of(cfg.APIKey, cfg.APIKeys, cfg.KeyCooldown, cfg.Clock),
 	}
 }
 
@@ -326,8 +349,15 @@ func (c *Client) send(ctx context.Context, req llm.Request, stream bool) (*http.
 	}
 	var res *http.Response
 	opts = append(opts, option.WithResponseBodyInto(&res), option.WithMiddleware(c.capErrorBody))
-	_, err = c.svc.New(ctx, params, opts...)
-	return c.answer(ctx, res, err)
+	if c.keys == nil {
+		_, err = c.svc.New(ctx, params, opts...)
+		return c.answer(ctx, res, err)
+	}
+	return keyring.Send(c.keys, func(key string) (*http.Response, error) {
+		res = nil
+		_, err := c.svc.New(ctx, params, append(opts[:len(opts):len(opts)], option.WithAPIKey(key))...)
+		return c.answer(ctx, res, err)
+	})
 }
 
 // answer returns res, the raw response openai-go handed over

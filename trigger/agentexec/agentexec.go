@@ -88,6 +88,7 @@ func (x *executor) Execute(ctx context.Context, run trigger.ExecRun) (trigger.Ex
 		Source:         agent.SourceTrigger,
 		TaskID:         t.ID,
 		Budget:         t.Budget,
+		Model:          t.Model,
 	})
 	var out trigger.ExecResult
 	if res != nil {
@@ -139,6 +140,9 @@ func (x *executor) CheckTask(ctx context.Context, t *trigger.Task) error {
 		return err
 	}
 	if err := x.o.CheckBudget(t.Budget); err != nil {
+		return fmt.Errorf("%w: agentexec: task %q: %w", trigger.ErrInvalid, t.ID, err)
+	}
+	if err := x.o.CheckModel(t.Model); err != nil {
 		return fmt.Errorf("%w: agentexec: task %q: %w", trigger.ErrInvalid, t.ID, err)
 	}
 	return nil
