@@ -346,7 +346,7 @@ func (r *run) startBudget() error {
 	m := &meter{b: b, start: r.start, used: &r.res.Consumed, price: o.price}
 	if b.MaxTokens > 0 || b.MaxCostUSD > 0 {
 		// Planned from how the model counted the tenant's text before.
-		m.scales, m.key = &o.scales, scaleKey{r.msg.TenantID, o.model}
+		m.scales, m.key = &o.scales, scaleKey{r.msg.TenantID, r.model()}
 		m.scale = m.scales.get(m.key)
 	}
 	r.meter = m

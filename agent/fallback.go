@@ -114,6 +114,17 @@ func (r *run) answeredBy(req *llm.Request, resp *llm.Response) string {
 	return r.o.model
 }
 
+// model is the name of the run's model: its routed client's, when it
+// names one, else the orchestrator's.
+func (r *run) model() string {
+	if r.llm != nil {
+		if m, ok := r.llm.(interface{ Model() string }); ok && m.Model() != "" {
+			return m.Model()
+		}
+	}
+	return r.o.model
+}
+
 // extractionCtx is the ctx of a fact extraction's model call, which runs
 // in the background after its run: it names the run's conversation, and
 // its switch hook logs the switch at WARN through the extraction's logger

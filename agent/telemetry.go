@@ -163,8 +163,8 @@ func (r *run) startTelemetry() {
 		attrRunID.String(r.res.RunID),
 		attrSource.String(string(r.msg.Source)),
 	}
-	if r.o.model != "" {
-		attrs = append(attrs, attrRequestModel.String(r.o.model))
+	if m := r.model(); m != "" {
+		attrs = append(attrs, attrRequestModel.String(m))
 	}
 	if r.msg.TaskID != "" {
 		attrs = append(attrs, attrTaskID.String(r.msg.TaskID))
@@ -234,7 +234,7 @@ func (r *run) startChat(req *llm.Request) {
 	}
 	model := req.Model
 	if model == "" {
-		model = r.o.model
+		model = r.model()
 	}
 	name := opChat
 	if model != "" {
@@ -268,7 +268,7 @@ func (r *run) endChat(req *llm.Request, resp *llm.Response, err error) {
 	d := time.Since(r.tel.chatT0)
 	model := req.Model
 	if model == "" {
-		model = r.o.model
+		model = r.model()
 	}
 	errType := ""
 	if err != nil {

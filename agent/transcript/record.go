@@ -50,6 +50,10 @@ type Record struct {
 	Retry     int     `json:"retry,omitempty"`
 	ErrorKind string  `json:"error_kind,omitempty"`
 	DelayMS   float64 `json:"delay_ms,omitempty"`
+	// FallbackFrom and FallbackTo: the models of a switch (model_fallback);
+	// ErrorKind is the kind of the failure that caused it.
+	FallbackFrom string `json:"fallback_from,omitempty"`
+	FallbackTo   string `json:"fallback_to,omitempty"`
 	// ToolCall is the call as the model made it (tool_call, tool_result).
 	ToolCall *ToolCall `json:"tool_call,omitempty"`
 	// ToolRecord is the call's outcome (tool_result).
@@ -210,6 +214,8 @@ func (x redactor) record(s agent.Step) Record {
 		}
 	case agent.StepModelRetry:
 		r.Retry, r.ErrorKind, r.DelayMS = s.Retry, s.ErrorKind.String(), ms(s.Delay)
+	case agent.StepModelFallback:
+		r.FallbackFrom, r.FallbackTo, r.ErrorKind = agent.RedactText(s.From), agent.RedactText(s.To), s.ErrorKind.String()
 	case agent.StepToolCall:
 		r.ToolCall = toolCall(s.ToolCall)
 	case agent.StepToolResult:
