@@ -9,7 +9,6 @@ import (
 	"io"
 	"iter"
 	"log/slog"
-	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/valetkit/valet/clock"
 	"github.com/valetkit/valet/internal/keyring"
+	"github.com/valetkit/valet/internal/llmhttp"
 	"github.com/valetkit/valet/llm"
 )
 
@@ -328,8 +328,7 @@ func (c *Client) post(ctx context.Context, body []byte, opts ...option.RequestOp
 		option.WithResponseBodyInto(&res),
 		option.WithMiddleware(c.capErrorBody))...)
 	if res != nil && res.StatusCode >= 400 {
-		b, _ := io.ReadAll(io.LimitReader(res.Body, c.maxBytes))
-		res.Body.Close()
+		b := llmhttp.ReadErrorBody(res, c.maxBytes)
 		return nil, c.classify(ctx, failure{status: res.StatusCode, header: res.Header, body: b})
 	}
 	var apiErr *sdk.Error
@@ -353,37 +352,16 @@ func (c *Client) post(ctx context.Context, body []byte, opts ...option.RequestOp
 // reads it.
 func (c *Client) capErrorBody(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 	res, err := next(req)
-	if err == nil && res != nil && res.Body != nil && res.StatusCode >= 400 {
-		res.Body = limitedBody{Reader: io.LimitReader(res.Body, c.maxBytes), Closer: res.Body}
-	}
-	return res, err
-}
-
-type limitedBody struct {
-	io.Reader
-	io.Closer
+	return llmhttp.CapErrorBody(res, err, c.maxBytes)
 }
 
 // readBody reads a whole reply body up to the cap.
 func (c *Client) readBody(r io.Reader) ([]byte, error) {
-	n := c.maxBytes
-	if n < math.MaxInt64 {
-		n++
-	}
-	body, err := io.ReadAll(io.LimitReader(r, n))
-	if err == nil && int64(len(body)) > c.maxBytes {
-		return nil, ErrResponseTooLarge
-	}
-	return body, err
+	return llmhttp.ReadBody(r, c.maxBytes, ErrResponseTooLarge)
 }
 
 // scrub replaces every credential in s by REDACTED.
-func (c *Client) scrub(s string) string {
-	for _, k := range c.secrets {
-		s = strings.ReplaceAll(s, k, "REDACTED")
-	}
-	return s
-}
+func (c *Client) scrub(s string) string { return llmhttp.Scrub(s, c.secrets) }
 
 // trimJSON returns raw with surrounding space removed, or "{}" when it is
 // empty or null.
