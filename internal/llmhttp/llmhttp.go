@@ -4,6 +4,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"sort"
 	"strings"
 )
 
@@ -53,4 +54,24 @@ func Scrub(s string, secrets []string) string {
 		s = strings.ReplaceAll(s, secret, "REDACTED")
 	}
 	return s
+}
+
+// Redacted prints a secret of a configuration: `""` when it is empty (so
+// that a missing key shows), REDACTED otherwise.
+func Redacted(s string) string {
+	if s == "" {
+		return `""`
+	}
+	return "REDACTED"
+}
+
+// HeaderNames lists the names of h only, sorted, as "[A B]": their values
+// may be credentials.
+func HeaderNames(h map[string]string) string {
+	names := make([]string, 0, len(h))
+	for k := range h {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return "[" + strings.Join(names, " ") + "]"
 }

@@ -54,3 +54,15 @@ func TestScrubRedactsEverySecret(t *testing.T) {
 		t.Fatalf("got %q, want %q", got, want)
 	}
 }
+
+func TestConfigPrintingHidesValues(t *testing.T) {
+	if got := Redacted(""); got != `""` {
+		t.Errorf(`Redacted("") = %s, want ""`, got)
+	}
+	if got := Redacted("sk-abc"); got != "REDACTED" {
+		t.Errorf("Redacted(key) = %s, want REDACTED", got)
+	}
+	if got := HeaderNames(map[string]string{"x-b": "secret", "X-A": "v"}); got != "[X-A x-b]" {
+		t.Errorf("HeaderNames = %s, want [X-A x-b]", got)
+	}
+}

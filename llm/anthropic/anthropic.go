@@ -13,7 +13,6 @@ import (
 	"net/url"
 	"os"
 	"sort"
-	"strings"
 	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
@@ -105,7 +104,7 @@ type Config struct {
 // String prints the configuration without its secrets.
 func (c Config) String() string {
 	return fmt.Sprintf("anthropic.Config{Model: %q, BaseURL: %q, APIKey: %s%s, Headers: %s, DisableCaching: %v}",
-		c.Model, redactURL(c.BaseURL), redacted(c.APIKey), keyring.Field(c.APIKeys), headerNames(c.Headers), c.DisableCaching)
+		c.Model, redactURL(c.BaseURL), llmhttp.Redacted(c.APIKey), keyring.Field(c.APIKeys), llmhttp.HeaderNames(c.Headers), c.DisableCaching)
 }
 
 // LogValue logs the configuration without its secrets.
@@ -113,18 +112,11 @@ func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("model", c.Model),
 		slog.String("base_url", redactURL(c.BaseURL)),
-		slog.String("api_key", redacted(c.APIKey)),
+		slog.String("api_key", llmhttp.Redacted(c.APIKey)),
 		slog.String("api_keys", keyring.Redacted(c.APIKeys)),
-		slog.String("headers", headerNames(c.Headers)),
+		slog.String("headers", llmhttp.HeaderNames(c.Headers)),
 		slog.Bool("disable_caching", c.DisableCaching),
 	)
-}
-
-func redacted(s string) string {
-	if s == "" {
-		return `""`
-	}
-	return "REDACTED"
 }
 
 // redactURL hides the userinfo (user name and password) and the query
@@ -148,16 +140,6 @@ func redactURL(raw string) string {
 		u.RawQuery = q.Encode()
 	}
 	return u.String()
-}
-
-// headerNames lists header names only: their values may be credentials.
-func headerNames(h map[string]string) string {
-	names := make([]string, 0, len(h))
-	for k := range h {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	return "[" + strings.Join(names, " ") + "]"
 }
 
 // Client is an [llm.Client] for Anthropic's Messages API. It is safe for

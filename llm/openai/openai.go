@@ -140,7 +140,7 @@ type Config struct {
 // String prints the configuration without its secrets.
 func (c Config) String() string {
 	return fmt.Sprintf("openai.Config{Model: %q, BaseURL: %q, APIKey: %s%s, Headers: %s}",
-		c.Model, redactURL(c.BaseURL), redacted(c.APIKey), keyring.Field(c.APIKeys), headerNames(c.Headers))
+		c.Model, redactURL(c.BaseURL), llmhttp.Redacted(c.APIKey), keyring.Field(c.APIKeys), llmhttp.HeaderNames(c.Headers))
 }
 
 // LogValue logs the configuration without its secrets.
@@ -148,27 +148,10 @@ func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("model", c.Model),
 		slog.String("base_url", redactURL(c.BaseURL)),
-		slog.String("api_key", redacted(c.APIKey)),
+		slog.String("api_key", llmhttp.Redacted(c.APIKey)),
 		slog.String("api_keys", keyring.Redacted(c.APIKeys)),
-		slog.String("headers", headerNames(c.Headers)),
+		slog.String("headers", llmhttp.HeaderNames(c.Headers)),
 	)
-}
-
-func redacted(s string) string {
-	if s == "" {
-		return `""`
-	}
-	return "REDACTED"
-}
-
-// headerNames lists header names only: their values may be credentials.
-func headerNames(h map[string]string) string {
-	names := make([]string, 0, len(h))
-	for k := range h {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	return "[" + strings.Join(names, " ") + "]"
 }
 
 // Client is an [llm.Client] for the OpenAI Chat Completions API and servers
