@@ -172,8 +172,7 @@ func (s *AnthropicServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	f := s.log.nextFault()
 	if err := wait(ctx, s.opts.latency+f.Latency); err != nil {
-		s.log.setStatus(idx, StatusClientClosedRequest)
-		abort(w)
+		s.log.abandon(w, idx)
 		return
 	}
 	if f.Status != 0 && !f.Drop {
@@ -195,8 +194,7 @@ func (s *AnthropicServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	resp, err := s.model.Complete(ctx, d.req)
 	if ctx.Err() != nil {
-		s.log.setStatus(idx, StatusClientClosedRequest)
-		abort(w)
+		s.log.abandon(w, idx)
 		return
 	}
 	if err != nil {

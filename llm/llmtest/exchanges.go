@@ -117,3 +117,10 @@ func (x *exchanges) writeSSE(ctx context.Context, w http.ResponseWriter, idx int
 	}
 	return true
 }
+
+// abandon records that request idx was given up, its client gone or the
+// server closed ([StatusClientClosedRequest]), and cuts the connection.
+func (x *exchanges) abandon(w http.ResponseWriter, idx int) {
+	x.setStatus(idx, StatusClientClosedRequest)
+	abort(w)
+}

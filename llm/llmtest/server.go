@@ -315,8 +315,7 @@ func (h *Handler) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	f := h.log.nextFault()
 	if err := wait(ctx, h.opts.latency+f.Latency); err != nil {
-		h.log.setStatus(idx, StatusClientClosedRequest)
-		abort(w)
+		h.log.abandon(w, idx)
 		return
 	}
 	if f.Status != 0 && !f.Drop && f.Body != "" {
@@ -345,8 +344,7 @@ func (h *Handler) serveHTTP(w http.ResponseWriter, r *http.Request) {
 
 	resp, err := h.model.Complete(ctx, d.req)
 	if ctx.Err() != nil {
-		h.log.setStatus(idx, StatusClientClosedRequest)
-		abort(w)
+		h.log.abandon(w, idx)
 		return
 	}
 	if err != nil {
