@@ -9,12 +9,10 @@ import (
 	"io"
 	"iter"
 	"log/slog"
-	"math"
 	"net/http"
 	"net/url"
 	"os"
 	"sort"
-	"strings"
 	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
@@ -22,6 +20,7 @@ import (
 
 	"github.com/valetkit/valet/clock"
 	"github.com/valetkit/valet/internal/keyring"
+	"github.com/valetkit/valet/internal/llmhttp"
 	"github.com/valetkit/valet/llm"
 )
 
@@ -105,7 +104,7 @@ type Config struct {
 // String prints the configuration without its secrets.
 func (c Config) String() string {
 	return fmt.Sprintf("anthropic.Config{Model: %q, BaseURL: %q, APIKey: %s%s, Headers: %s, DisableCaching: %v}",
-		c.Model, redactURL(c.BaseURL), redacted(c.APIKey), keyring.Field(c.APIKeys), headerNames(c.Headers), c.DisableCaching)
+		c.Model, redactURL(c.BaseURL), llmhttp.Redacted(c.APIKey), keyring.Field(c.APIKeys), llmhttp.HeaderNames(c.Headers), c.DisableCaching)
 }
 
 // LogValue logs the configuration without its secrets.
@@ -113,18 +112,11 @@ func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("model", c.Model),
 		slog.String("base_url", redactURL(c.BaseURL)),
-		slog.String("api_key", redacted(c.APIKey)),
+		slog.String("api_key", llmhttp.Redacted(c.APIKey)),
 		slog.String("api_keys", keyring.Redacted(c.APIKeys)),
-		slog.String("headers", headerNames(c.Headers)),
+		slog.String("headers", llmhttp.HeaderNames(c.Headers)),
 		slog.Bool("disable_caching", c.DisableCaching),
 	)
-}
-
-func redacted(s string) string {
-	if s == "" {
-		return `""`
-	}
-	return "REDACTED"
 }
 
 // redactURL hides the userinfo (user name and password) and the query
@@ -148,16 +140,6 @@ func redactURL(raw string) string {
 		u.RawQuery = q.Encode()
 	}
 	return u.String()
-}
-
-// headerNames lists header names only: their values may be credentials.
-func headerNames(h map[string]string) string {
-	names := make([]string, 0, len(h))
-	for k := range h {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	return "[" + strings.Join(names, " ") + "]"
 }
 
 // Client is an [llm.Client] for Anthropic's Messages API. It is safe for
@@ -328,8 +310,7 @@ func (c *Client) post(ctx context.Context, body []byte, opts ...option.RequestOp
 		option.WithResponseBodyInto(&res),
 		option.WithMiddleware(c.capErrorBody))...)
 	if res != nil && res.StatusCode >= 400 {
-		b, _ := io.ReadAll(io.LimitReader(res.Body, c.maxBytes))
-		res.Body.Close()
+		b := llmhttp.ReadErrorBody(res, c.maxBytes)
 		return nil, c.classify(ctx, failure{status: res.StatusCode, header: res.Header, body: b})
 	}
 	var apiErr *sdk.Error
@@ -353,37 +334,16 @@ func (c *Client) post(ctx context.Context, body []byte, opts ...option.RequestOp
 // reads it.
 func (c *Client) capErrorBody(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 	res, err := next(req)
-	if err == nil && res != nil && res.Body != nil && res.StatusCode >= 400 {
-		res.Body = limitedBody{Reader: io.LimitReader(res.Body, c.maxBytes), Closer: res.Body}
-	}
-	return res, err
-}
-
-type limitedBody struct {
-	io.Reader
-	io.Closer
+	return llmhttp.CapErrorBody(res, err, c.maxBytes)
 }
 
 // readBody reads a whole reply body up to the cap.
 func (c *Client) readBody(r io.Reader) ([]byte, error) {
-	n := c.maxBytes
-	if n < math.MaxInt64 {
-		n++
-	}
-	body, err := io.ReadAll(io.LimitReader(r, n))
-	if err == nil && int64(len(body)) > c.maxBytes {
-		return nil, ErrResponseTooLarge
-	}
-	return body, err
+	return llmhttp.ReadBody(r, c.maxBytes, ErrResponseTooLarge)
 }
 
 // scrub replaces every credential in s by REDACTED.
-func (c *Client) scrub(s string) string {
-	for _, k := range c.secrets {
-		s = strings.ReplaceAll(s, k, "REDACTED")
-	}
-	return s
-}
+func (c *Client) scrub(s string) string { return llmhttp.Scrub(s, c.secrets) }
 
 // trimJSON returns raw with surrounding space removed, or "{}" when it is
 // empty or null.

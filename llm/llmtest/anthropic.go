@@ -72,12 +72,11 @@ type AnthropicServer struct {
 	stop  context.CancelFunc
 	once  sync.Once
 
-	mu       sync.Mutex
-	faults   []Fault
-	requests []ServerRequest
-	seq      int
-	cache    map[string]bool // "key\x00model\x00prefix hash"
-	billed   llm.Usage
+	log exchanges
+
+	mu     sync.Mutex
+	cache  map[string]bool // "key\x00model\x00prefix hash"
+	billed llm.Usage
 }
 
 // NewAnthropicServer starts an AnthropicServer that answers with model.
@@ -110,25 +109,13 @@ func (s *AnthropicServer) Client() *http.Client { return s.ts.Client() }
 
 // Inject queues faults; each request to /v1/messages that passes the
 // API-key check takes the next one.
-func (s *AnthropicServer) Inject(faults ...Fault) {
-	s.mu.Lock()
-	s.faults = append(s.faults, faults...)
-	s.mu.Unlock()
-}
+func (s *AnthropicServer) Inject(faults ...Fault) { s.log.inject(faults) }
 
 // PendingFaults returns how many injected faults no request has taken yet.
-func (s *AnthropicServer) PendingFaults() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.faults)
-}
+func (s *AnthropicServer) PendingFaults() int { return s.log.pendingFaults() }
 
 // Requests returns every request received so far, in arrival order.
-func (s *AnthropicServer) Requests() []ServerRequest {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]ServerRequest(nil), s.requests...)
-}
+func (s *AnthropicServer) Requests() []ServerRequest { return s.log.all() }
 
 // Usage returns the sum of the usage of every reply the server sent, in
 // llm.Usage's terms: InputTokens counts all input, CacheReadTokens and
@@ -140,32 +127,12 @@ func (s *AnthropicServer) Usage() llm.Usage {
 	return s.billed
 }
 
-func (s *AnthropicServer) nextFault() Fault {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.faults) == 0 {
-		return Fault{}
-	}
-	f := s.faults[0]
-	s.faults = s.faults[1:]
-	return f
-}
-
-func (s *AnthropicServer) setStatus(idx, status int) {
-	s.mu.Lock()
-	s.requests[idx].Status = status
-	s.mu.Unlock()
-}
-
 func (s *AnthropicServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	defer context.AfterFunc(s.ctx, cancel)()
 
-	s.mu.Lock()
-	s.seq++
-	seq := s.seq
-	s.mu.Unlock()
+	seq := s.log.nextSeq()
 	w.Header().Set("request-id", fmt.Sprintf("req_llmtest%06d", seq))
 	body, readErr := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes))
 	rec := ServerRequest{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
@@ -178,10 +145,7 @@ func (s *AnthropicServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			rec.Request, rec.Stream = d.req, d.Stream
 		}
 	}
-	s.mu.Lock()
-	s.requests = append(s.requests, rec)
-	idx := len(s.requests) - 1
-	s.mu.Unlock()
+	idx := s.log.record(rec)
 
 	switch {
 	case !ok:
@@ -206,10 +170,9 @@ func (s *AnthropicServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	f := s.nextFault()
+	f := s.log.nextFault()
 	if err := wait(ctx, s.opts.latency+f.Latency); err != nil {
-		s.setStatus(idx, StatusClientClosedRequest)
-		abort(w)
+		s.log.abandon(w, idx)
 		return
 	}
 	if f.Status != 0 && !f.Drop {
@@ -231,8 +194,7 @@ func (s *AnthropicServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	resp, err := s.model.Complete(ctx, d.req)
 	if ctx.Err() != nil {
-		s.setStatus(idx, StatusClientClosedRequest)
-		abort(w)
+		s.log.abandon(w, idx)
 		return
 	}
 	if err != nil {
@@ -307,8 +269,7 @@ func anthropicErrorType(status int) (typ, message string) {
 // writeFault answers with the error f describes.
 func (s *AnthropicServer) writeFault(w http.ResponseWriter, idx int, f Fault) {
 	if f.Body != "" {
-		writeRawBody(w, f)
-		s.setStatus(idx, f.Status)
+		s.log.writeRawFault(w, idx, f)
 		return
 	}
 	typ, msg := anthropicErrorType(f.Status)
@@ -396,33 +357,15 @@ func (s *AnthropicServer) writeJSON(w http.ResponseWriter, idx, status int, v an
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	s.setStatus(idx, status)
+	s.log.setStatus(idx, status)
 	_, _ = w.Write(b)
 }
 
 // writeStream sends events, cutting the connection after f.DropAfter of
 // them when f.Drop.
 func (s *AnthropicServer) writeStream(ctx context.Context, w http.ResponseWriter, idx int, events []sseEvent, f Fault) {
-	rc := http.NewResponseController(w)
-	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	s.setStatus(idx, http.StatusOK)
-	_ = rc.Flush()
-	for i, ev := range events {
-		if f.Drop && i >= f.DropAfter {
-			abort(w)
-			return
-		}
-		b, _ := json.Marshal(ev.data)
-		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.name, b); err != nil {
-			return
-		}
-		if rc.Flush() != nil || ctx.Err() != nil {
-			return
-		}
-	}
-	if f.Drop {
-		abort(w)
-	}
+	s.log.writeSSE(ctx, w, idx, f, len(events), func(i int) ([]byte, error) {
+		b, _ := json.Marshal(events[i].data)
+		return fmt.Appendf(nil, "event: %s\ndata: %s\n\n", events[i].name, b), nil
+	})
 }

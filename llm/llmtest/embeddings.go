@@ -108,8 +108,7 @@ func decodeEmbeddingsRequest(body []byte) (embeddingsRequest, *apiError) {
 func (h *Handler) serveEmbeddings(ctx context.Context, w http.ResponseWriter, idx int, d embeddingsRequest, f Fault) {
 	vecs, err := h.embedder.Embed(ctx, d.inputs)
 	if ctx.Err() != nil {
-		h.setStatus(idx, StatusClientClosedRequest)
-		abort(w)
+		h.log.abandon(w, idx)
 		return
 	}
 	if err != nil {

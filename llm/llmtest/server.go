@@ -233,11 +233,7 @@ type Handler struct {
 	opts     serverOptions
 	ctx      context.Context // cancelled by Close
 	cancel   context.CancelFunc
-
-	mu       sync.Mutex
-	faults   []Fault
-	requests []ServerRequest
-	seq      int
+	log      exchanges
 }
 
 // NewHandler returns a Handler that answers with model, typically a
@@ -264,58 +260,13 @@ func (h *Handler) Close() { h.cancel() }
 // Inject queues faults. Each request to the chat or embeddings endpoint
 // that passes the API-key check takes the next queued fault, in order;
 // once the queue is empty requests are served normally.
-func (h *Handler) Inject(faults ...Fault) {
-	h.mu.Lock()
-	h.faults = append(h.faults, faults...)
-	h.mu.Unlock()
-}
+func (h *Handler) Inject(faults ...Fault) { h.log.inject(faults) }
 
 // PendingFaults returns how many injected faults no request has taken yet.
-func (h *Handler) PendingFaults() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.faults)
-}
+func (h *Handler) PendingFaults() int { return h.log.pendingFaults() }
 
 // Requests returns every request received so far, in arrival order.
-func (h *Handler) Requests() []ServerRequest {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	out := make([]ServerRequest, len(h.requests))
-	copy(out, h.requests)
-	return out
-}
-
-func (h *Handler) nextSeq() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.seq++
-	return h.seq
-}
-
-func (h *Handler) record(r ServerRequest) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.requests = append(h.requests, r)
-	return len(h.requests) - 1
-}
-
-func (h *Handler) setStatus(idx, status int) {
-	h.mu.Lock()
-	h.requests[idx].Status = status
-	h.mu.Unlock()
-}
-
-func (h *Handler) nextFault() Fault {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if len(h.faults) == 0 {
-		return Fault{}
-	}
-	f := h.faults[0]
-	h.faults = h.faults[1:]
-	return f
-}
+func (h *Handler) Requests() []ServerRequest { return h.log.all() }
 
 // ServeHTTP implements [http.Handler].
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -329,7 +280,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	seq := h.nextSeq()
+	seq := h.log.nextSeq()
 	w.Header().Set("x-request-id", fmt.Sprintf("req_llmtest%06d", seq))
 	body, readErr := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes))
 
@@ -348,7 +299,7 @@ func (h *Handler) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		ed, invalidErr = decodeEmbeddingsRequest(body)
 		rec.Inputs = ed.inputs
 	}
-	idx := h.record(rec)
+	idx := h.log.record(rec)
 
 	switch {
 	case !isChat && !isEmbed:
@@ -362,15 +313,13 @@ func (h *Handler) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, idx, e)
 		return
 	}
-	f := h.nextFault()
+	f := h.log.nextFault()
 	if err := wait(ctx, h.opts.latency+f.Latency); err != nil {
-		h.setStatus(idx, StatusClientClosedRequest)
-		abort(w)
+		h.log.abandon(w, idx)
 		return
 	}
 	if f.Status != 0 && !f.Drop && f.Body != "" {
-		writeRawBody(w, f)
-		h.setStatus(idx, f.Status)
+		h.log.writeRawFault(w, idx, f)
 		return
 	}
 	if f.Status != 0 && !f.Drop {
@@ -395,8 +344,7 @@ func (h *Handler) serveHTTP(w http.ResponseWriter, r *http.Request) {
 
 	resp, err := h.model.Complete(ctx, d.req)
 	if ctx.Err() != nil {
-		h.setStatus(idx, StatusClientClosedRequest)
-		abort(w)
+		h.log.abandon(w, idx)
 		return
 	}
 	if err != nil {
@@ -529,40 +477,23 @@ func (h *Handler) writeJSON(w http.ResponseWriter, idx, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
 	w.WriteHeader(status)
-	h.setStatus(idx, status)
+	h.log.setStatus(idx, status)
 	_, _ = w.Write(append(b, '\n'))
 }
 
 func (h *Handler) writeStream(ctx context.Context, w http.ResponseWriter, idx int, chunks []wireChunk, f Fault) {
-	rc := http.NewResponseController(w)
-	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	h.setStatus(idx, http.StatusOK)
-	_ = rc.Flush()
-	for i, c := range chunks {
-		if f.Drop && i >= f.DropAfter {
-			abort(w)
-			return
-		}
-		b, err := json.Marshal(c)
+	done := h.log.writeSSE(ctx, w, idx, f, len(chunks), func(i int) ([]byte, error) {
+		b, err := json.Marshal(chunks[i])
 		if err != nil { // cannot happen with the wire types
-			abort(w)
-			return
+			return nil, err
 		}
-		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
-			return
-		}
-		if rc.Flush() != nil || ctx.Err() != nil {
-			return
-		}
-	}
-	if f.Drop {
-		abort(w)
+		return fmt.Appendf(nil, "data: %s\n\n", b), nil
+	})
+	if !done {
 		return
 	}
 	_, _ = io.WriteString(w, "data: [DONE]\n\n")
-	_ = rc.Flush()
+	_ = http.NewResponseController(w).Flush()
 }
 
 // abort cuts the connection: what was flushed has been sent, nothing more

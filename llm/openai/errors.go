@@ -19,6 +19,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/valetkit/valet/internal/llmhttp"
 	"github.com/valetkit/valet/llm"
 )
 
@@ -375,12 +376,7 @@ func scaledDuration(v string, unit time.Duration) time.Duration {
 // scrub removes the credentials (the API key, credential headers and
 // query parameters, a password in BaseURL) from text that goes into an
 // error.
-func (c *Client) scrub(s string) string {
-	for _, secret := range c.secrets {
-		s = strings.ReplaceAll(s, secret, "REDACTED")
-	}
-	return s
-}
+func (c *Client) scrub(s string) string { return llmhttp.Scrub(s, c.secrets) }
 
 // snippet returns s trimmed and cut to about 300 bytes, on a character
 // boundary. Scrub s before: a cut could leave part of a secret.

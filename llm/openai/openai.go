@@ -10,7 +10,6 @@ import (
 	"io"
 	"iter"
 	"log/slog"
-	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/valetkit/valet/clock"
 	"github.com/valetkit/valet/internal/keyring"
+	"github.com/valetkit/valet/internal/llmhttp"
 	"github.com/valetkit/valet/llm"
 )
 
@@ -140,7 +140,7 @@ type Config struct {
 // String prints the configuration without its secrets.
 func (c Config) String() string {
 	return fmt.Sprintf("openai.Config{Model: %q, BaseURL: %q, APIKey: %s%s, Headers: %s}",
-		c.Model, redactURL(c.BaseURL), redacted(c.APIKey), keyring.Field(c.APIKeys), headerNames(c.Headers))
+		c.Model, redactURL(c.BaseURL), llmhttp.Redacted(c.APIKey), keyring.Field(c.APIKeys), llmhttp.HeaderNames(c.Headers))
 }
 
 // LogValue logs the configuration without its secrets.
@@ -148,27 +148,10 @@ func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("model", c.Model),
 		slog.String("base_url", redactURL(c.BaseURL)),
-		slog.String("api_key", redacted(c.APIKey)),
+		slog.String("api_key", llmhttp.Redacted(c.APIKey)),
 		slog.String("api_keys", keyring.Redacted(c.APIKeys)),
-		slog.String("headers", headerNames(c.Headers)),
+		slog.String("headers", llmhttp.HeaderNames(c.Headers)),
 	)
-}
-
-func redacted(s string) string {
-	if s == "" {
-		return `""`
-	}
-	return "REDACTED"
-}
-
-// headerNames lists header names only: their values may be credentials.
-func headerNames(h map[string]string) string {
-	names := make([]string, 0, len(h))
-	for k := range h {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	return "[" + strings.Join(names, " ") + "]"
 }
 
 // Client is an [llm.Client] for the OpenAI Chat Completions API and servers
@@ -369,8 +352,7 @@ func (c *Client) answer(ctx context.Context, res *http.Response, err error) (*ht
 		// openai-go has read the body (cut at the cap by capErrorBody) and
 		// put it back for us; classify it ourselves, whatever shape it has
 		// (integer codes, no JSON at all).
-		body, _ := io.ReadAll(io.LimitReader(res.Body, c.maxBytes))
-		res.Body.Close()
+		body := llmhttp.ReadErrorBody(res, c.maxBytes)
 		return nil, c.classify(ctx, failure{status: res.StatusCode, header: res.Header, body: body})
 	}
 	if err != nil {
@@ -393,31 +375,14 @@ func (c *Client) answer(ctx context.Context, res *http.Response, err error) (*ht
 // readBody and readStream cap it where they read it.
 func (c *Client) capErrorBody(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 	res, err := next(req)
-	if err == nil && res != nil && res.Body != nil && res.StatusCode >= 400 {
-		res.Body = limitedBody{Reader: io.LimitReader(res.Body, c.maxBytes), Closer: res.Body}
-	}
-	return res, err
-}
-
-// limitedBody reads through a limit and closes the body it wraps.
-type limitedBody struct {
-	io.Reader
-	io.Closer
+	return llmhttp.CapErrorBody(res, err, c.maxBytes)
 }
 
 // readBody reads a whole reply body, reading no more than the cap (and one
 // byte to know it was passed); past the cap it fails with
 // ErrResponseTooLarge.
 func (c *Client) readBody(r io.Reader) ([]byte, error) {
-	n := c.maxBytes
-	if n < math.MaxInt64 {
-		n++
-	}
-	body, err := io.ReadAll(io.LimitReader(r, n))
-	if err == nil && int64(len(body)) > c.maxBytes {
-		return nil, ErrResponseTooLarge
-	}
-	return body, err
+	return llmhttp.ReadBody(r, c.maxBytes, ErrResponseTooLarge)
 }
 
 // params maps an llm.Request onto openai-go's request parameters.
