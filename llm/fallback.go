@@ -156,7 +156,7 @@ func NewFallback(cfg FallbackConfig) (*Fallback, error) {
 			return nil, fmt.Errorf("%w: fallback %d is nil", ErrFallbackConfig, i)
 		}
 		for j := range i {
-			if sameClient(clients[j], c) {
+			if overlaps(clients[j], c) {
 				if j == 0 {
 					return nil, fmt.Errorf("%w: fallback %d is the primary", ErrFallbackSelf, i)
 				}
@@ -229,15 +229,54 @@ func sameClient(a, b Client) (same bool) {
 	return a == b
 }
 
+// overlaps reports whether a and b are the same client, or one is an
+// llm.Fallback holding the other (at any depth): a model the chain just
+// found down must not be called again as a later fallback.
+func overlaps(a, b Client) bool {
+	if sameClient(a, b) {
+		return true
+	}
+	if fa, ok := a.(*Fallback); ok {
+		for _, c := range fa.clients {
+			if overlaps(c, b) {
+				return true
+			}
+		}
+	}
+	if fb, ok := b.(*Fallback); ok {
+		for _, c := range fb.clients {
+			if overlaps(a, c) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// triesOf is how many times client i is called on KindUnavailable: once
+// for a nested Fallback, which retries its own clients already.
+func (f *Fallback) triesOf(i int) int {
+	if _, ok := f.clients[i].(*Fallback); ok {
+		return 1
+	}
+	return f.tries
+}
+
 // Model returns the primary's name (FallbackConfig.Names).
 func (f *Fallback) Model() string { return f.names[0] }
 
 // Complete calls the clients in turn until one answers or fails with an
 // error that does not switch. The last error is returned when every
 // client failed.
+//
+// A call begins at the client its conversation is stuck to (or the
+// primary) and moves on through the others in order, wrapping around to
+// the primary: a conversation stuck to a fallback that fails in turn goes
+// back to the primary rather than failing.
 func (f *Fallback) Complete(ctx context.Context, req Request) (*Response, error) {
-	i := f.start(ctx)
-	for {
+	s := f.start(ctx)
+	for n := 0; ; n++ {
+		i := (s + n) % len(f.clients)
 		resp, err := f.complete(ctx, i, req)
 		if err == nil {
 			if resp != nil && resp.Model == "" {
@@ -246,17 +285,16 @@ func (f *Fallback) Complete(ctx context.Context, req Request) (*Response, error)
 			f.answered(ctx, i)
 			return resp, nil
 		}
-		if !f.next(ctx, i, err) {
+		if n+1 >= len(f.clients) || !f.next(ctx, i, (s+n+1)%len(f.clients), err) {
 			return nil, err
 		}
-		i++
 	}
 }
 
 func (f *Fallback) complete(ctx context.Context, i int, req Request) (*Response, error) {
 	for try := 1; ; try++ {
 		resp, err := f.clients[i].Complete(ctx, req)
-		if err == nil || try >= f.tries || KindOf(err) != KindUnavailable || !f.wait(ctx) {
+		if err == nil || try >= f.triesOf(i) || KindOf(err) != KindUnavailable || !f.wait(ctx) {
 			return resp, err
 		}
 	}
@@ -266,8 +304,8 @@ func (f *Fallback) complete(ctx context.Context, i int, req Request) (*Response,
 // was yielded: once a chunk is out, an error ends the stream.
 func (f *Fallback) Stream(ctx context.Context, req Request) iter.Seq2[Chunk, error] {
 	return func(yield func(Chunk, error) bool) {
-		i := f.start(ctx)
-		try := 1
+		s := f.start(ctx)
+		i, n, try := s, 0, 1
 		for {
 			yielded, err := false, error(nil)
 			for c, e := range f.clients[i].Stream(ctx, req) {
@@ -294,15 +332,16 @@ func (f *Fallback) Stream(ctx context.Context, req Request) iter.Seq2[Chunk, err
 				}
 				return
 			}
-			if try < f.tries && KindOf(err) == KindUnavailable && f.wait(ctx) {
+			if try < f.triesOf(i) && KindOf(err) == KindUnavailable && f.wait(ctx) {
 				try++
 				continue
 			}
-			if !f.next(ctx, i, err) {
+			to := (s + n + 1) % len(f.clients)
+			if n+1 >= len(f.clients) || !f.next(ctx, i, to, err) {
 				yield(Chunk{}, err)
 				return
 			}
-			i, try = i+1, 1
+			i, n, try = to, n+1, 1
 		}
 	}
 }
@@ -319,10 +358,10 @@ func (f *Fallback) wait(ctx context.Context) bool {
 	}
 }
 
-// next reports whether the call moves from client i to i+1 after err, and
-// reports the switch.
-func (f *Fallback) next(ctx context.Context, i int, err error) bool {
-	if i+1 >= len(f.clients) || ctx.Err() != nil {
+// next reports whether the call moves from client i to client to after
+// err, and reports the switch.
+func (f *Fallback) next(ctx context.Context, i, to int, err error) bool {
+	if ctx.Err() != nil {
 		return false
 	}
 	switch KindOf(err) {
@@ -332,7 +371,7 @@ func (f *Fallback) next(ctx context.Context, i int, err error) bool {
 	if !f.sw(err) {
 		return false
 	}
-	s := Switch{From: f.names[i], To: f.names[i+1], Err: err}
+	s := Switch{From: f.names[i], To: f.names[to], Err: err}
 	if h, ok := ctx.Value(switchHookKey{}).(func(Switch)); ok && h != nil {
 		h(s)
 	} else {

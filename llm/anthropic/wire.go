@@ -61,6 +61,10 @@ type wireToolChoice struct {
 	Name string `json:"name,omitempty"`
 }
 
+// assistantFirstNote is the user turn put before a conversation that the
+// assistant opened, which the Messages API does not accept.
+const assistantFirstNote = "(The conversation so far, opened by the assistant.)"
+
 // request maps an llm.Request onto the Messages API.
 //
 // Leading system messages become the system blocks; a system message later
@@ -116,6 +120,12 @@ func (c *Client) request(req llm.Request, stream bool) (*wireRequest, error) {
 			return nil, &llm.Error{Kind: llm.KindBadRequest, Message: fmt.Sprintf("message %d: unknown role %q", i, m.Role)}
 		}
 		leading = false
+	}
+	if len(w.Messages) > 0 && w.Messages[0].Role == "assistant" {
+		// The API wants the user first; a conversation the assistant opened
+		// (a task's greeting, a window trimmed past its first user turn)
+		// gets a neutral user turn before it.
+		w.Messages = append([]wireMessage{{Role: "user", Content: []wireBlock{{Type: "text", Text: assistantFirstNote}}}}, w.Messages...)
 	}
 	for _, t := range req.Tools {
 		schema := trimJSON(t.Parameters)

@@ -275,6 +275,31 @@ func FromEnv() (*Client, error) {
 // Model returns the configured model (the one used when a request names none).
 func (c *Client) Model() string { return c.model }
 
+// String describes the client without its secrets: its model, its
+// endpoint (redacted like Config.String) and how many keys it holds.
+func (c *Client) String() string {
+	return fmt.Sprintf("openai.Client{Model: %q, BaseURL: %q, keys: %d}", c.model, redactURL(c.baseURL), c.keyCount())
+}
+
+// GoString is String, so %#v shows no secret either.
+func (c *Client) GoString() string { return c.String() }
+
+// LogValue logs the client without its secrets.
+func (c *Client) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("model", c.model), slog.String("base_url", redactURL(c.baseURL)), slog.Int("keys", c.keyCount()))
+}
+
+// keyCount is how many API keys the client holds.
+func (c *Client) keyCount() int {
+	if c.keys != nil {
+		return c.keys.Len()
+	}
+	if len(c.secrets) > 0 {
+		return 1
+	}
+	return 0
+}
+
 // BaseURL returns the endpoint the client sends to (DefaultBaseURL when
 // Config.BaseURL was empty), redacted like Config.String prints it: the
 // userinfo (user name and password) and the values of credential query
