@@ -209,6 +209,10 @@ type Step struct {
 	Err error
 	// Result is the run's result (StepRunEnd).
 	Result *Result
+	// Path is set on the steps of a sub-agent (Config.SubAgents), a run
+	// of its own (its RunID): the IDs of the spawn_agent calls from the
+	// top run down to it. Nil for a top run's steps.
+	Path []string
 }
 
 // observing is the observer state of a run.
@@ -250,6 +254,9 @@ func (r *run) step(s Step) {
 	s.Seq = r.obs.seq
 	s.Time = r.o.now()
 	s.RunID, s.TenantID, s.ConversationID = r.res.RunID, r.msg.TenantID, r.msg.ConversationID
+	if r.sub != nil {
+		s.Path = r.sub.path
+	}
 	r.o.observe(r.ctx, s)
 }
 

@@ -15,8 +15,9 @@ import (
 type callOutcome struct {
 	result tool.Result
 	dur    time.Duration
-	status string   // ResultStatus of an Agent-Tool; "" for plain tools
-	wait   *Waiting // an Agent-Tool parked in the pool
+	status string      // ResultStatus of an Agent-Tool; "" for plain tools
+	wait   *Waiting    // an Agent-Tool parked in the pool
+	sub    *subOutcome // what a sub-agent consumed (spawn.go)
 }
 
 // runTools runs every call of a turn concurrently, each with its own
@@ -111,6 +112,9 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage) {
 		if w := outs[i].wait; w != nil {
 			r.addParked(*w)
 		}
+		if s := outs[i].sub; s != nil {
+			r.addSub(s)
+		}
 		r.push(llm.Message{
 			Role: llm.RoleTool, ToolCallID: c.ID, Name: c.Name,
 			Content: outs[i].result.Content, IsError: outs[i].result.IsError,
@@ -156,6 +160,13 @@ func (t *turn) exec(i int) {
 	if o.tel != nil {
 		tt = r.startTool(c, false)
 		defer r.endTool(tt, c.Name, out)
+	}
+	if o.spawn != nil && r.spawnHandles(c) {
+		t0 := time.Now()
+		*out = r.spawnCall(tt.ctx(r.toolCtx), c)
+		out.dur = time.Since(t0)
+		r.markInterrupted(c, out)
+		return
 	}
 	if len(o.callable) > 0 {
 		if a := o.callable[c.Name]; a != nil {
