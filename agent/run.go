@@ -68,6 +68,9 @@ type run struct {
 	obs    observing // Config.Observer's state (observe.go)
 	tel    *runTel   // OpenTelemetry state; nil without (telemetry.go)
 	sub    *subRun   // a sub-agent's run; nil for a top run (spawn.go)
+	// spawned adds up what the turn's sub-agents consumed; nil when the
+	// turn started none (spawn.go).
+	spawned *spawnTally
 }
 
 func (o *Orchestrator) newRun(ctx context.Context, msg Message, emit func(Event) bool) *run {

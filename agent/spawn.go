@@ -120,21 +120,52 @@ func (r *run) path() []string {
 	return r.sub.path
 }
 
-// subOutcome is what a sub-agent consumed, added to its parent's Result
-// once the turn's calls are done.
-type subOutcome struct {
+// spawnTally adds up what the sub-agents of a turn consumed, from their
+// goroutines; it is added to the run's Result once the turn's calls are
+// done, so the Result is not written while they run.
+type spawnTally struct {
+	mu       sync.Mutex
 	usage    llm.Usage
 	consumed Consumed
 }
 
-// addSub adds a sub-agent's consumption to the run's Result (and so to its
-// budget's meter). It runs on the loop's goroutine after the turn.
-func (r *run) addSub(s *subOutcome) {
+// prepareSpawns gives the run a tally when calls, a turn's, start a
+// sub-agent. It runs on the loop's goroutine before the calls.
+func (r *run) prepareSpawns(calls []llm.ToolCall) {
+	for _, c := range calls {
+		if c.Name == SpawnAgentTool {
+			r.spawned = new(spawnTally)
+			return
+		}
+	}
+}
+
+// addSpawned adds the turn's sub-agents' consumption to the run's Result
+// (and so to its budget's meter), once the turn's calls are done.
+func (r *run) addSpawned() {
+	s := r.spawned
+	if s == nil {
+		return
+	}
+	r.spawned = nil
 	r.res.Usage = r.res.Usage.Add(s.usage)
 	c := &r.res.Consumed
 	c.Tokens += s.consumed.Tokens
 	c.CostUSD += s.consumed.CostUSD
 	c.ToolCalls += s.consumed.ToolCalls
+}
+
+// tally adds a sub-agent's consumption to the turn's.
+func (s *spawnTally) add(res *Result) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.usage = s.usage.Add(res.Usage)
+	s.consumed.Tokens += res.Consumed.Tokens
+	s.consumed.CostUSD += res.Consumed.CostUSD
+	s.consumed.ToolCalls += res.Consumed.ToolCalls
 }
 
 // lockEmit serialises emit: a run with sub-agents emits from their
@@ -214,7 +245,8 @@ func (r *run) spawnCall(parent context.Context, c llm.ToolCall) callOutcome {
 	}
 	var partial string
 	res, err := ch.execute(func(ch *run) error { return ch.handleSub(&partial) })
-	out := callOutcome{sub: &subOutcome{usage: res.Usage, consumed: res.Consumed}}
+	r.spawned.add(res)
+	var out callOutcome
 	stats := fmt.Sprintf("[sub-agent: %d model turns, %d tokens, %d tool calls, %s]",
 		res.Turns, res.Consumed.Tokens, res.Consumed.ToolCalls, res.Duration.Round(time.Millisecond))
 	switch {

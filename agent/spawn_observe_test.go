@@ -119,3 +119,30 @@ func TestSpawnAgentSpanParentage(t *testing.T) {
 		t.Fatal("the spawn's execute_tool span is not under the parent's run span")
 	}
 }
+
+// Two sub-agents stream at the same time: each one's events reach the
+// Stream, one at a time (the race detector checks), with its own path.
+func TestSpawnAgentStreamConcurrent(t *testing.T) {
+	model := llmtest.NewScriptFunc(func(req llm.Request) llmtest.Reply {
+		if isWorker(req) {
+			return llmtest.Text("answer to " + firstUser(req))
+		}
+		if len(toolResults(req)) == 2 {
+			return llmtest.Text("parent done")
+		}
+		return llmtest.Calls(spawnCall("a", map[string]any{"task": "one"}), spawnCall("b", map[string]any{"task": "two"}))
+	})
+	o := newOrch(t, model, agent.Config{SubAgents: subAgents(agent.SubAgentOptions{})})
+	got := map[string]string{}
+	for ev, err := range o.Stream(context.Background(), msg("Go.")) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type == agent.EventMessageEnd && len(ev.Path) == 1 {
+			got[ev.Path[0]] = ev.Text
+		}
+	}
+	if got["a"] != "answer to one" || got["b"] != "answer to two" {
+		t.Fatalf("sub-agents' answers by path: %v", got)
+	}
+}

@@ -15,9 +15,8 @@ import (
 type callOutcome struct {
 	result tool.Result
 	dur    time.Duration
-	status string      // ResultStatus of an Agent-Tool; "" for plain tools
-	wait   *Waiting    // an Agent-Tool parked in the pool
-	sub    *subOutcome // what a sub-agent consumed (spawn.go)
+	status string   // ResultStatus of an Agent-Tool; "" for plain tools
+	wait   *Waiting // an Agent-Tool parked in the pool
 }
 
 // runTools runs every call of a turn concurrently, each with its own
@@ -64,6 +63,10 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage) {
 		t.at = o.now()
 	}
 	outs := t.outs
+	if o.spawn != nil {
+		r.prepareSpawns(calls) // spawn.go
+		defer r.addSpawned()
+	}
 	// The last call runs here, on the loop's goroutine; each other call
 	// runs on a goroutine of its own, at most MaxParallelTools-1 at once, so
 	// at most MaxParallelTools calls run at once (starting one waits for a
@@ -111,9 +114,6 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage) {
 	for i, c := range calls {
 		if w := outs[i].wait; w != nil {
 			r.addParked(*w)
-		}
-		if s := outs[i].sub; s != nil {
-			r.addSub(s)
 		}
 		r.push(llm.Message{
 			Role: llm.RoleTool, ToolCallID: c.ID, Name: c.Name,
