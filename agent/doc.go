@@ -170,7 +170,8 @@
 // starts nothing. A sub-agent is stopped after SubAgentOptions.Timeout
 // (what it wrote is returned, marked). It spends from its parent's Budget
 // (Result.Usage and Result.Consumed include it); budget_share gives it that
-// share of what is left, and when it has used it the sub-agent answers
+// share of what is left (without a Budget it has no effect), and when it
+// has used it the sub-agent answers
 // from what it has (or stops) and the result is marked, ResultStatus
 // "budget_spent". Its steps reach the Observer as a run of their own
 // with Step.Path (the spawn calls' IDs from the top run), its events reach
