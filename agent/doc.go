@@ -173,7 +173,10 @@
 // share of what is left (without a Budget it has no effect), and when it
 // has used it the sub-agent answers
 // from what it has (or stops) and the result is marked, ResultStatus
-// "budget_spent". Its steps reach the Observer as a run of their own
+// "budget_spent". Spawns of one reply each get their share of what was
+// left when the reply's calls began, so shares that add up to more than 1
+// may together overspend it: the parent's next call then finds the budget
+// spent. A sub-agent's steps reach the Observer as a run of their own
 // with Step.Path (the spawn calls' IDs from the top run), its events reach
 // Stream with Event.Path, and its run span is a child of the spawn's
 // execute_tool span.

@@ -21,7 +21,8 @@ import (
 // slog.Handler. An observer that does I/O or may block is wrapped in
 // NewAsyncObserver, which queues copies of the steps and never holds a
 // run up. Runs of different conversations call Observe at the same time,
-// so it must be safe for concurrent use.
+// and so do a run and its sub-agents (Step.Path), so it must be safe for
+// concurrent use.
 //
 // A Step refers to the run's data (the messages sent, the response, the
 // Result) instead of copying it, so an observer that ignores a step costs
