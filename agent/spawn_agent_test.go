@@ -372,3 +372,33 @@ func TestSubAgentOptionsRejected(t *testing.T) {
 		t.Fatalf("err %v, want ErrInvalidConfig", err)
 	}
 }
+
+// Cancelling the parent's ctx stops its sub-agents: the run ends
+// cancelled and the spawn's record says it was interrupted (goleak checks
+// that no goroutine is left).
+func TestSpawnAgentCancelled(t *testing.T) {
+	started := make(chan struct{}, 2)
+	model := llmtest.NewScriptFunc(func(req llm.Request) llmtest.Reply {
+		if isWorker(req) {
+			started <- struct{}{}
+			return llmtest.Reply{Text: "never", Delay: time.Hour}
+		}
+		return llmtest.Calls(spawnCall("a", map[string]any{"task": "one"}), spawnCall("b", map[string]any{"task": "two"}))
+	})
+	o := newOrch(t, model, agent.Config{SubAgents: subAgents(agent.SubAgentOptions{})})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-started
+		<-started
+		cancel()
+	}()
+	res, err := o.HandleMessage(ctx, msg("Go."))
+	if !errors.Is(err, context.Canceled) || res.Status != agent.StatusCancelled {
+		t.Fatalf("status %v, err %v", res.Status, err)
+	}
+	for _, c := range res.ToolCalls {
+		if c.ResultStatus != "interrupted" {
+			t.Fatalf("spawn %s: %q, want interrupted", c.ID, c.ResultStatus)
+		}
+	}
+}
