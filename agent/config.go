@@ -311,6 +311,9 @@ type Config struct {
 	// Agents are the Agent-Tools: stateful agents the model calls like
 	// tools, which may wait for the user's input or approval.
 	Agents *Registry
+	// SubAgents offers the model the spawn_agent tool, to delegate a
+	// task to a sub-agent with a fresh context. Default: off.
+	SubAgents SubAgentOptions
 	// Pool keeps the Agent-Tools that wait. Nil → an in-memory pool,
 	// pool.NewMemory(pool.MemoryConfig{Clock: Clock}); use pool/redispool to
 	// survive restarts and share the pool between replicas.

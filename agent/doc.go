@@ -149,6 +149,38 @@
 // Each entry carries its agent's schema version; an entry from an older
 // schema is removed with a warning and never run.
 //
+// # Sub-agents
+//
+// With Config.SubAgents enabled the model is offered spawn_agent
+// (SpawnAgentTool) to delegate a self-contained task:
+//
+//	o, err := agent.NewOrchestrator(agent.Config{LLM: c, Tools: tools,
+//		SubAgents: agent.SubAgentOptions{Enabled: true, WorkerPrompt: "You research hotels."}})
+//
+// The model calls spawn_agent(task, context, budget_share). The sub-agent
+// runs its own loop on a fresh context: the worker prompt, and the task
+// and context as its one message — nothing of the conversation. It has the
+// run's plain tools (no Agent-Tools: one called anyway is refused with an
+// error result), loads and appends no history, recalls nothing and runs
+// no fact extraction. Its final message, with its turns, tokens, tool
+// calls and duration, is the tool result; several spawns of one reply run
+// concurrently, as tool calls do. Sub-agents nest down to
+// SubAgentOptions.MaxDepth (2): at that depth spawn_agent is not among a
+// sub-agent's tools, and a call of it anyway is an error result that
+// starts nothing. A sub-agent is stopped after SubAgentOptions.Timeout
+// (what it wrote is returned, marked). It spends from its parent's Budget
+// (Result.Usage and Result.Consumed include it); budget_share gives it that
+// share of what is left (without a Budget it has no effect), and when it
+// has used it the sub-agent answers
+// from what it has (or stops) and the result is marked, ResultStatus
+// "budget_spent". Spawns of one reply each get their share of what was
+// left when the reply's calls began, so shares that add up to more than 1
+// may together overspend it: the parent's next call then finds the budget
+// spent. A sub-agent's steps reach the Observer as a run of their own
+// with Step.Path (the spawn calls' IDs from the top run), its events reach
+// Stream with Event.Path, and its run span is a child of the spawn's
+// execute_tool span.
+//
 // # History and memory
 //
 // Each conversation's history lives in Config.Memory, a memory.Provider:

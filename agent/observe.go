@@ -21,7 +21,8 @@ import (
 // slog.Handler. An observer that does I/O or may block is wrapped in
 // NewAsyncObserver, which queues copies of the steps and never holds a
 // run up. Runs of different conversations call Observe at the same time,
-// so it must be safe for concurrent use.
+// and so do a run and its sub-agents (Step.Path), so it must be safe for
+// concurrent use.
 //
 // A Step refers to the run's data (the messages sent, the response, the
 // Result) instead of copying it, so an observer that ignores a step costs
@@ -209,6 +210,10 @@ type Step struct {
 	Err error
 	// Result is the run's result (StepRunEnd).
 	Result *Result
+	// Path is set on the steps of a sub-agent (Config.SubAgents), a run
+	// of its own (its RunID): the IDs of the spawn_agent calls from the
+	// top run down to it. Nil for a top run's steps.
+	Path []string
 }
 
 // observing is the observer state of a run.
@@ -250,6 +255,9 @@ func (r *run) step(s Step) {
 	s.Seq = r.obs.seq
 	s.Time = r.o.now()
 	s.RunID, s.TenantID, s.ConversationID = r.res.RunID, r.msg.TenantID, r.msg.ConversationID
+	if r.sub != nil {
+		s.Path = r.sub.path
+	}
 	r.o.observe(r.ctx, s)
 }
 

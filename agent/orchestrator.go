@@ -45,6 +45,7 @@ type Orchestrator struct {
 
 	agents   map[string]*agentTool // every registered Agent-Tool
 	callable map[string]*agentTool // those the model sees as tools
+	spawn    *spawner              // Config.SubAgents; nil when off (spawn.go)
 	pool     pool.Store
 	locker   pool.Locker
 
@@ -119,6 +120,10 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 			}
 		}
 	}
+	spawn, err := newSpawner(cfg.SubAgents, reg)
+	if err != nil {
+		return nil, err
+	}
 	if err := checkPrices(cfg.Prices); err != nil {
 		return nil, err
 	}
@@ -154,6 +159,7 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 
 		agents:   agents,
 		callable: callable,
+		spawn:    spawn,
 		pool:     cfg.Pool,
 		locker:   cfg.Locker,
 		mem:      cfg.Memory,

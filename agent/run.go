@@ -67,6 +67,10 @@ type run struct {
 	logger slog.Logger
 	obs    observing // Config.Observer's state (observe.go)
 	tel    *runTel   // OpenTelemetry state; nil without (telemetry.go)
+	sub    *subRun   // a sub-agent's run; nil for a top run (spawn.go)
+	// spawned adds up what the turn's sub-agents consumed; nil when the
+	// turn started none (spawn.go).
+	spawned *spawnTally
 }
 
 func (o *Orchestrator) newRun(ctx context.Context, msg Message, emit func(Event) bool) *run {
@@ -74,6 +78,9 @@ func (o *Orchestrator) newRun(ctx context.Context, msg Message, emit func(Event)
 	msg.ConversationID = conversationOf(msg.ConversationID)
 	if msg.Source == "" {
 		msg.Source = SourceUser
+	}
+	if o.spawn != nil && emit != nil {
+		emit = lockEmit(emit) // sub-agents emit from their goroutines (spawn.go)
 	}
 	r := &run{o: o, ctx: ctx, toolCtx: ctx, msg: msg, emit: emit, start: time.Now(), clock: callClock{parent: ctx, d: o.loop.LLMTimeout}, noHistory: noHistory}
 	r.res.Source, r.res.TaskID = msg.Source, msg.TaskID

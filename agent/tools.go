@@ -63,6 +63,10 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage) {
 		t.at = o.now()
 	}
 	outs := t.outs
+	if o.spawn != nil {
+		r.prepareSpawns(calls) // spawn.go
+		defer r.addSpawned()
+	}
 	// The last call runs here, on the loop's goroutine; each other call
 	// runs on a goroutine of its own, at most MaxParallelTools-1 at once, so
 	// at most MaxParallelTools calls run at once (starting one waits for a
@@ -156,6 +160,13 @@ func (t *turn) exec(i int) {
 	if o.tel != nil {
 		tt = r.startTool(c, false)
 		defer r.endTool(tt, c.Name, out)
+	}
+	if o.spawn != nil && r.spawnHandles(c) {
+		t0 := time.Now()
+		*out = r.spawnCall(tt.ctx(r.toolCtx), c)
+		out.dur = time.Since(t0)
+		r.markInterrupted(c, out)
+		return
 	}
 	if len(o.callable) > 0 {
 		if a := o.callable[c.Name]; a != nil {

@@ -192,6 +192,9 @@ func (r *run) tools() *tool.Registry {
 
 // specs returns the specs of the run's tools.
 func (r *run) specs() []llm.ToolSpec {
+	if r.sub != nil {
+		return r.sub.specs
+	}
 	if r.toolset != nil {
 		return r.toolset.specs
 	}

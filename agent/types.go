@@ -212,6 +212,10 @@ type Event struct {
 	Waiting   []Waiting
 	Approvals []approval.Request
 	Result    *Result
+	// Path is set on the events of a sub-agent (Config.SubAgents): the
+	// IDs of the spawn_agent calls from the streamed run down to the
+	// sub-agent that emitted it. Nil for the streamed run's own events.
+	Path []string
 }
 
 // Decided is an approval request a run settled.

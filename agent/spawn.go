@@ -1,0 +1,362 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/valetkit/valet/llm"
+	"github.com/valetkit/valet/tool"
+)
+
+// SpawnAgentTool is the name of the tool that starts a sub-agent
+// (Config.SubAgents).
+const SpawnAgentTool = "spawn_agent"
+
+// Defaults of [SubAgentOptions].
+const (
+	DefaultSubAgentMaxDepth = 2
+	DefaultSubAgentTimeout  = 5 * time.Minute
+	DefaultWorkerPrompt     = "You are a worker agent. Carry out the task you are given with the tools you have, " +
+		"then answer with the result only: your answer is handed to the agent that gave you the task, not to a person."
+)
+
+// SubAgentOptions offers the model the spawn_agent tool (SpawnAgentTool):
+// a sub-agent that runs its own loop on a fresh context — the worker
+// prompt as its system prompt, the task and context as its one message —
+// with the run's plain tools (no Agent-Tools), and whose final message is
+// the tool result. Several spawns of one reply run concurrently, like any
+// tool calls. A sub-agent loads and appends no history, recalls nothing
+// and runs no fact extraction. The zero value offers no tool.
+type SubAgentOptions struct {
+	// Enabled offers spawn_agent to the model. Default false.
+	Enabled bool
+	// WorkerPrompt is a sub-agent's system prompt. Default
+	// DefaultWorkerPrompt.
+	WorkerPrompt string
+	// MaxDepth is how deep sub-agents may nest: the coordinator's are at
+	// depth 1, theirs at 2. At MaxDepth a sub-agent is not offered
+	// spawn_agent (it is not in its tools), and a call of it anyway is an
+	// error result with nothing started. Default DefaultSubAgentMaxDepth
+	// (2).
+	MaxDepth int
+	// Timeout bounds one sub-agent's run, whatever LoopConfig.ToolTimeout;
+	// what it wrote so far is returned, marked. Default
+	// DefaultSubAgentTimeout (5m).
+	Timeout time.Duration
+}
+
+func (s SubAgentOptions) withDefaults() (SubAgentOptions, error) {
+	if s.MaxDepth < 0 || s.Timeout < 0 {
+		return s, fmt.Errorf("%w: SubAgents: negative MaxDepth or Timeout", ErrInvalidConfig)
+	}
+	if s.MaxDepth == 0 {
+		s.MaxDepth = DefaultSubAgentMaxDepth
+	}
+	if s.Timeout == 0 {
+		s.Timeout = DefaultSubAgentTimeout
+	}
+	if strings.TrimSpace(s.WorkerPrompt) == "" {
+		s.WorkerPrompt = DefaultWorkerPrompt
+	}
+	return s, nil
+}
+
+// spawnArgs are spawn_agent's arguments.
+type spawnArgs struct {
+	Task        string  `json:"task" jsonschema:"description=The task for the sub-agent: what to do and what to answer with"`
+	Context     string  `json:"context,omitempty" jsonschema:"description=What the sub-agent needs to know: it sees nothing of this conversation"`
+	BudgetShare float64 `json:"budget_share,omitempty" jsonschema:"description=Share (0 to 1) of what is left of this request's budget the sub-agent may use; default all of it,minimum=0,maximum=1"`
+}
+
+// spawner is the orchestrator's sub-agent state; nil when SubAgents is
+// not enabled.
+type spawner struct {
+	opts SubAgentOptions
+}
+
+// newSpawner adds spawn_agent to reg when opts enable it.
+func newSpawner(opts SubAgentOptions, reg *tool.Registry) (*spawner, error) {
+	if !opts.Enabled {
+		if opts != (SubAgentOptions{}) {
+			if _, err := opts.withDefaults(); err != nil {
+				return nil, err
+			}
+		}
+		return nil, nil
+	}
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	t := tool.New(SpawnAgentTool,
+		"Start a sub-agent on a self-contained task and get its answer. It starts with a fresh context: "+
+			"give it everything it needs in task and context. Several spawns in one reply run at the same time.",
+		func(context.Context, spawnArgs) (string, error) {
+			return "", errors.New("agent: spawn_agent runs only inside the orchestrator's loop")
+		})
+	if err := reg.Add(t); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	return &spawner{opts: opts}, nil
+}
+
+// subRun is what makes a run a sub-agent's.
+type subRun struct {
+	depth int
+	path  []string // the spawn_agent call IDs from the top run to this one
+	specs []llm.ToolSpec
+}
+
+// path returns the run's path: nil for a top run.
+func (r *run) path() []string {
+	if r.sub == nil {
+		return nil
+	}
+	return r.sub.path
+}
+
+// spawnTally adds up what the sub-agents of a turn consumed, from their
+// goroutines; it is added to the run's Result once the turn's calls are
+// done, so the Result is not written while they run.
+type spawnTally struct {
+	mu       sync.Mutex
+	usage    llm.Usage
+	consumed Consumed
+}
+
+// prepareSpawns gives the run a tally when calls, a turn's, start a
+// sub-agent. It runs on the loop's goroutine before the calls.
+func (r *run) prepareSpawns(calls []llm.ToolCall) {
+	for _, c := range calls {
+		if c.Name == SpawnAgentTool {
+			r.spawned = new(spawnTally)
+			return
+		}
+	}
+}
+
+// addSpawned adds the turn's sub-agents' consumption to the run's Result
+// (and so to its budget's meter), once the turn's calls are done.
+func (r *run) addSpawned() {
+	s := r.spawned
+	if s == nil {
+		return
+	}
+	r.spawned = nil
+	r.res.Usage = r.res.Usage.Add(s.usage)
+	c := &r.res.Consumed
+	c.Tokens += s.consumed.Tokens
+	c.CostUSD += s.consumed.CostUSD
+	c.ToolCalls += s.consumed.ToolCalls
+}
+
+// tally adds a sub-agent's consumption to the turn's.
+func (s *spawnTally) add(res *Result) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.usage = s.usage.Add(res.Usage)
+	s.consumed.Tokens += res.Consumed.Tokens
+	s.consumed.CostUSD += res.Consumed.CostUSD
+	s.consumed.ToolCalls += res.Consumed.ToolCalls
+}
+
+// lockEmit serialises emit: a run with sub-agents emits from their
+// goroutines too.
+func lockEmit(emit func(Event) bool) func(Event) bool {
+	var mu sync.Mutex
+	return func(ev Event) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return emit(ev)
+	}
+}
+
+// spawnHandles reports whether call c is the spawner's: spawn_agent, or an
+// Agent-Tool called inside a sub-agent.
+func (r *run) spawnHandles(c llm.ToolCall) bool {
+	if c.Name == SpawnAgentTool {
+		return true
+	}
+	return r.sub != nil && r.o.callable[c.Name] != nil
+}
+
+// spawnCall runs call c (spawnHandles); parent carries the call's span.
+func (r *run) spawnCall(parent context.Context, c llm.ToolCall) callOutcome {
+	o := r.o
+	fail := func(format string, a ...any) callOutcome {
+		return callOutcome{result: tool.Result{Content: fmt.Sprintf(format, a...), IsError: true}}
+	}
+	if c.Name != SpawnAgentTool {
+		return fail("tool %q is an Agent-Tool; Agent-Tools cannot run inside a sub-agent", c.Name)
+	}
+	depth := 1
+	if r.sub != nil {
+		depth = r.sub.depth + 1
+	}
+	if depth > o.spawn.opts.MaxDepth {
+		return fail("unknown tool %q: sub-agents at depth %d cannot start sub-agents", c.Name, o.spawn.opts.MaxDepth)
+	}
+	var in spawnArgs
+	if err := json.Unmarshal([]byte(c.Arguments), &in); err != nil {
+		return fail("spawn_agent: invalid arguments: %s", maskText(err.Error()))
+	}
+	if strings.TrimSpace(in.Task) == "" {
+		return fail("spawn_agent: task is required")
+	}
+	if in.BudgetShare < 0 || in.BudgetShare > 1 || in.BudgetShare != in.BudgetShare {
+		return fail("spawn_agent: budget_share must be between 0 and 1")
+	}
+	b, ok := r.childBudget(in.BudgetShare)
+	if !ok {
+		return fail("spawn_agent: this request's budget is spent; no sub-agent was started")
+	}
+
+	ctx, cancel := context.WithTimeout(parent, o.spawn.opts.Timeout)
+	defer cancel()
+	text := in.Task
+	if strings.TrimSpace(in.Context) != "" {
+		text = "Task:\n" + in.Task + "\n\nContext:\n" + in.Context
+	}
+	msg := Message{
+		TenantID: r.msg.TenantID, ConversationID: r.msg.ConversationID, Text: text,
+		Source: r.msg.Source, TaskID: r.msg.TaskID, Model: r.msg.Model, Location: r.msg.Location,
+		Budget: b,
+	}
+	ch := o.newRun(ctx, msg, nil)
+	path := make([]string, len(r.path())+1)
+	copy(path, r.path())
+	path[len(path)-1] = c.ID
+	ch.sub = &subRun{depth: depth, path: path, specs: r.childSpecs(depth)}
+	if emit := r.emit; emit != nil {
+		ch.emit = func(ev Event) bool {
+			if ev.Path == nil {
+				ev.Path = path
+			}
+			return emit(ev)
+		}
+	}
+	var partial string
+	res, err := ch.execute(func(ch *run) error { return ch.handleSub(&partial) })
+	r.spawned.add(res)
+	var out callOutcome
+	stats := fmt.Sprintf("[sub-agent: %d model turns, %d tokens, %d tool calls, %s]",
+		res.Turns, res.Consumed.Tokens, res.Consumed.ToolCalls, res.Duration.Round(time.Millisecond))
+	switch {
+	case err == nil && res.BudgetExceeded:
+		out.result.Content = res.Response + "\n\n[stopped: the sub-agent's budget share ran out; this answer may be partial]\n" + stats
+		out.status = resultBudgetSpent
+	case err == nil:
+		out.result.Content = res.Response + "\n\n" + stats
+	case errors.Is(err, ErrBudgetExceeded):
+		out.result.Content = partialText(partial) + "[stopped: the sub-agent's budget share ran out before it answered]\n" + stats
+		out.result.IsError, out.status = true, resultBudgetSpent
+	case ctx.Err() == context.DeadlineExceeded && r.ctx.Err() == nil && r.toolCtx.Err() == nil:
+		out.result.Content = partialText(partial) + fmt.Sprintf("[stopped: the sub-agent timed out after %s]\n", o.spawn.opts.Timeout) + stats
+		out.result.IsError = true
+		out.result.Err = err
+	default:
+		out.result.Content = partialText(partial) + "sub-agent failed: " + maskText(err.Error()) + "\n" + stats
+		out.result.IsError = true
+		out.result.Err = err
+	}
+	return out
+}
+
+// partialText introduces what a stopped sub-agent had written, if anything.
+func partialText(p string) string {
+	if p == "" {
+		return ""
+	}
+	return "Partial output of the sub-agent:\n" + p + "\n\n"
+}
+
+// childBudget is a sub-agent's budget: share (0: all) of what the run's
+// budget has left. ok is false when a limit is spent.
+func (r *run) childBudget(share float64) (b Budget, ok bool) {
+	m := r.meter
+	if m == nil {
+		return b, true
+	}
+	if share == 0 {
+		share = 1
+	}
+	u := r.res.Consumed
+	if m.b.MaxTokens > 0 {
+		if b.MaxTokens = int(float64(m.b.MaxTokens-u.Tokens) * share); b.MaxTokens <= 0 {
+			return b, false
+		}
+	}
+	if m.b.MaxCostUSD > 0 {
+		if b.MaxCostUSD = (m.b.MaxCostUSD - u.CostUSD) * share; b.MaxCostUSD <= 0 {
+			return b, false
+		}
+	}
+	if m.b.MaxToolCalls > 0 {
+		if b.MaxToolCalls = int(float64(m.b.MaxToolCalls-u.ToolCalls) * share); b.MaxToolCalls <= 0 {
+			return b, false
+		}
+	}
+	if m.b.MaxWall > 0 {
+		if b.MaxWall = m.b.MaxWall - time.Since(m.start); b.MaxWall <= 0 {
+			return b, false
+		}
+	}
+	return b, true
+}
+
+// childSpecs are the tools of a sub-agent at depth: the run's plain tools,
+// and spawn_agent below MaxDepth.
+func (r *run) childSpecs(depth int) []llm.ToolSpec {
+	all := r.specs()
+	out := make([]llm.ToolSpec, 0, len(all))
+	for _, sp := range all {
+		if r.o.callable[sp.Name] != nil || sp.Name == SpawnAgentTool && depth >= r.o.spawn.opts.MaxDepth {
+			continue
+		}
+		out = append(out, sp)
+	}
+	return out
+}
+
+// handleSub is a sub-agent's run: the worker prompt and the task, then the
+// loop; no history, recall, saving or extraction. partial gets the last
+// text the sub-agent wrote.
+func (r *run) handleSub(partial *string) error {
+	if err := r.route(); err != nil {
+		return err
+	}
+	if b := r.msg.Budget; !b.IsZero() {
+		r.meter = &meter{b: b, start: r.start, used: &r.res.Consumed, price: r.o.price}
+		if b.MaxWall > 0 {
+			r.toolCtx, r.wallCancel = context.WithDeadline(r.ctx, r.start.Add(b.MaxWall))
+		}
+	}
+	r.noHistory = true
+	if err := r.open(); err != nil {
+		return err
+	}
+	defer func() {
+		r.clock.close()
+		for i := len(r.window) - 1; i >= 0; i-- {
+			if m := r.window[i]; m.Role == llm.RoleAssistant && strings.TrimSpace(m.Content) != "" {
+				*partial = m.Content
+				break
+			}
+		}
+		r.o.putBuffers(r.buf)
+		r.buf, r.window, r.early = nil, nil, nil
+	}()
+	p := r.o.spawn.opts.WorkerPrompt
+	r.setSystem(p, r.o.ctxm.MessageTokens(llm.Message{Role: llm.RoleSystem, Content: p}))
+	r.push(llm.UserMessage(r.msg.Text))
+	r.commit()
+	return r.loop()
+}
