@@ -51,3 +51,44 @@ func TestTranscriptRecordsFallbacks(t *testing.T) {
 		t.Fatalf("no model_fallback record from big to small (unavailable) among %+v", recs)
 	}
 }
+
+// A sub-agent's steps carry its path in the transcript.
+func TestTranscriptRecordsSubAgentPaths(t *testing.T) {
+	s := llmtest.NewScriptFunc(func(req llm.Request) llmtest.Reply {
+		if req.Messages[0].Content == agent.DefaultWorkerPrompt {
+			return llmtest.Text("Found three hotels.")
+		}
+		if req.Messages[len(req.Messages)-1].Role == llm.RoleTool {
+			return llmtest.Text("Done.")
+		}
+		return llmtest.Calls(llm.ToolCall{ID: "sp1", Name: agent.SpawnAgentTool, Arguments: []byte(`{"task":"find hotels"}`)})
+	})
+	var out bytes.Buffer
+	tx, err := transcript.New(transcript.Config{Writer: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := agent.NewOrchestrator(agent.Config{LLM: s, Observer: tx, SubAgents: agent.SubAgentOptions{Enabled: true}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.HandleMessage(context.Background(), agent.Message{TenantID: "u1", ConversationID: "c1", Text: "hotels?"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Close(); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := transcript.Read(&out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := 0
+	for _, r := range recs {
+		if len(r.Path) == 1 && r.Path[0] == "sp1" {
+			child++
+		}
+	}
+	if child == 0 {
+		t.Fatalf("no record carries the sub-agent's path: %+v", recs)
+	}
+}

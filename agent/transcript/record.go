@@ -25,6 +25,9 @@ type Record struct {
 	RunID        string `json:"run_id"`
 	Tenant       string `json:"tenant,omitempty"`
 	Conversation string `json:"conversation,omitempty"`
+	// Path is a sub-agent's: the spawn calls from the top run down to it
+	// (agent.Step.Path); empty for the top run.
+	Path []string `json:"path,omitempty"`
 
 	// Source and TaskID are the message's (run_start).
 	Source string `json:"source,omitempty"`
@@ -183,6 +186,7 @@ func (x redactor) record(s agent.Step) Record {
 		Kind: s.Kind, Seq: s.Seq, Time: s.Time, RunID: s.RunID, Tenant: s.TenantID,
 		Conversation: cmp.Or(s.ConversationID, agent.DefaultConversationID),
 		Call:         s.Call, Count: s.Count, DurationMS: ms(s.Duration),
+		Path: s.Path,
 	}
 	r.Text, r.Truncated = x.text(s.Text)
 	if s.Err != nil {
