@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/valetkit/valet/internal/textsafe"
 	"strings"
 	"sync"
 	"time"
@@ -233,7 +234,7 @@ func (r *run) spawnCall(parent context.Context, c llm.ToolCall) callOutcome {
 	ch := o.newRun(ctx, msg, nil)
 	path := make([]string, len(r.path())+1)
 	copy(path, r.path())
-	path[len(path)-1] = c.ID
+	path[len(path)-1] = textsafe.Line(c.ID) // the model wrote it; a UI shows it on one line
 	ch.sub = &subRun{depth: depth, path: path, specs: r.childSpecs(depth)}
 	if emit := r.emit; emit != nil {
 		ch.emit = func(ev Event) bool {
