@@ -335,8 +335,10 @@ func (o *Orchestrator) History(ctx context.Context, tenantID, conversationID str
 func (o *Orchestrator) Tools() []llm.ToolSpec { return append([]llm.ToolSpec(nil), o.specs...) }
 
 // Forget erases a conversation (for example when the user deletes it):
-// its history and the long-term items it wrote (memory.Provider.Forget
-// with its ID). It waits for a running message of that conversation.
+// its history, the long-term items it wrote (memory.Provider.Forget with
+// its ID) and its Agent-Tools waiting in the pool (for input or approval,
+// also those a sub-agent called): a decision on one of them afterwards is
+// approval.ErrNotFound, and nothing runs. It waits for a running message of that conversation.
 // Facts still being extracted from its turns (MemoryOptions.Extract) are
 // dropped when the extraction ends, even when the conversation has new
 // messages by then, also when the extraction runs on another replica
@@ -354,6 +356,9 @@ func (o *Orchestrator) Forget(ctx context.Context, tenantID, conversationID stri
 	}
 	defer o.release(key, c)
 	o.forgetExtractions(key) // also when the provider's Forget fails: the user asked
+	if err := o.forgetPending(ctx, tenantID, conversationID); err != nil {
+		return err
+	}
 	if _, err := o.mem.Forget(ctx, tenantID, memory.Provenance{ConversationID: conversationID}); err != nil {
 		return fmt.Errorf("agent: forgetting the conversation: %w", err)
 	}

@@ -319,6 +319,10 @@ func (r *run) loop() error {
 			// An Agent-Tool waits for the user: the loop ends here.
 			return r.replyWaiting()
 		}
+		if r.sub != nil && r.sub.park != nil {
+			// A sub-agent waits for the user's approval (spawn_park.go).
+			return r.stopParked()
+		}
 	}
 	// Out of turns: one last call without tools asks for the answer.
 	return r.lastCall(maxTurnsNote, false)

@@ -17,6 +17,7 @@ type callOutcome struct {
 	dur    time.Duration
 	status string   // ResultStatus of an Agent-Tool; "" for plain tools
 	wait   *Waiting // an Agent-Tool parked in the pool
+	park   *subPark // a sub-agent waiting for approval, not parked yet (spawn_park.go)
 }
 
 // runTools runs every call of a turn concurrently, each with its own
@@ -66,6 +67,9 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage) {
 	if o.spawn != nil {
 		r.prepareSpawns(calls) // spawn.go
 		defer r.addSpawned()
+		if r.sub != nil && len(o.callable) > 0 {
+			r.planSubAgentTools(calls[:allowed]) // spawn_park.go
+		}
 	}
 	// The last call runs here, on the loop's goroutine; each other call
 	// runs on a goroutine of its own, at most MaxParallelTools-1 at once, so
@@ -114,6 +118,9 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage) {
 	for i, c := range calls {
 		if w := outs[i].wait; w != nil {
 			r.addParked(*w)
+		}
+		if outs[i].park != nil {
+			r.notePark(base, calls, outs, i) // spawn_park.go
 		}
 		r.push(llm.Message{
 			Role: llm.RoleTool, ToolCallID: c.ID, Name: c.Name,
