@@ -29,8 +29,9 @@ const (
 // SubAgentOptions offers the model the spawn_agent tool (SpawnAgentTool):
 // a sub-agent that runs its own loop on a fresh context — the worker
 // prompt as its system prompt, the task and context as its one message —
-// with the run's plain tools (no Agent-Tools), and whose final message is
-// the tool result. Several spawns of one reply run concurrently, like any
+// with the run's tools and exposed Agent-Tools (one needing approval parks
+// the sub-agent until the user decides; see the package documentation),
+// and whose final message is the tool result. Several spawns of one reply run concurrently, like any
 // tool calls. A sub-agent loads and appends no history, recalls nothing
 // and runs no fact extraction. The zero value offers no tool.
 type SubAgentOptions struct {

@@ -64,11 +64,11 @@ func (s *subScript) workerRequests(task string) []llm.Request {
 	return out
 }
 
-// resumedResult returns the result of a resumed spawn_agent call in req
-// (its ID starts with "resume_"), if any.
+// resumedResult returns the result of the last resumed spawn_agent call in
+// req (its ID starts with "resume_"), if any.
 func resumedResult(req llm.Request) (llm.Message, bool) {
-	for _, m := range req.Messages {
-		if m.Role == llm.RoleTool && m.Name == agent.SpawnAgentTool && strings.HasPrefix(m.ToolCallID, "resume_") {
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if m := req.Messages[i]; m.Role == llm.RoleTool && m.Name == agent.SpawnAgentTool && strings.HasPrefix(m.ToolCallID, "resume_") {
 			return m, true
 		}
 	}
@@ -590,5 +590,146 @@ func TestSubAgentCannotForgeApprovalLines(t *testing.T) {
 		if n := len(regexp.MustCompile(`(?m)^   Reply: `).FindAllString(shown, -1)); n != 1 {
 			t.Fatalf("%s shows %d reply lines of a request, want 1:\n%s", name, n, shown)
 		}
+	}
+}
+
+// The user's reply decides a sub-agent's action too; a Stream shows the
+// action's events under the sub-agent's path, and the coordinator's own
+// events without one.
+func TestSubAgentApprovedByTheUsersReplyStreamsItsPath(t *testing.T) {
+	ctx := context.Background()
+	email := &emailAgent{}
+	s := &subScript{t: t, coord: coordinator("Email the team."), worker: emailingWorker(`{"to":"team@example.com","subject":"Plan"}`)}
+	o := subOrch(t, s, agent.Config{}, email)
+	if _, err := o.HandleMessage(ctx, msg("Tell the team.")); err != nil {
+		t.Fatal(err)
+	}
+	var actionPath, spawnPath []string
+	var sawAction, sawSpawn bool
+	var answer string
+	for ev, err := range o.Stream(ctx, msg("Yes!")) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case ev.Type == agent.EventToolResult && ev.ToolCall.Name == "send_email":
+			sawAction, actionPath = ev.ToolCall.Resumed && ev.ToolCall.Success, ev.Path
+		case ev.Type == agent.EventToolResult && ev.ToolCall.Name == agent.SpawnAgentTool:
+			sawSpawn, spawnPath = ev.ToolCall.Resumed && ev.ToolCall.Success, ev.Path
+		case ev.Type == agent.EventMessageEnd && ev.Path == nil:
+			answer = ev.Text
+		}
+	}
+	if !sawAction || !slices.Equal(actionPath, []string{"sp1"}) || !sawSpawn || spawnPath != nil {
+		t.Fatalf("action event %v at %v, spawn event %v at %v", sawAction, actionPath, sawSpawn, spawnPath)
+	}
+	if n := len(email.Sent()); n != 1 || answer != "Done: Worker: Email sent to team@example.com" {
+		t.Fatalf("sent %d, answer %q", n, answer)
+	}
+}
+
+// A resumed sub-agent that needs another approval parks again: a new
+// request, the coordinator is told, and the next decision finishes it.
+func TestResumedSubAgentParksAgain(t *testing.T) {
+	ctx := context.Background()
+	email := &emailAgent{}
+	s := &subScript{t: t, coord: func(req llm.Request) llmtest.Reply {
+		if m, ok := resumedResult(req); ok && !strings.Contains(m.Content, "paused") {
+			return llmtest.Text("Done: " + firstLine(m.Content))
+		}
+		if len(toolResults(req)) > 0 {
+			return llmtest.Text("Waiting.")
+		}
+		return llmtest.Calls(spawnCall("sp1", map[string]any{"task": "Email twice."}))
+	}}
+	s.worker = func(task string, req llm.Request) llmtest.Reply {
+		rs := toolResults(req)
+		switch {
+		case rs["e2"].Content != "":
+			return llmtest.Text("Worker: " + rs["e1"].Content + " + " + rs["e2"].Content)
+		case rs["e1"].Content != "":
+			return llmtest.Calls(llm.ToolCall{ID: "e2", Name: "send_email", Arguments: json.RawMessage(`{"to":"second@example.com","subject":"B"}`)})
+		}
+		return llmtest.Calls(llm.ToolCall{ID: "e1", Name: "send_email", Arguments: json.RawMessage(`{"to":"first@example.com","subject":"A"}`)})
+	}
+	o := subOrch(t, s, agent.Config{}, email)
+	res, err := o.HandleMessage(ctx, msg("Go."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res2, err := o.ResolveApproval(ctx, "u1", res.PendingApprovals[0].ID, approval.Decision{Action: approval.Approve})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res2.Status != agent.StatusWaitingForApproval || len(res2.PendingApprovals) != 1 ||
+		res2.PendingApprovals[0].ActionSummary != "Send an email to second@example.com" || !slices.Equal(res2.Waiting[0].Path, []string{"sp1"}) {
+		t.Fatalf("after the first decision: %s %+v", res2.Status, res2.Waiting)
+	}
+	res3, err := o.ResolveApproval(ctx, "u1", res2.PendingApprovals[0].ID, approval.Decision{Action: approval.Approve})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent := email.Sent(); len(sent) != 2 || sent[0].To != "first@example.com" || sent[1].To != "second@example.com" {
+		t.Fatalf("sent %+v", sent)
+	}
+	if res3.Response != "Done: Worker: Email sent to first@example.com + Email sent to second@example.com" {
+		t.Fatalf("response %q", res3.Response)
+	}
+	// The second segment's request holds the whole window: task, both
+	// calls and their results.
+	wr := s.workerRequests("Email twice.")
+	if last := wr[len(wr)-1]; len(last.Messages) != 6 {
+		t.Fatalf("the sub-agent's last request has %d messages, want 6", len(last.Messages))
+	}
+}
+
+// An orchestrator that cannot resume the sub-agent (sub-agents off, as
+// after a configuration change) discards its request: ErrStaleAgent, and
+// nothing runs.
+func TestSubAgentApprovalStaleOnAnotherConfig(t *testing.T) {
+	ctx := context.Background()
+	shared := newPool(t, pool.MemoryConfig{})
+	email := &emailAgent{}
+	s := &subScript{t: t, coord: coordinator("Email the team."), worker: emailingWorker(`{"to":"team@example.com","subject":"Plan"}`)}
+	o := subOrch(t, s, agent.Config{Pool: shared}, email)
+	res, err := o.HandleMessage(ctx, msg("Tell the team."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := agentsOrch(t, s.client(), agent.Config{Pool: shared}, email, &noteAgent{})
+	_, err = plain.ResolveApproval(ctx, "u1", res.PendingApprovals[0].ID, approval.Decision{Action: approval.Approve})
+	if !errors.Is(err, agent.ErrStaleAgent) {
+		t.Fatalf("err %v, want ErrStaleAgent", err)
+	}
+	if n := len(email.Sent()); n != 0 {
+		t.Fatalf("sent %d", n)
+	}
+}
+
+// CancelAgent on a sub-agent's action stops the sub-agent with it, and the
+// coordinator's conversation records that its spawn ended so.
+func TestCancelAgentStopsTheSubAgent(t *testing.T) {
+	ctx := context.Background()
+	email := &emailAgent{}
+	s := &subScript{t: t, coord: coordinator("Email the team."), worker: emailingWorker(`{"to":"team@example.com","subject":"Plan"}`)}
+	o := subOrch(t, s, agent.Config{}, email)
+	res, err := o.HandleMessage(ctx, msg("Tell the team."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.PendingApprovals[0].ID
+	if err := o.CancelAgent(ctx, "u1", id); err != nil {
+		t.Fatal(err)
+	}
+	h, err := o.History(ctx, "u1", "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := h[len(h)-1]
+	if last.Role != llm.RoleTool || last.Name != agent.SpawnAgentTool || !last.IsError || !strings.Contains(last.Content, "sub-agent was stopped") {
+		t.Fatalf("last message %+v", last)
+	}
+	if n := len(email.Sent()); n != 0 || len(s.workerRequests("Email the team.")) != 1 {
+		t.Fatal("the cancelled sub-agent went on")
 	}
 }

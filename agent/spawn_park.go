@@ -334,3 +334,21 @@ func subPath(e *pool.Entry) []string {
 	}
 	return lv[len(lv)-1].Path
 }
+
+// subArgs are the arguments of the coordinator's spawn_agent call whose
+// sub-agent e holds; {} when they cannot be read.
+func subArgs(e *pool.Entry) json.RawMessage {
+	var lv []struct {
+		Args json.RawMessage `json:"args"`
+	}
+	if json.Unmarshal(e.SubAgent, &lv) != nil || len(lv) == 0 || len(lv[0].Args) == 0 {
+		return json.RawMessage(`{}`)
+	}
+	return lv[0].Args
+}
+
+// subCancelledText is the result of the coordinator's spawn_agent call
+// whose sub-agent was removed with its Agent-Tool (CancelAgent).
+func subCancelledText(e *pool.Entry) string {
+	return fmt.Sprintf("User cancelled the sub-agent's action %s; the sub-agent was stopped and did not finish its task.", e.AgentName)
+}
