@@ -261,7 +261,7 @@ func (r *run) spawnCall(parent context.Context, c llm.ToolCall) callOutcome {
 	r.spawned.add(res)
 	if p := ch.sub.park; p != nil && err == nil { // it waits for the user's approval (spawn_park.go)
 		if r.sub != nil {
-			return callOutcome{result: tool.Result{Content: "The sub-agent waits for the user's confirmation."}, status: string(StatusWaitingForApproval), park: p}
+			return callOutcome{result: tool.Result{Content: "The sub-agent waits for the user's confirmation."}, status: string(StatusWaitingForApproval), wait: &Waiting{sub: p}}
 		}
 		return r.parkSub(p, o.now())
 	}

@@ -145,7 +145,7 @@ func (r *run) subAgentTool(a *agentTool, c llm.ToolCall) callOutcome {
 		return callOutcome{
 			result: tool.Result{Content: fmt.Sprintf("%s waits for the user's confirmation.", a.name)},
 			status: string(StatusWaitingForApproval),
-			park:   &subPark{agent: a, col: col, req: &req, callID: c.ID},
+			wait:   &Waiting{sub: &subPark{agent: a, col: col, req: &req, callID: c.ID}},
 		}
 	}
 	content, isErr := r.runAgent(a, c.ID, col.fields)
@@ -161,13 +161,13 @@ func onlyOneApproval(name string) string {
 		"Call %s again once that one is decided.", name, name)
 }
 
-// notePark takes the park of call i of the turn (outs[i].park) as the
+// notePark takes the park of call i of the turn (outs[i].park()) as the
 // sub-agent's, when it is the first; a later one is not kept: its result
 // says to call it again after the decision.
 func (r *run) notePark(base int, calls []llm.ToolCall, outs []callOutcome, i int) {
 	out := &outs[i]
-	p := out.park
-	out.park = nil
+	p := out.park()
+	out.wait = nil
 	if r.sub != nil && r.sub.park == nil {
 		p.waits = calls[i].ID
 		r.sub.park = p

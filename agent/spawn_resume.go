@@ -55,8 +55,8 @@ func (r *run) resumeSub(a *agentTool, e *pool.Entry, fields json.RawMessage, run
 	out := r.continueSub(r.toolCtx, levels, e, decide)
 	out.dur = time.Since(t0)
 	r.addSpawned()
-	if out.park != nil {
-		out = r.parkSub(out.park, o.now())
+	if p := out.park(); p != nil {
+		out = r.parkSub(p, o.now())
 		if out.wait != nil {
 			r.addParked(*out.wait)
 		}
@@ -158,7 +158,7 @@ func (r *run) continueSub(parent context.Context, levels []subLevel, e *pool.Ent
 	res, err := ch.execute(func(ch *run) error { return ch.handleSub(&partial) })
 	r.spawned.add(res)
 	if p := ch.sub.park; p != nil && err == nil {
-		return callOutcome{result: tool.Result{Content: "The sub-agent waits for the user's confirmation."}, status: string(StatusWaitingForApproval), park: p}
+		return callOutcome{result: tool.Result{Content: "The sub-agent waits for the user's confirmation."}, status: string(StatusWaitingForApproval), wait: &Waiting{sub: p}}
 	}
 	return r.subResult(ctx, ch, res, err, partial)
 }
@@ -179,9 +179,9 @@ func (r *run) resumeWindow(lv subLevel, inner []subLevel, e *pool.Entry, decide 
 		r.spawned = new(spawnTally)
 		out := r.continueSub(r.toolCtx, inner, e, decide)
 		r.addSpawned()
-		if out.park != nil {
-			out.park.waits = lv.Waiting
-			r.sub.park = out.park
+		if p := out.park(); p != nil {
+			p.waits = lv.Waiting
+			r.sub.park = p
 			r.push(window...)
 			r.commit()
 			return r.stopParked()

@@ -144,6 +144,7 @@ type Waiting struct {
 
 	created time.Time // the entry's CreatedAt: waits are listed in the pool's order
 	changed bool      // an approval whose action changed since a reply last showed it
+	sub     *subPark  // a sub-agent's park on its way up, in a callOutcome (spawn_park.go)
 }
 
 // ToolCallRecord is the telemetry of one tool call. It never holds secrets:
