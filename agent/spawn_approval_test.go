@@ -733,3 +733,109 @@ func TestCancelAgentStopsTheSubAgent(t *testing.T) {
 		t.Fatal("the cancelled sub-agent went on")
 	}
 }
+
+// A sub-agent whose turn has a spawn whose sub-agent parks and, later in
+// call order, its own call needing approval: the first in call order (the
+// nested sub-agent's) waits; the other is told to call again.
+func TestSubAgentTurnWithNestedAndOwnApproval(t *testing.T) {
+	ctx := context.Background()
+	email := &emailAgent{}
+	s := &subScript{t: t, coord: coordinator("level one")}
+	s.worker = func(task string, req llm.Request) llmtest.Reply {
+		rs := toolResults(req)
+		if task == "level two" {
+			return emailingWorker(`{"to":"deep@example.com","subject":"D"}`)(task, req)
+		}
+		if len(rs) > 0 {
+			return llmtest.Text("One: " + firstLine(rs["deep"].Content) + " | " + rs["own"].Content)
+		}
+		return llmtest.Calls(
+			spawnCall("deep", map[string]any{"task": "level two"}),
+			llm.ToolCall{ID: "own", Name: "send_email", Arguments: json.RawMessage(`{"to":"own@example.com","subject":"O"}`)},
+		)
+	}
+	o := subOrch(t, s, agent.Config{}, email)
+	res, err := o.HandleMessage(ctx, msg("Go."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.PendingApprovals) != 1 || !slices.Equal(res.Waiting[0].Path, []string{"sp1", "deep"}) {
+		t.Fatalf("waiting %+v, want the nested sub-agent's only", res.Waiting)
+	}
+	res2, err := o.ResolveApproval(ctx, "u1", res.PendingApprovals[0].ID, approval.Decision{Action: approval.Approve})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent := email.Sent(); len(sent) != 1 || sent[0].To != "deep@example.com" {
+		t.Fatalf("sent %+v", sent)
+	}
+	if !strings.HasPrefix(res2.Response, "Done: One: Worker: Email sent to deep@example.com | send_email was not run") {
+		t.Fatalf("response %q", res2.Response)
+	}
+}
+
+// A resumed sub-agent keeps what was left of its budget when it parked:
+// the decided action takes its last tool call, and it is stopped, its
+// answer marked.
+func TestResumedSubAgentKeepsItsBudget(t *testing.T) {
+	ctx := context.Background()
+	email := &emailAgent{}
+	s := &subScript{t: t, coord: coordinator("Email the team."), worker: emailingWorker(`{"to":"team@example.com","subject":"Plan"}`)}
+	o := subOrch(t, s, agent.Config{}, email)
+	m := msg("Tell the team.")
+	m.Budget = agent.Budget{MaxToolCalls: 3} // the spawn, the email, the decided email
+	res, err := o.HandleMessage(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res2, err := o.ResolveApproval(ctx, "u1", res.PendingApprovals[0].ID, approval.Decision{Action: approval.Approve})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(email.Sent()); n != 1 {
+		t.Fatalf("sent %d", n)
+	}
+	i := slices.IndexFunc(res2.ToolCalls, func(c agent.ToolCallRecord) bool { return c.Name == agent.SpawnAgentTool })
+	if i < 0 || res2.ToolCalls[i].ResultStatus != "budget_spent" {
+		t.Fatalf("tool calls %+v, want the resumed spawn marked budget_spent", res2.ToolCalls)
+	}
+	if wr := s.workerRequests("Email the team."); len(wr) != 1 {
+		t.Fatalf("the sub-agent made %d loop calls, want 1 (no budget left after the decided action)", len(wr))
+	}
+}
+
+// The resumed sub-agent's run span is a child of the deciding run's, and
+// the decided action's span a child of the sub-agent's.
+func TestResumedSubAgentSpans(t *testing.T) {
+	ctx := context.Background()
+	tp, rec := recorder(t)
+	s := &subScript{t: t, coord: coordinator("Email the team."), worker: emailingWorker(`{"to":"team@example.com","subject":"Plan"}`)}
+	o := subOrch(t, s, agent.Config{TracerProvider: tp, Telemetry: agent.TelemetryOptions{AgentName: "koi"}}, &emailAgent{})
+	res, err := o.HandleMessage(ctx, msg("Tell the team."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := len(rec.Ended())
+	if _, err := o.ResolveApproval(ctx, "u1", res.PendingApprovals[0].ID, approval.Decision{Action: approval.Approve}); err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]string{} // span ID → name
+	parent := map[string]string{}
+	var action string
+	for _, sp := range rec.Ended()[before:] {
+		id := sp.SpanContext().SpanID().String()
+		byID[id] = sp.Name()
+		if sp.Parent().IsValid() {
+			parent[id] = sp.Parent().SpanID().String()
+		}
+		if sp.Name() == "execute_tool send_email" {
+			action = id
+		}
+	}
+	sub := parent[action]
+	top := parent[sub]
+	if action == "" || byID[sub] != "invoke_agent koi" || byID[top] != "invoke_agent koi" || parent[top] != "" {
+		t.Fatalf("the action's span %q has parent %q (%q) under %q (%q); want the sub-agent's run under the deciding run",
+			action, sub, byID[sub], top, byID[top])
+	}
+}
