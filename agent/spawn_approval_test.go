@@ -11,9 +11,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/valetkit/valet/agent"
 	"github.com/valetkit/valet/approval"
+	"github.com/valetkit/valet/clock/clocktest"
 	"github.com/valetkit/valet/llm"
 	"github.com/valetkit/valet/llm/llmtest"
 	"github.com/valetkit/valet/memory"
@@ -837,5 +839,29 @@ func TestResumedSubAgentSpans(t *testing.T) {
 	if action == "" || byID[sub] != "invoke_agent koi" || byID[top] != "invoke_agent koi" || parent[top] != "" {
 		t.Fatalf("the action's span %q has parent %q (%q) under %q (%q); want the sub-agent's run under the deciding run",
 			action, sub, byID[sub], top, byID[top])
+	}
+}
+
+// An expired request of a sub-agent is as any expired approval: the
+// decision is approval.ErrExpired, nothing runs, the sub-agent does not go
+// on.
+func TestSubAgentApprovalExpires(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 20, 9, 30, 0, 0, time.UTC)
+	clk := clocktest.New(now)
+	email := &emailAgent{}
+	s := &subScript{t: t, coord: coordinator("Email the team."), worker: emailingWorker(`{"to":"team@example.com","subject":"Plan"}`)}
+	o := subOrch(t, s, agent.Config{Pool: newPool(t, pool.MemoryConfig{Clock: clk}), Clock: clk}, email)
+	res, err := o.HandleMessage(ctx, msg("Tell the team."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Set(res.PendingApprovals[0].ExpiresAt.Add(time.Minute)) // past its wait, within the pool's retention
+	_, err = o.ResolveApproval(ctx, "u1", res.PendingApprovals[0].ID, approval.Decision{Action: approval.Approve})
+	if !errors.Is(err, approval.ErrExpired) {
+		t.Fatalf("err %v, want approval.ErrExpired", err)
+	}
+	if n := len(email.Sent()); n != 0 || len(s.workerRequests("Email the team.")) != 1 {
+		t.Fatal("an expired sub-agent's action ran, or the sub-agent went on")
 	}
 }
