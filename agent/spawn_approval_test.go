@@ -271,6 +271,15 @@ func TestSubAgentApprovalEditAndStale(t *testing.T) {
 	if n := len(email.Sent()); n != 0 || len(mustPending(t, o)) != 1 {
 		t.Fatalf("after a stale decision: %d sent, %d pending; want 0 and 1", n, len(mustPending(t, o)))
 	}
+	// An invalid edit does not run: the request stays, with the sub-agent's
+	// state, and says why.
+	bad, err := o.ResolveApproval(ctx, "u1", req.ID, approval.Decision{Action: approval.Edit, Fields: json.RawMessage(`{"to":"not an address"}`), Fingerprint: req.Fingerprint})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(email.Sent()) != 0 || len(bad.Waiting) != 1 || len(bad.Waiting[0].Problems) == 0 || !slices.Equal(bad.Waiting[0].Path, []string{"sp1"}) {
+		t.Fatalf("after an invalid edit: sent %d, waiting %+v", len(email.Sent()), bad.Waiting)
+	}
 	res2, err := o.ResolveApproval(ctx, "u1", req.ID, approval.Decision{Action: approval.Edit, Fields: json.RawMessage(`{"to":"boss@example.com"}`), Fingerprint: req.Fingerprint})
 	if err != nil {
 		t.Fatal(err)

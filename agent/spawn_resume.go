@@ -138,7 +138,7 @@ func (r *run) continueSub(parent context.Context, levels []subLevel, e *pool.Ent
 	ctx, cancel := context.WithTimeout(parent, o.spawn.opts.Timeout)
 	defer cancel()
 	msg := Message{
-		TenantID: r.msg.TenantID, ConversationID: r.msg.ConversationID,
+		TenantID: r.msg.TenantID, ConversationID: r.msg.ConversationID, Text: subTask(lv),
 		Source: r.msg.Source, TaskID: r.msg.TaskID, Model: lv.Model, Location: r.msg.Location,
 		Budget: lv.Budget,
 	}
@@ -242,4 +242,15 @@ func (o *Orchestrator) staleSub(e *pool.Entry) bool {
 	}
 	_, err := o.subLevels(e)
 	return err != nil
+}
+
+// subTask is the task message of a saved sub-agent (its first user
+// message): the resumed run's Message.Text, as observers saw it first.
+func subTask(lv subLevel) string {
+	for _, m := range lv.Window {
+		if m.Role == llm.RoleUser {
+			return m.Content
+		}
+	}
+	return ""
 }
