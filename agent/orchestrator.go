@@ -3,6 +3,7 @@ package agent
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"github.com/valetkit/valet/clock"
 	"iter"
@@ -356,13 +357,13 @@ func (o *Orchestrator) Forget(ctx context.Context, tenantID, conversationID stri
 	}
 	defer o.release(key, c)
 	o.forgetExtractions(key) // also when the provider's Forget fails: the user asked
-	if err := o.forgetPending(ctx, tenantID, conversationID); err != nil {
-		return err
-	}
+	// The pending agents, then the history, which goes too when the pool
+	// fails: the user asked.
+	perr := o.forgetPending(ctx, tenantID, conversationID)
 	if _, err := o.mem.Forget(ctx, tenantID, memory.Provenance{ConversationID: conversationID}); err != nil {
-		return fmt.Errorf("agent: forgetting the conversation: %w", err)
+		return errors.Join(fmt.Errorf("agent: forgetting the conversation: %w", err), perr)
 	}
-	return nil
+	return perr
 }
 
 // now reads the orchestrator's clock (Config.Clock).

@@ -920,3 +920,42 @@ func TestSubAgentApprovalObserved(t *testing.T) {
 		t.Fatalf("raised %v, decided %v, action under the path %v, resumed spawn %v", raised, decided, action, spawn)
 	}
 }
+
+// listFails is a pool whose List fails once broken.
+type listFails struct {
+	pool.Store
+	broken atomic.Bool
+}
+
+func (p *listFails) List(ctx context.Context, tenantID string) ([]*pool.Entry, error) {
+	if p.broken.Load() {
+		return nil, errors.New("pool down")
+	}
+	return p.Store.List(ctx, tenantID)
+}
+
+// Forget with the pool down reports it (the caller retries; nothing of the
+// conversation may run meanwhile) and still erases the history.
+func TestForgetWithThePoolDown(t *testing.T) {
+	ctx := context.Background()
+	p := &listFails{Store: newPool(t, pool.MemoryConfig{})}
+	s := &subScript{t: t, coord: coordinator("Email the team."), worker: emailingWorker(`{"to":"team@example.com","subject":"Plan"}`)}
+	o := subOrch(t, s, agent.Config{Pool: p}, &emailAgent{})
+	if _, err := o.HandleMessage(ctx, msg("Tell the team.")); err != nil {
+		t.Fatal(err)
+	}
+	p.broken.Store(true)
+	if err := o.Forget(ctx, "u1", "c1"); err == nil || !strings.Contains(err.Error(), "pool down") {
+		t.Fatalf("Forget with the pool down: %v", err)
+	}
+	if h, err := o.History(ctx, "u1", "c1"); err != nil || len(h) != 0 {
+		t.Fatalf("history after Forget: %d messages, %v", len(h), err)
+	}
+	p.broken.Store(false)
+	if err := o.Forget(ctx, "u1", "c1"); err != nil {
+		t.Fatal(err)
+	}
+	if w := mustPending(t, o); len(w) != 0 {
+		t.Fatalf("pending after Forget: %+v", w)
+	}
+}
