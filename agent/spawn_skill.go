@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/valetkit/valet/agent/skill"
 	"github.com/valetkit/valet/internal/textsafe"
@@ -123,15 +124,31 @@ func (r *run) childScope(depth int, name string) (sub subRun, model, refusal str
 
 // unknownSkill is the refusal of a spawn naming a skill there is none of.
 func unknownSkill(s *skill.Set, name string) string {
+	name = quotedName(name)
 	all := s.All()
 	if len(all) == 0 {
-		return fmt.Sprintf("spawn_agent: unknown skill %q: no skills are configured; leave skill out; no sub-agent was started", textsafe.Line(name))
+		return fmt.Sprintf("spawn_agent: unknown skill %q: no skills are configured; leave skill out; no sub-agent was started", name)
 	}
 	names := make([]string, len(all))
 	for i, k := range all {
 		names[i] = k.Name // Load allows lowercase letters, digits and hyphens only
 	}
-	return fmt.Sprintf("spawn_agent: unknown skill %q; the skills are: %s; no sub-agent was started", textsafe.Line(name), strings.Join(names, ", "))
+	return fmt.Sprintf("spawn_agent: unknown skill %q; the skills are: %s; no sub-agent was started", name, strings.Join(names, ", "))
+}
+
+// quotedName is a name the model wrote, on one line and cut to a
+// skill name's longest (skill.MaxNameLen) plus a margin, for a result.
+func quotedName(name string) string {
+	name = textsafe.Line(name)
+	const max = skill.MaxNameLen + 16
+	if len(name) <= max {
+		return name
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(name[cut]) {
+		cut--
+	}
+	return name[:cut] + "…"
 }
 
 // scopeRefuses reports whether r, a sub-agent with a tool scope of its
@@ -142,7 +159,7 @@ func (r *run) scopeRefuses(name string) (callOutcome, bool) {
 		return callOutcome{}, false
 	}
 	return callOutcome{result: tool.Result{
-		Content: fmt.Sprintf("unknown tool %q. Available tools: %s", textsafe.Line(name), specNames(r.sub.specs)),
+		Content: fmt.Sprintf("unknown tool %q. Available tools: %s", quotedName(name), specNames(r.sub.specs)),
 		IsError: true,
 	}}, true
 }
