@@ -21,6 +21,7 @@ func TestSkillScopeInheritedThroughNestedSpawns(t *testing.T) {
 	var weather, search, mail atomic.Int32
 	var mu sync.Mutex
 	offered := map[string][]string{}
+	prompts := map[string]string{}
 	results := map[string]llm.Message{}
 	model := llmtest.NewScriptFunc(func(req llm.Request) llmtest.Reply {
 		mu.Lock()
@@ -29,6 +30,7 @@ func TestSkillScopeInheritedThroughNestedSpawns(t *testing.T) {
 		res := toolResults(req)
 		if len(res) == 0 {
 			offered[task] = toolNames(req.Tools)
+			prompts[task] = req.Messages[0].Content
 		}
 		for id, m := range res {
 			results[id] = m
@@ -90,6 +92,11 @@ func TestSkillScopeInheritedThroughNestedSpawns(t *testing.T) {
 	for task, w := range want {
 		if !slices.Equal(offered[task], w) {
 			t.Errorf("%s offered %v, want %v", task, offered[task], w)
+		}
+	}
+	for _, task := range []string{"worker", "deep"} {
+		if prompts[task] != workerPrompt { // neither the lead's instructions nor the index
+			t.Errorf("%s's system prompt %q, want the worker prompt", task, prompts[task])
 		}
 	}
 	if _, ok := offered["deeper"]; ok {
