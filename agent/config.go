@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/valetkit/valet/agent/skill"
 	"github.com/valetkit/valet/budget"
 	agentctx "github.com/valetkit/valet/context"
 	"github.com/valetkit/valet/credentials"
@@ -314,6 +315,19 @@ type Config struct {
 	// SubAgents offers the model the spawn_agent tool, to delegate a
 	// task to a sub-agent with a fresh context. Default: off.
 	SubAgents SubAgentOptions
+	// Skills are the specialists spawn_agent can start (agent/skill.Load):
+	// the coordinator's system prompt lists their index (names and
+	// descriptions, never a body), and spawn_agent's skill argument starts
+	// a sub-agent whose system prompt is the worker prompt followed by
+	// the skill's body, whose tools are exactly those the skill lists (a
+	// tool not listed does not exist for it), on the skill's model
+	// (Models) when it names one. Needs SubAgents.Enabled. NewOrchestrator
+	// refuses a skill naming a tool or a model that does not exist
+	// (ErrInvalidConfig with skill.ErrUnknownTool or
+	// skill.ErrUnknownModel); with ToolSources, a tool not found among
+	// Tools and Agents is looked for in the run's tools when a spawn
+	// starts the skill. Nil or empty: no skills.
+	Skills *skill.Set
 	// Pool keeps the Agent-Tools that wait. Nil → an in-memory pool,
 	// pool.NewMemory(pool.MemoryConfig{Clock: Clock}); use pool/redispool to
 	// survive restarts and share the pool between replicas.

@@ -181,6 +181,42 @@
 // Stream with Event.Path, and its run span is a child of the spawn's
 // execute_tool span.
 //
+// # Skills
+//
+// Config.Skills (agent/skill.Load: SKILL.md files from any fs.FS) makes
+// the sub-agents specialists. The coordinator's system prompt lists the
+// skill index — one line per skill, its name and description, never a
+// body — and spawn_agent gains a skill argument:
+//
+//	skills, err := skill.Load(os.DirFS("skills"))
+//	o, err := agent.NewOrchestrator(agent.Config{LLM: c, Tools: tools, Models: models,
+//		SubAgents: agent.SubAgentOptions{Enabled: true}, Skills: skills})
+//
+// spawn_agent(skill: "research", task, context) starts a specialist: its
+// system prompt is the worker prompt followed by "Instructions of skill
+// research:" and the skill's body; its tools are exactly those the skill
+// lists, in its order. A tool the skill does not list is not in the
+// specialist's requests, and a call of it anyway is an "unknown tool"
+// error result that runs nothing — the scope is structural, not an
+// instruction. spawn_agent is among its tools only when the skill lists
+// it and the depth allows it; Agent-Tools a skill lists are not offered to
+// a specialist yet. A sub-agent a specialist starts without a skill gets
+// the specialist's tools at most, at any depth, never the coordinator's;
+// with a skill, that skill's tools (so listing spawn_agent lets a
+// specialist delegate to the other skills). A skill's model runs the
+// specialist through Config.Models; without one it runs on its parent's
+// model. A specialist's steps carry Step.Skill.
+//
+// A spawn naming a skill there is none of is an error result listing the
+// skills, and starts nothing. NewOrchestrator refuses skills without
+// SubAgents.Enabled, and a skill listing a tool that is neither a plain
+// tool, a visible Agent-Tool nor spawn_agent or naming a model
+// Config.Models does not answer (ErrInvalidConfig with
+// skill.ErrUnknownTool or skill.ErrUnknownModel). With Config.ToolSources
+// a tool not found there may be a source's: it is looked for when a spawn
+// starts the skill, and one the run's tools lack makes the spawn an error
+// result naming it.
+//
 // # History and memory
 //
 // Each conversation's history lives in Config.Memory, a memory.Provider:

@@ -214,6 +214,9 @@ type Step struct {
 	// of its own (its RunID): the IDs of the spawn_agent calls from the
 	// top run down to it. Nil for a top run's steps.
 	Path []string
+	// Skill is set on the steps of a specialist: the skill (Config.Skills)
+	// its spawn_agent call named. "" otherwise.
+	Skill string
 }
 
 // observing is the observer state of a run.
@@ -256,7 +259,7 @@ func (r *run) step(s Step) {
 	s.Time = r.o.now()
 	s.RunID, s.TenantID, s.ConversationID = r.res.RunID, r.msg.TenantID, r.msg.ConversationID
 	if r.sub != nil {
-		s.Path = r.sub.path
+		s.Path, s.Skill = r.sub.path, r.sub.skill
 	}
 	r.o.observe(r.ctx, s)
 }
