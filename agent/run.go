@@ -71,6 +71,7 @@ type run struct {
 	// spawned adds up what the turn's sub-agents consumed; nil when the
 	// turn started none (spawn.go).
 	spawned *spawnTally
+	doom    doomState // the doom-loop detector (doomloop.go)
 }
 
 func (o *Orchestrator) newRun(ctx context.Context, msg Message, emit func(Event) bool) *run {
@@ -277,6 +278,9 @@ func (r *run) loop() error {
 	o := r.o
 	emptyRetried := false
 	r.loadSources()
+	if o.cfg.Plan.Enabled {
+		r.restorePlan() // plan.go
+	}
 	for r.res.Turns < o.loop.MaxTurns {
 		r.trim()
 		req := llm.Request{Messages: r.window, Tools: r.specs(), Purpose: llm.PurposeLoop}
@@ -307,8 +311,12 @@ func (r *run) loop() error {
 		}
 		m.ToolCalls = uniqueCallIDs(m.ToolCalls, r.res.Turns)
 		r.push(m)
+		base := len(r.res.ToolCalls)
 		r.runTools(m.ToolCalls, resp.Usage)
 		r.commit()
+		if o.cfg.Plan.Enabled {
+			r.applyPlans(m.ToolCalls, base)
+		}
 		if asked > len(m.ToolCalls) {
 			r.tooManyCalls(asked, len(m.ToolCalls))
 		}
@@ -318,6 +326,11 @@ func (r *run) loop() error {
 		if len(r.parked) > 0 {
 			// An Agent-Tool waits for the user: the loop ends here.
 			return r.replyWaiting()
+		}
+		if !o.loop.NoDoomLoop {
+			if err := r.watchDoom(m.ToolCalls, base); err != nil { // doomloop.go
+				return err
+			}
 		}
 	}
 	// Out of turns: one last call without tools asks for the answer.
