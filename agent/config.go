@@ -115,7 +115,8 @@ type LoopConfig struct {
 	// unlimited.
 	Budget Budget
 	// NoteRole is the role of the notes the loop adds for the model (the
-	// budget's wrap-up, the last call's instructions, waiting agents):
+	// budget's wrap-up, the last call's instructions, waiting agents, the
+	// doom-loop detector's):
 	// llm.RoleSystem (the default) or llm.RoleUser, for models that
 	// follow system messages only at the start. Notes are never saved to
 	// the history.

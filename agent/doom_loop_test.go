@@ -233,3 +233,60 @@ func TestDoomLoopConfig(t *testing.T) {
 		t.Fatalf("res = %+v, err = %v", res, err)
 	}
 }
+
+// Streamed, a stopped run shows its partial answer as its last message,
+// then ends with ErrDoomLoop.
+func TestDoomLoopStreamed(t *testing.T) {
+	s := llmtest.NewStrictScript(t,
+		llmtest.Calls(llmtest.Call("get_weather", `{"city":"Oslo"}`)),
+		llmtest.Calls(llmtest.Call("get_weather", `{"city":"Oslo"}`)),
+		llmtest.Text("Rainy, as far as I can tell."),
+	)
+	o := newOrch(t, s, agent.Config{Tools: []tool.Tool{weatherTool()}, Loop: agent.LoopConfig{DoomRepeats: 2, DoomMaxInterventions: 1}})
+	var lastEnd string
+	var res *agent.Result
+	var streamErr error
+	for ev, err := range o.Stream(context.Background(), msg("Oslo?")) {
+		if err != nil {
+			streamErr = err
+		}
+		switch ev.Type {
+		case agent.EventMessageEnd:
+			lastEnd = ev.Text
+		case agent.EventExecutionEnd:
+			res = ev.Result
+		}
+	}
+	if !errors.Is(streamErr, agent.ErrDoomLoop) || res == nil || res.Response != lastEnd || lastEnd != "Rainy, as far as I can tell." {
+		t.Fatalf("err %v, result %+v, last message %q", streamErr, res, lastEnd)
+	}
+}
+
+// The detector allocates nothing in a run it does not intervene in: the
+// benchmark workload (5 turns × 3 calls) costs as many allocations with it
+// as without.
+func TestDoomLoopDetectorAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts under the race detector are its own")
+	}
+	allocs := func(off bool) float64 {
+		model := newBenchModel(benchTurns, benchCalls, "get_weather", "web_search", "calculator")
+		o, err := agent.NewOrchestrator(agent.Config{Logger: benchLog, LLM: model, Tools: benchTools(), Loop: agent.LoopConfig{NoDoomLoop: off}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		m := agent.Message{TenantID: "bench", ConversationID: "c", Text: benchText}
+		return testing.AllocsPerRun(50, func() {
+			res, err := o.HandleMessage(ctx, m)
+			if err != nil || res.Turns != benchTurns+1 {
+				t.Fatalf("res = %+v, err = %v", res, err)
+			}
+			_ = o.Forget(ctx, m.TenantID, m.ConversationID)
+		})
+	}
+	off, on := allocs(true), allocs(false)
+	if on > off {
+		t.Fatalf("%v allocations per message with the detector, %v without", on, off)
+	}
+}

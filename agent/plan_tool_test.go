@@ -238,3 +238,43 @@ func TestPlanToolOptIn(t *testing.T) {
 		t.Fatalf("a tool named update_plan: err = %v", err)
 	}
 }
+
+// A sub-agent's plan is its own: its update_plan calls do not change the
+// conversation's plan, and nothing of it is saved.
+func TestPlanSubAgentKeepsItsOwn(t *testing.T) {
+	const worker = "You are a worker."
+	model := llmtest.NewScriptFunc(func(req llm.Request) llmtest.Reply {
+		last := req.Messages[len(req.Messages)-1]
+		switch {
+		case req.Messages[0].Content == worker && last.Role == llm.RoleTool:
+			return llmtest.Text("Hotel Lumen")
+		case req.Messages[0].Content == worker:
+			return llmtest.Calls(llmtest.Call(agent.UpdatePlanTool, `{"steps":[{"id":"w","description":"worker step","status":"in_progress"}]}`))
+		case last.Role == llm.RoleTool && last.Name == agent.SpawnAgentTool:
+			return llmtest.Text("Booked.")
+		case last.Role == llm.RoleTool:
+			return llmtest.Calls(llmtest.Call(agent.SpawnAgentTool, `{"task":"Find a hotel"}`))
+		default:
+			return llmtest.Calls(llmtest.Call(agent.UpdatePlanTool, planV1))
+		}
+	})
+	mem := newMem(t, memory.Config{})
+	o := newOrch(t, model, agent.Config{Memory: mem, Plan: agent.PlanOptions{Enabled: true},
+		SubAgents: agent.SubAgentOptions{Enabled: true, WorkerPrompt: worker}})
+	res, err := o.HandleMessage(context.Background(), msg("Plan my trip"))
+	if err != nil || res.Response != "Booked." {
+		t.Fatalf("res = %+v, err = %v", res, err)
+	}
+	if res.Plan == nil || res.Plan.Steps[0].ID != "1" || len(res.Plan.Steps) != 2 {
+		t.Fatalf("Result.Plan = %+v, want the coordinator's", res.Plan)
+	}
+	h, err := mem.History(context.Background(), "u1", "c1", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range h {
+		if strings.Contains(m.Content, "worker step") || len(m.ToolCalls) > 0 && strings.Contains(string(m.ToolCalls[0].Arguments), "worker step") {
+			t.Fatalf("the sub-agent's plan was saved: %+v", m)
+		}
+	}
+}
