@@ -194,8 +194,9 @@
 // focus and the approach. The tool result is the plan as a markdown
 // checklist ([Plan.Markdown]; every text put on one line, so no text can
 // forge a step); a call with an unknown status, duplicate step IDs, more
-// than MaxPlanSteps steps or text past its bound is an error result
-// (ErrInvalidPlan) the model reads, and the previous plan stays.
+// than MaxPlanSteps steps or text past its bound is an error result the
+// model reads (tool.ErrInvalidArguments or ErrInvalidPlan), and the
+// previous plan stays.
 // Result.Plan is the plan when the run ends, and Observers see each
 // change as StepPlan.
 //

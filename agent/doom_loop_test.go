@@ -290,3 +290,37 @@ func TestDoomLoopDetectorAllocatesNothing(t *testing.T) {
 		t.Fatalf("%v allocations per message with the detector, %v without", on, off)
 	}
 }
+
+// Each intervention is an event on the run's span, saying whether it
+// stopped the run.
+func TestDoomLoopSpanEvents(t *testing.T) {
+	tp, rec := recorder(t)
+	s := llmtest.NewStrictScript(t,
+		llmtest.Calls(llmtest.Call("get_weather", `{"city":"Oslo"}`)),
+		llmtest.Calls(llmtest.Call("get_weather", `{"city":"Oslo"}`)), // intervention 1; the detector starts afresh
+		llmtest.Calls(llmtest.Call("get_weather", `{"city":"Oslo"}`)),
+		llmtest.Calls(llmtest.Call("get_weather", `{"city":"Oslo"}`)), // intervention 2: stopped
+		llmtest.Text("Rainy."),
+	)
+	o := newOrch(t, s, agent.Config{Tools: []tool.Tool{weatherTool()}, TracerProvider: tp,
+		Loop: agent.LoopConfig{DoomRepeats: 2, DoomMaxInterventions: 2, DoomWindow: 2}})
+	if _, err := o.HandleMessage(context.Background(), msg("Oslo?")); !errors.Is(err, agent.ErrDoomLoop) {
+		t.Fatalf("err = %v", err)
+	}
+	var stopped []bool
+	for _, sp := range rec.Ended() {
+		for _, ev := range sp.Events() {
+			if ev.Name != "valet.doom_loop" {
+				continue
+			}
+			for _, kv := range ev.Attributes {
+				if kv.Key == "valet.doom_loop.stopped" {
+					stopped = append(stopped, kv.Value.AsBool())
+				}
+			}
+		}
+	}
+	if len(stopped) != 2 || stopped[0] || !stopped[1] {
+		t.Fatalf("doom-loop span events (stopped): %v", stopped)
+	}
+}

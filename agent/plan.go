@@ -28,10 +28,13 @@ const (
 	MaxPlanApproachLen    = 2000 // characters of Plan.Approach
 )
 
-// ErrInvalidPlan is the error of an update_plan call the orchestrator
-// refused (an unknown status, a duplicate step ID, too many steps, text
-// too long): the model reads why in the tool result, and the previous plan
-// stays. Observers see it as a StepToolResult's Err.
+// ErrInvalidPlan is the error of an update_plan call whose arguments fit
+// the tool's schema but not a plan (a duplicate or blank step ID, a blank
+// description); those that do not fit the schema (an unknown status, more
+// than MaxPlanSteps steps, text past its bound) fail with
+// tool.ErrInvalidArguments. Either way the model reads why in the tool
+// result and the previous plan stays. Observers see the error as a
+// StepToolResult's Err.
 var ErrInvalidPlan = errors.New("agent: invalid plan")
 
 // PlanStatus is the status of one step of a Plan.

@@ -111,7 +111,13 @@ func TestPlanInvalidUpdateKeepsPrevious(t *testing.T) {
 	}
 	replies = append(replies, llmtest.Text("Working on it."))
 	s := llmtest.NewStrictScript(t, replies...)
-	o := newOrch(t, paired{t, s}, agent.Config{Plan: agent.PlanOptions{Enabled: true}, Loop: agent.LoopConfig{NoDoomLoop: true}})
+	var errs []error
+	o := newOrch(t, paired{t, s}, agent.Config{Plan: agent.PlanOptions{Enabled: true}, Loop: agent.LoopConfig{NoDoomLoop: true},
+		Observer: agent.ObserverFunc(func(_ context.Context, st agent.Step) {
+			if st.Kind == agent.StepToolResult {
+				errs = append(errs, st.Err)
+			}
+		})})
 	res, err := o.HandleMessage(context.Background(), msg("Plan my trip"))
 	if err != nil {
 		t.Fatal(err)
@@ -127,6 +133,10 @@ func TestPlanInvalidUpdateKeepsPrevious(t *testing.T) {
 		}
 		if res.ToolCalls[i+1].Success {
 			t.Errorf("%s: recorded as a success", b.name)
+		}
+		if want := agent.ErrInvalidPlan; b.name == "duplicate IDs" && !errors.Is(errs[i+1], want) ||
+			b.name != "duplicate IDs" && !errors.Is(errs[i+1], tool.ErrInvalidArguments) {
+			t.Errorf("%s: Step.Err = %v", b.name, errs[i+1])
 		}
 	}
 }
