@@ -9,9 +9,11 @@ import (
 	"testing"
 
 	"github.com/valetkit/valet/agent"
+	"github.com/valetkit/valet/internal/pgtest"
 	"github.com/valetkit/valet/llm"
 	"github.com/valetkit/valet/llm/llmtest"
 	"github.com/valetkit/valet/memory"
+	"github.com/valetkit/valet/memory/pgmemory"
 	"github.com/valetkit/valet/tool"
 )
 
@@ -286,5 +288,38 @@ func TestPlanSubAgentKeepsItsOwn(t *testing.T) {
 		if strings.Contains(m.Content, "worker step") || len(m.ToolCalls) > 0 && strings.Contains(string(m.ToolCalls[0].Arguments), "worker step") {
 			t.Fatalf("the sub-agent's plan was saved: %+v", m)
 		}
+	}
+}
+
+// On PostgreSQL (memory/pgmemory) the plan outlives the process: another
+// orchestrator on the same database — a restart, a second replica — finds
+// the plan the first one set, and not a refused update made after it.
+func TestPlanOnPostgresOutlivesTheProcess(t *testing.T) {
+	db := pgtest.DB(t)
+	schema := pgtest.Schema(t, db)
+	newMemPG := func() memory.Provider {
+		mem, err := pgmemory.New(db, pgmemory.Config{Schema: schema})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := mem.Migrate(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return mem
+	}
+	a := llmtest.NewStrictScript(t,
+		llmtest.Calls(llmtest.Call(agent.UpdatePlanTool, planV2)),
+		llmtest.Calls(llmtest.Call(agent.UpdatePlanTool, `{"steps":[{"id":"1","description":"x","status":"nope"}]}`)),
+		llmtest.Text("Planned."),
+	)
+	first := newOrch(t, a, agent.Config{Memory: newMemPG(), Plan: agent.PlanOptions{Enabled: true}})
+	if _, err := first.HandleMessage(context.Background(), msg("Plan my trip")); err != nil {
+		t.Fatal(err)
+	}
+	b := llmtest.NewStrictScript(t, llmtest.Text("On the hotel."))
+	second := newOrch(t, b, agent.Config{Memory: newMemPG(), Plan: agent.PlanOptions{Enabled: true}})
+	res, err := second.HandleMessage(context.Background(), msg("Where are we?"))
+	if err != nil || res.Plan == nil || res.Plan.Focus != "2" || res.Plan.Steps[0].Status != agent.PlanDone {
+		t.Fatalf("plan %+v, err %v", res.Plan, err)
 	}
 }
