@@ -204,9 +204,10 @@
 // update_plan call and its result: the next message's run starts from the
 // newest one that succeeded (Result.Plan is set even when the model does
 // not touch it). A compaction that folds that call into the summary puts
-// it back right after the summary, so the model still sees the plan.
-// Without compaction, a plan lasts while its call is among the
-// MaxHistoryMessages messages loaded. A sub-agent may keep a plan of its
+// it back right after the summary, so the model still sees the plan;
+// without compaction, a run whose plan's call is about to leave the
+// MaxHistoryMessages messages the next run loads repeats it after its
+// user message in the turn it saves. A sub-agent may keep a plan of its
 // own, which is thrown away with it.
 //
 // # Doom loops

@@ -104,9 +104,10 @@ type Plan struct {
 // history that succeeded. A compaction (LoopConfig.CompactThreshold) that
 // folds that call into the summary carries it after the summary, so the
 // model still sees the plan and the next runs find it. Without
-// compaction, a plan lasts as long as its call is among the
-// MaxHistoryMessages messages loaded: turn compaction on for tasks that
-// span many messages.
+// compaction, a run whose plan's call is about to leave the
+// MaxHistoryMessages messages the next run loads repeats the call and its
+// result (under a new call ID) after its user message in the turn it
+// saves.
 //
 // Sub-agents (Config.SubAgents) are offered update_plan too, but their
 // plan is their own and thrown away with them: it is neither the
@@ -284,15 +285,52 @@ func resultOf(msgs []llm.Message, id string) (llm.Message, bool) {
 	return llm.Message{}, false
 }
 
+// planCarryMargin is how many of the messages a run loads are not
+// counted on to hold the plan: a provider may drop a tool result whose
+// call it leaves out.
+const planCarryMargin = 2
+
+// planState is where the plan a run found in the history lies.
+type planState struct {
+	// age: the plan's call and the messages after it in the run's
+	// buffer when the run began (the history loaded and the user's
+	// message); 0 when the plan is this run's own.
+	age    int
+	call   llm.ToolCall
+	result llm.Message
+}
+
 // restorePlan sets Result.Plan from the conversation's history: the plan
 // of its newest successful update_plan call.
 func (r *run) restorePlan() {
 	if r.buf == nil || r.res.Plan != nil {
 		return
 	}
-	if pc, ok := latestPlan(r.buf.history()); ok {
+	hist := r.buf.history()
+	if pc, ok := latestPlan(hist); ok {
 		r.res.Plan = pc.plan
+		r.plan = planState{age: len(hist) - pc.at, call: pc.call, result: pc.result}
 	}
+}
+
+// carryPlan returns the turn to save: turn itself, or, when the plan's
+// call would otherwise be among the last messages the next run loads
+// (MaxHistoryMessages, with a margin of planCarryMargin), turn with that
+// call and its result repeated after the user's message, under a new call
+// ID, so the plan stays in view. With compaction on it is carried by the
+// compaction instead (carriedPlan).
+func (r *run) carryPlan(turn []llm.Message) []llm.Message {
+	p := &r.plan
+	if p.age == 0 || r.o.loop.CompactThreshold > 0 || len(turn) == 0 || turn[0].Role != llm.RoleUser ||
+		p.age-1+len(turn) <= r.o.loop.MaxHistoryMessages-planCarryMargin { // turn[0] is counted in age
+		return turn
+	}
+	call, result := p.call, p.result
+	call.ID = "plan_" + r.res.RunID
+	result.ToolCallID = call.ID
+	out := make([]llm.Message, 0, len(turn)+2)
+	out = append(out, turn[0], llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{call}}, result)
+	return append(out, turn[1:]...)
 }
 
 // applyPlans makes the plan of the last successful update_plan call among
@@ -307,7 +345,7 @@ func (r *run) applyPlans(calls []llm.ToolCall, base int) {
 		if p == nil {
 			continue
 		}
-		r.res.Plan = p
+		r.res.Plan, r.plan = p, planState{} // its call is in the run's turn
 		if r.o.obs != nil {
 			r.step(Step{Kind: StepPlan, Text: p.Markdown(), ToolCall: c})
 		}

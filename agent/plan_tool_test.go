@@ -323,3 +323,46 @@ func TestPlanOnPostgresOutlivesTheProcess(t *testing.T) {
 		t.Fatalf("plan %+v, err %v", res.Plan, err)
 	}
 }
+
+// Without compaction, a plan the model does not touch for many messages
+// is not lost when its call leaves the MaxHistoryMessages a run loads: a
+// run that finds it in the older half repeats it after its user message,
+// so every later run still has it, with few repeats.
+func TestPlanKeptWithoutCompaction(t *testing.T) {
+	ctx := context.Background()
+	mem := newMem(t, memory.Config{})
+	const limit, messages = 12, 30
+	replies := []llmtest.Reply{llmtest.Calls(llmtest.Call(agent.UpdatePlanTool, planV2)), llmtest.Text("Planned.")}
+	for i := range messages {
+		replies = append(replies, llmtest.Text(fmt.Sprintf("Answer %d.", i)))
+	}
+	s := llmtest.NewStrictScript(t, replies...)
+	o := newOrch(t, paired{t, s}, agent.Config{Memory: mem, Plan: agent.PlanOptions{Enabled: true}, Loop: agent.LoopConfig{MaxHistoryMessages: limit}})
+	if _, err := o.HandleMessage(ctx, msg("Plan my trip")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range messages {
+		res, err := o.HandleMessage(ctx, msg(fmt.Sprintf("Question %d", i)))
+		if err != nil || res.Plan == nil || res.Plan.Focus != "2" {
+			t.Fatalf("message %d: plan %+v, err %v", i, res.Plan, err)
+		}
+	}
+	h, err := mem.History(ctx, "u1", "c1", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := llm.CheckPairing(h); err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	for _, m := range h {
+		for _, c := range m.ToolCalls {
+			if c.Name == agent.UpdatePlanTool {
+				calls++
+			}
+		}
+	}
+	if max := 1 + messages*2/(limit/2); calls < 2 || calls > max { // repeated, at most once per limit/2 messages
+		t.Fatalf("%d update_plan calls in %d messages, want at most %d", calls, len(h), max)
+	}
+}

@@ -72,6 +72,7 @@ type run struct {
 	// turn started none (spawn.go).
 	spawned *spawnTally
 	doom    doomState // the doom-loop detector (doomloop.go)
+	plan    planState // the plan's call in the history (plan.go)
 }
 
 func (o *Orchestrator) newRun(ctx context.Context, msg Message, emit func(Event) bool) *run {
@@ -258,7 +259,7 @@ const saveTimeout = 10 * time.Second
 // save appends the run's complete messages to the conversation's history
 // in the memory provider. The error wraps ErrHistoryNotSaved.
 func (r *run) save() error {
-	turn := r.turn()
+	turn := r.carryPlan(r.turn()) // plan.go
 	if len(turn) == 0 {
 		return nil
 	}
