@@ -109,6 +109,10 @@ type Plan struct {
 // result (under a new call ID) after its user message in the turn it
 // saves.
 //
+// The plan is the model's text and may echo what tools returned: like
+// any tool result, its result makes a turn's facts count as not the
+// user's own (MemoryOptions.Extract).
+//
 // Sub-agents (Config.SubAgents) are offered update_plan too, but their
 // plan is their own and thrown away with them: it is neither the
 // conversation's nor saved.
