@@ -121,8 +121,11 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 			}
 		}
 	}
-	spawn, err := newSpawner(cfg.SubAgents, reg)
+	spawn, err := newSpawner(cfg.SubAgents, reg, cfg.Skills)
 	if err != nil {
+		return nil, err
+	}
+	if err := addPlanTool(cfg.Plan, reg); err != nil { // plan.go
 		return nil, err
 	}
 	if err := checkPrices(cfg.Prices); err != nil {
@@ -186,6 +189,9 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 	if err := o.checkCostLimits(); err != nil {
 		return nil, err
 	}
+	if err := o.checkSkills(); err != nil { // spawn_skill.go
+		return nil, err
+	}
 	if o.pool == nil {
 		// On the orchestrator's clock, so a fake Config.Clock and the
 		// pool agree about what has expired.
@@ -202,7 +208,7 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 		o.loc = time.UTC
 	}
 	o.persona = strings.TrimSpace(cfg.SystemPrompt)
-	o.capsText = capabilities(reg)
+	o.capsText = capabilities(reg) + skillsPrompt(cfg.Skills) // spawn_skill.go
 	if t := loop.Budget.MaxTokens; t > 0 {
 		if err := o.checkTokens(t, nil); err != nil {
 			return nil, fmt.Errorf("LoopConfig.Budget: %w", err)

@@ -87,8 +87,8 @@ func (r *run) planSubAgentTools(calls []llm.ToolCall) {
 	parking := false
 	for _, c := range calls {
 		a := r.o.callable[c.Name]
-		if a == nil {
-			continue
+		if a == nil || r.sub.reg != nil && !r.sub.offers(c.Name) {
+			continue // not an Agent-Tool, or not in its scope: refused (scopeRefuses)
 		}
 		if r.sub.plan == nil {
 			r.sub.plan = &subPlan{calls: make(map[string]*subAgentCall, len(calls))}
@@ -295,6 +295,7 @@ func (o *Orchestrator) subLevels(e *pool.Entry) ([]subLevel, error) {
 	case o.spawn == nil:
 		return nil, fmt.Errorf("sub-agent state: sub-agents are not enabled")
 	}
+	skills := o.cfg.Skills
 	for i, l := range lv {
 		switch {
 		case l.V != subStateVersion:
@@ -305,6 +306,14 @@ func (o *Orchestrator) subLevels(e *pool.Entry) ([]subLevel, error) {
 			return nil, fmt.Errorf("sub-agent state: level %d does not hold its waiting call", i)
 		case i == len(lv)-1 && l.Waiting != e.ToolCallID:
 			return nil, fmt.Errorf("sub-agent state: the innermost level waits on another call")
+		}
+		if l.Skill != "" {
+			if !hasSkills(skills) {
+				return nil, fmt.Errorf("sub-agent state: level %d runs skill %q, and no skills are configured", i, l.Skill)
+			}
+			if _, ok := skills.Get(l.Skill); !ok {
+				return nil, fmt.Errorf("sub-agent state: level %d runs skill %q, which is not configured", i, l.Skill)
+			}
 		}
 	}
 	return lv, nil

@@ -142,9 +142,17 @@ func (r *run) continueSub(parent context.Context, levels []subLevel, e *pool.Ent
 		Source: r.msg.Source, TaskID: r.msg.TaskID, Model: lv.Model, Location: r.msg.Location,
 		Budget: lv.Budget,
 	}
+	// Its prompt and tools are rebuilt from the configuration: its skill's
+	// (spawn_skill.go), or the worker's within r's.
+	sub, _, refusal := r.childScope(lv.Depth, lv.Skill)
+	if refusal != "" {
+		return callOutcome{result: tool.Result{Content: "the sub-agent could not be resumed: " + refusal, IsError: true}, status: resultError}
+	}
+	sub.path, sub.callID, sub.args, sub.prior = lv.Path, lv.CallID, lv.Args, &lv
+	sub.resume = func(ch *run) error { return ch.resumeWindow(lv, levels[1:], e, decide) }
 	ch := o.newRun(ctx, msg, nil)
-	ch.sub = &subRun{depth: lv.Depth, path: lv.Path, specs: r.childSpecs(lv.Depth), callID: lv.CallID, args: lv.Args, skill: lv.Skill, prior: &lv}
-	ch.sub.resume = func(ch *run) error { return ch.resumeWindow(lv, levels[1:], e, decide) }
+	ch.toolset = r.toolset
+	ch.sub = &sub
 	if emit := r.emit; emit != nil {
 		path := lv.Path
 		ch.emit = func(ev Event) bool {
