@@ -415,3 +415,30 @@ func TestRiskApprovalAfterRestart(t *testing.T) {
 		t.Fatalf("ran %q", got)
 	}
 }
+
+// A medium-risk call runs, and an INFO line names the tool, never its
+// arguments.
+func TestMediumRiskRunsAndIsLogged(t *testing.T) {
+	ctx := context.Background()
+	sh := &shell{}
+	policy := func(context.Context, llm.ToolCall, tool.Risk) (tool.Risk, error) { return tool.RiskMedium, nil }
+	s := llmtest.NewScript(llmtest.Calls(shellCall("c1", "cat diary-of-alice.txt")), llmtest.Text("Read."))
+	var logs bytes.Buffer
+	o := riskOrch(t, s, agent.Config{Loop: agent.LoopConfig{RiskPolicy: policy}, Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))}, sh)
+	res, err := o.HandleMessage(ctx, msg("Read it."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(sh.commands(), []string{"cat diary-of-alice.txt"}) || !res.ToolCalls[0].Success {
+		t.Fatalf("ran %v; res %+v", sh.commands(), res)
+	}
+	var line string
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, "medium-risk") {
+			line = l
+		}
+	}
+	if !strings.Contains(line, "level=INFO") || !strings.Contains(line, "tool=shell") || strings.Contains(logs.String(), "diary-of-alice") {
+		t.Fatalf("log:\n%s", logs.String())
+	}
+}
