@@ -92,8 +92,10 @@ func (r *run) classifyCalls(t *turn, calls []llm.ToolCall) {
 		switch {
 		case v.failed:
 			v.decision = RiskDenied
-		case v.risk <= tool.RiskLow:
-			v.risk, v.decision = tool.RiskLow, RiskRun
+		case v.risk < tool.RiskLow: // not a risk level: the policy is wrong
+			v.failed, v.decision = true, RiskDenied
+		case v.risk == tool.RiskLow:
+			v.decision = RiskRun
 		case v.risk == tool.RiskMedium:
 			v.decision = RiskLogged
 		case v.risk == tool.RiskHigh:

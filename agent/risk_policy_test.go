@@ -324,6 +324,46 @@ func TestRiskApprovalCancelled(t *testing.T) {
 	}
 }
 
+// CancelAgent removes a waiting call; the history records it as the
+// tool's own call (named as the model called it), cancelled by the user.
+func TestRiskyCallCancelAgent(t *testing.T) {
+	ctx := context.Background()
+	sh := &shell{}
+	m := &riskModel{first: []llm.ToolCall{shellCall("c1", "rm notes.txt")}}
+	o := riskOrch(t, m.client(t), agent.Config{}, sh)
+	res, err := o.HandleMessage(ctx, msg("Delete my notes."))
+	if err != nil || len(res.PendingApprovals) != 1 {
+		t.Fatalf("res %+v, %v", res, err)
+	}
+	id := res.PendingApprovals[0].ID
+	if err := o.CancelAgent(ctx, "u1", id); err != nil {
+		t.Fatal(err)
+	}
+	h, err := o.History(ctx, "u1", "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := h[len(h)-1]
+	if last.Role != llm.RoleTool || last.Name != "shell" || last.Content != "User cancelled this action." || len(h[len(h)-2].ToolCalls) != 1 || h[len(h)-2].ToolCalls[0].Name != "shell" {
+		t.Fatalf("history ends %+v", h[len(h)-2:])
+	}
+	if _, err := o.ResolveApproval(ctx, "u1", id, approval.Decision{Action: approval.Approve}); !errors.Is(err, approval.ErrNotFound) || len(sh.commands()) != 0 {
+		t.Fatalf("after cancel: %v, ran %v", err, sh.commands())
+	}
+}
+
+// A policy returning something that is not a risk level denies the call.
+func TestRiskPolicyInvalidLevelDenies(t *testing.T) {
+	sh := &shell{}
+	policy := func(context.Context, llm.ToolCall, tool.Risk) (tool.Risk, error) { return tool.Risk(-1), nil }
+	s := llmtest.NewScript(llmtest.Calls(shellCall("c1", "ls")), llmtest.Text("No."))
+	o := riskOrch(t, s, agent.Config{Loop: agent.LoopConfig{RiskPolicy: policy}}, sh)
+	res, err := o.HandleMessage(context.Background(), msg("ls"))
+	if err != nil || len(sh.commands()) != 0 || res.ToolCalls[0].ResultStatus != "denied" {
+		t.Fatalf("ran %v; res %+v, %v", sh.commands(), res, err)
+	}
+}
+
 // Hostile arguments cannot forge a line of the approval the user sees,
 // and a secret in them is masked in the request.
 func TestRiskApprovalRequestIsSafe(t *testing.T) {
