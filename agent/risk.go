@@ -59,8 +59,9 @@ type riskVerdict struct {
 }
 
 // classifyCalls classifies the turn's plain tool calls before they start,
-// on the loop's goroutine and in call order. It returns nil when every
-// call is low risk and nothing (an observer, a span) wants the verdicts.
+// on the loop's goroutine and in call order, into t.risks: left nil when
+// every call runs as it is and no span wants the verdicts, so the common
+// turn allocates nothing for them.
 func (r *run) classifyCalls(t *turn, calls []llm.ToolCall) {
 	o := r.o
 	policy := o.loop.RiskPolicy
