@@ -217,6 +217,24 @@
 // starts the skill, and one the run's tools lack makes the spawn an error
 // result naming it.
 //
+// # Delegation: durable results and background task graphs
+//
+// Every sub-agent's result is stored in SubAgentOptions.Engine's Results
+// (agent/delegate; default an in-memory engine) before the spawn's tool
+// result goes to the coordinator, and the tool result names it:
+// "[stored as [agent_result:ID]: …]". When the write fails the tool result
+// still carries the text, says it has no reference, and is no error. A
+// spawn's task or context may hold [agent_result:ID] references instead
+// of the text: each is read from the Results of the run's tenant and
+// appended to the sub-agent's context in an <agent_result id="…"
+// status="…"> block introduced as untrusted data; the text's line breaks
+// are normalised, its control characters replaced, every "<" that would
+// open or close an agent_result tag (any case, spaces or slashes between)
+// written "&lt;", and it is cut at MaxInlinedResultBytes, saying so. A
+// reference to no stored result — another tenant's included — or more
+// than MaxResultRefs of them is an error result: nothing starts, no model
+// call is made.
+//
 // # History and memory
 //
 // Each conversation's history lives in Config.Memory, a memory.Provider:

@@ -71,6 +71,8 @@ type run struct {
 	// spawned adds up what the turn's sub-agents consumed; nil when the
 	// turn started none (spawn.go).
 	spawned *spawnTally
+	// graph: the run is a graph's task's parent (delegation_exec.go).
+	graph *graphTask
 }
 
 func (o *Orchestrator) newRun(ctx context.Context, msg Message, emit func(Event) bool) *run {
