@@ -400,3 +400,32 @@ func TestBackgroundDeliveryFramesHostileText(t *testing.T) {
 		t.Fatalf("the hostile lines are not inside the frame:\n%s", delivery[0])
 	}
 }
+
+// A graph delivered twice (a durable engine that stopped before recording
+// the first) reaches the conversation once.
+func TestBackgroundDeliverTwiceOnce(t *testing.T) {
+	var reactions atomic.Int32
+	model := llmtest.NewScriptFunc(func(req llm.Request) llmtest.Reply {
+		if strings.HasPrefix(lastUser(req).Content, "[Background Tasks]") {
+			reactions.Add(1)
+		}
+		return llmtest.Reply{Text: "Noted."}
+	})
+	var called atomic.Int32
+	o := newOrch(t, model, agent.Config{SubAgents: subAgents(agent.SubAgentOptions{Engine: newEngine(t),
+		OnBackground: func(context.Context, *agent.Result) { called.Add(1) }})})
+	g, err := delegate.NewGraph("u1", "c1", []delegate.TaskSpec{{ID: "a", Task: "A."}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Status, g.Tasks[0].Status, g.Tasks[0].Error = delegate.GraphFailed, delegate.TaskFailed, "the graph's budget is spent"
+	x := o.TaskExecutor()
+	for i := 0; i < 2; i++ {
+		if err := x.Deliver(context.Background(), &g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if reactions.Load() != 1 || called.Load() != 1 {
+		t.Fatalf("%d coordinator runs, %d OnBackground calls, want 1 each", reactions.Load(), called.Load())
+	}
+}

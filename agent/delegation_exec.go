@@ -44,11 +44,15 @@ const (
 // 16 KiB, at most 8 shown, 50 tasks listed). The coordinator's reaction,
 // its Result, goes to SubAgentOptions.OnBackground. An error (the
 // conversation's turn not saved, the memory provider or the model
-// failing) makes the engine deliver again later. Delivery is at least
-// once: if the process stops after the message was handled and before the
-// engine recorded the delivery, a durable engine delivers again after a
-// restart, and the conversation gets the message twice; its text names
-// the graph's id, so the coordinator can tell.
+// failing) makes the engine deliver again later. The engine delivers at
+// least once: if the process stops after the message was handled and
+// before the engine recorded the delivery, a durable engine delivers
+// again after a restart. Deliver finds the first delivery in the
+// conversation's history (the messages its next message loads) and does
+// not make it again — nor calls OnBackground, which may then have missed
+// it; a delivery the history no longer holds (the conversation went on
+// past MaxHistoryMessages, or was compacted, meanwhile) is made twice,
+// its text naming the graph's id so the coordinator can tell.
 func (o *Orchestrator) TaskExecutor() delegate.Executor { return taskExecutor{o} }
 
 // taskExecutor is Orchestrator.TaskExecutor's delegate.Executor.
@@ -118,6 +122,9 @@ func (x taskExecutor) Deliver(ctx context.Context, g *delegate.Graph) error {
 	if o == nil || o.spawn == nil {
 		return errNoSubAgents
 	}
+	if done, err := o.delivered(ctx, g); err != nil || done {
+		return err
+	}
 	text, err := o.deliveryText(ctx, g)
 	if err != nil {
 		return err
@@ -135,6 +142,29 @@ func (x taskExecutor) Deliver(ctx context.Context, g *delegate.Graph) error {
 	return nil
 }
 
+// deliveryOpening begins the text of graph id's delivery.
+func deliveryOpening(id string) string {
+	return "[Background Tasks] The background work you started (graph " + id + ") has ended"
+}
+
+// delivered reports whether the conversation's history (what its next
+// message loads) already holds g's delivery: a triggered message that
+// opens with deliveryOpening. The graph's id is random, so no other
+// message opens so.
+func (o *Orchestrator) delivered(ctx context.Context, g *delegate.Graph) (bool, error) {
+	h, err := o.History(ctx, g.TenantID, g.ConversationID)
+	if err != nil {
+		return false, err
+	}
+	open := deliveryOpening(g.ID)
+	for i := range h {
+		if isTriggered(&h[i]) && strings.HasPrefix(h[i].Content, open) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // deliveryText is the message a graph's end becomes.
 func (o *Orchestrator) deliveryText(ctx context.Context, g *delegate.Graph) (string, error) {
 	var done, failed, blocked int
@@ -149,7 +179,7 @@ func (o *Orchestrator) deliveryText(ctx context.Context, g *delegate.Graph) (str
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "[Background Tasks] The background work you started (graph %s) has ended: %d of %d tasks completed", g.ID, done, len(g.Tasks))
+	fmt.Fprintf(&b, "%s: %d of %d tasks completed", deliveryOpening(g.ID), done, len(g.Tasks))
 	if failed > 0 {
 		fmt.Fprintf(&b, ", %d failed", failed)
 	}
