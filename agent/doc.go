@@ -216,6 +216,50 @@
 // a tool not found there may be a source's: it is looked for when a spawn
 // starts the skill, and one the run's tools lack makes the spawn an error
 // result naming it.
+// # Plans
+//
+// With Config.Plan enabled the model is offered update_plan
+// (UpdatePlanTool) to keep a plan of a task with several steps in view:
+//
+//	o, err := agent.NewOrchestrator(agent.Config{LLM: c, Tools: tools,
+//		Plan: agent.PlanOptions{Enabled: true}})
+//
+// Its arguments are the whole plan: steps (each an id, a description and
+// a status: pending, in_progress, done, blocked or skipped), the current
+// focus and the approach. The tool result is the plan as a markdown
+// checklist ([Plan.Markdown]; every text put on one line, so no text can
+// forge a step); a call with an unknown status, duplicate step IDs, more
+// than MaxPlanSteps steps or text past its bound is an error result the
+// model reads (tool.ErrInvalidArguments or ErrInvalidPlan), and the
+// previous plan stays.
+// Result.Plan is the plan when the run ends, and Observers see each
+// change as StepPlan.
+//
+// The plan belongs to the conversation and lives in its history as the
+// update_plan call and its result: the next message's run starts from the
+// newest one that succeeded (Result.Plan is set even when the model does
+// not touch it). A compaction that folds that call into the summary puts
+// it back right after the summary, so the model still sees the plan;
+// without compaction, a run whose plan's call is about to leave the
+// MaxHistoryMessages messages the next run loads repeats it after its
+// user message in the turn it saves. A sub-agent may keep a plan of its
+// own, which is thrown away with it.
+//
+// # Doom loops
+//
+// The loop watches for a model going round in circles: the same tool call
+// (the same name and arguments, whatever the arguments' key order and
+// spacing) LoopConfig.DoomRepeats (3) times among the run's latest
+// DoomWindow (10) calls, or DoomFailures (5) failing calls in a row (one
+// that succeeds starts the count again). The first time, a note
+// (LoopConfig.NoteRole, never saved) asks the model to reconsider; the
+// next times a firmer one; at DoomMaxInterventions (3) one last call
+// without tools asks for an answer from what was found, which becomes
+// Result.Response, and the run ends with ErrDoomLoop (Result.Status
+// StatusError; the partial answer is saved to the history like any
+// answer). After each intervention the detector starts afresh. Observers
+// see each intervention as StepDoomLoop, and the run's span gets a
+// valet.doom_loop event. LoopConfig.NoDoomLoop turns it off.
 //
 // # Delegation: durable results and background task graphs
 //

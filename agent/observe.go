@@ -97,6 +97,15 @@ const (
 	// the next of an llm.Fallback (Call, From, To, ErrorKind, Err). The
 	// call's StepModelResponse follows, from the model that answered.
 	StepModelFallback
+	// StepPlan: an update_plan call changed the conversation's plan
+	// (ToolCall; Text: the plan as markdown, Plan.Markdown). See
+	// Config.Plan.
+	StepPlan
+	// StepDoomLoop: the run was found going round in circles
+	// (LoopConfig.DoomWindow): Text is the note added for the model, or
+	// the last call's when the run is stopped (ErrDoomLoop); Count is
+	// the intervention (1, 2, ...).
+	StepDoomLoop
 )
 
 var stepNames = [...]string{
@@ -115,6 +124,8 @@ var stepNames = [...]string{
 	StepContextShortened: "context_shortened",
 	StepSpendRefused:     "spend_refused",
 	StepModelFallback:    "model_fallback",
+	StepPlan:             "plan",
+	StepDoomLoop:         "doom_loop",
 }
 
 // String is the kind's snake_case name ("model_request").
@@ -201,7 +212,7 @@ type Step struct {
 	// (StepContextShortened), a refusal's reason (StepSpendRefused).
 	Text string
 	// Count: messages folded (StepCompaction) or left
-	// (StepContextShortened).
+	// (StepContextShortened); the intervention (StepDoomLoop).
 	Count int
 	// Duration: of the model call, the tool call or the run.
 	Duration time.Duration

@@ -124,6 +124,9 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := addPlanTool(cfg.Plan, reg); err != nil { // plan.go
+		return nil, err
+	}
 	if err := checkPrices(cfg.Prices); err != nil {
 		return nil, err
 	}

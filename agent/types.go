@@ -121,6 +121,10 @@ type Result struct {
 	// the user (a reply, or ResolveApproval), or found expired. Hooks.Decided
 	// hears of them too.
 	Decided []Decided
+	// Plan is the conversation's plan when the run ends (Config.Plan):
+	// as the model last set it with update_plan, in this run or an
+	// earlier one. Nil when it never set one.
+	Plan *Plan
 	// Models names the model that answered each model call of the run
 	// that got an answer, in order (those not part of the loop, such as
 	// an approval's resolution, included): the response's Model, else
