@@ -429,3 +429,35 @@ func TestBackgroundDeliverTwiceOnce(t *testing.T) {
 		t.Fatalf("%d coordinator runs, %d OnBackground calls, want 1 each", reactions.Load(), called.Load())
 	}
 }
+
+// A graph runs on the coordinator's message's model: its tasks' sub-agents
+// and the delivery call the client Message.Model names.
+func TestBackgroundGraphOnMessageModel(t *testing.T) {
+	s := &graphScript{tasks: []map[string]any{{"id": "only", "task": "Check the weather."}},
+		worker: func(string) llmtest.Reply { return llmtest.Reply{Text: "Sunny."} }}
+	var smartCalls, defaultWorkers atomic.Int32
+	smart := llmtest.NewScriptFunc(func(req llm.Request) llmtest.Reply {
+		smartCalls.Add(1)
+		return s.reply(req)
+	})
+	def := llmtest.NewScriptFunc(func(req llm.Request) llmtest.Reply {
+		if isWorker(req) || strings.HasPrefix(lastUser(req).Content, "[Background Tasks]") {
+			defaultWorkers.Add(1)
+		}
+		return s.reply(req)
+	})
+	eng := fastEngine(t, 1)
+	got := make(chan *agent.Result, 1)
+	o := newOrch(t, def, agent.Config{Clock: clock.System{}, Models: agent.ModelMap{"smart": smart},
+		SubAgents: subAgents(agent.SubAgentOptions{Engine: eng, OnBackground: func(_ context.Context, res *agent.Result) { got <- res }})})
+	runEngine(t, eng, o)
+	m := msg("Weather?")
+	m.Model = "smart"
+	if _, err := o.HandleMessage(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	awaitResult(t, got)
+	if defaultWorkers.Load() != 0 || smartCalls.Load() != 4 {
+		t.Fatalf("%d calls on the message's model (want 4: spawn, answer, task, delivery), %d background calls on the default", smartCalls.Load(), defaultWorkers.Load())
+	}
+}
