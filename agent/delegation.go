@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -116,13 +115,13 @@ type graphTask struct {
 }
 
 // keepResult stores the result of the sub-agent spawnCall ran (res,
-// partial and err as spawnCall got them; ctx is the spawn's, ended by its
-// timeout or not) in the engine's Results before the tool result out
+// partial and err as spawnCall got them; ctx is the spawn's, with its
+// timeout) in the engine's Results before the tool result out
 // goes to the coordinator, and tells it the result's id as
 // [agent_result:ID]. When the write fails, out still carries the text and
 // says that it has no id. For a graph's task the output is captured for
 // the engine, which stores it.
-func (r *run) keepResult(parent, ctx context.Context, sub *subRun, res *Result, partial string, err error, out *callOutcome) {
+func (r *run) keepResult(ctx context.Context, sub *subRun, res *Result, partial string, err error, out *callOutcome) {
 	o := r.o
 	text, status := res.Response, delegate.ResultCompleted
 	switch {
@@ -154,23 +153,12 @@ func (r *run) keepResult(parent, ctx context.Context, sub *subRun, res *Result, 
 	if rec.Text != text && status == delegate.ResultCompleted {
 		rec.Status = delegate.ResultPartial // cut at MaxResultBytes
 	}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(parent), resultWriteTimeout)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resultWriteTimeout)
 	defer cancel()
 	if werr := o.spawn.del.engine.PutResult(wctx, rec); werr != nil {
-		r.log().WarnContext(parent, "agent: a sub-agent's result could not be stored", "err", maskText(werr.Error()))
+		r.log().WarnContext(ctx, "agent: a sub-agent's result could not be stored", "err", maskText(werr.Error()))
 		out.result.Content += "\n[this result could not be stored, so it has no [agent_result:…] reference: pass its text where it is needed]"
 		return
 	}
 	out.result.Content += "\n[stored as [agent_result:" + rec.ID + "]: to hand this result to another sub-agent, put that reference in its context instead of the text]"
-}
-
-// resultNote is how a stored result's status reads in a frame.
-func resultNote(s delegate.ResultStatus) string {
-	switch s {
-	case delegate.ResultPartial:
-		return "partial: the sub-agent was stopped before it finished"
-	case delegate.ResultFailed:
-		return "failed"
-	}
-	return strings.TrimSpace(string(s))
 }

@@ -320,7 +320,7 @@ func (r *run) spawnCall(parent context.Context, c llm.ToolCall) callOutcome {
 		out.result.IsError = true
 		out.result.Err = err
 	}
-	r.keepResult(parent, ctx, &sub, res, partial, err, &out) // delegation.go
+	r.keepResult(ctx, ch.sub, res, partial, err, &out) // delegation.go
 	return out
 }
 
