@@ -228,7 +228,9 @@ type Output struct {
 type Executor interface {
 	// RunTask runs task t of graph g, whose dependencies completed; deps
 	// are their results by task id. g and t are copies: changing them
-	// changes nothing. An error is a failure of the run itself: a
+	// changes nothing. g.Tasks holds at least t (a durable engine does
+	// not load every task of the graph for each run); g.Budget and
+	// g.Consumed say what the graph has left. An error is a failure of the run itself: a
 	// durable engine may run the task again. A sub-agent that ran and
 	// failed returns Output{Status: ResultFailed}, with no error.
 	RunTask(ctx context.Context, g *Graph, t *Task, deps map[string]Result) (Output, error)
