@@ -70,6 +70,19 @@
 // JobTimeout (New refuses otherwise). A task may thus run twice after a
 // crash; its result is written once, by the run that ends it first.
 //
+// # Throughput
+//
+// A task costs more than a plain River job: its job reads the graph and
+// the task, marks it running, reads its dependencies' results, and its
+// end is a transaction of its own holding the graph's row (which
+// serialises the ends of one graph's tasks). BenchmarkGraph1000 runs a
+// graph of 1,000 trivial tasks to its delivery against 1,000 plain River
+// jobs of a no-op worker, same workers (8) and FetchCooldown (10ms), on 2
+// cores shared with PostgreSQL: 10 roots each fanning out to 99 tasks
+// took 8.3 s against 1.6 s (5.2×), 10 chains of 100 took 11.4 s (6.6×),
+// about 120 and 90 tasks a second. A sub-agent's run takes seconds, so
+// this is not what limits a graph of real tasks.
+//
 // # Retention
 //
 // A River periodic job ([PruneJobKind]; at start, then every

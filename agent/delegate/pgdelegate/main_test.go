@@ -1,6 +1,8 @@
 package pgdelegate_test
 
 import (
+	"io"
+	"log/slog"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -9,3 +11,7 @@ import (
 // TestMain checks that no goroutine outlives the tests: River's clients
 // stop when Run returns.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func quietLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
