@@ -49,6 +49,7 @@ func RunDurable(t *testing.T, open func(t *testing.T) func() delegate.Engine) {
 	t.Run("RestartRunsLeftTasks", func(t *testing.T) { testRestartTasks(t, open(t)) })
 	t.Run("RestartDelivers", func(t *testing.T) { testRestartDelivers(t, open(t)) })
 	t.Run("ReplicasRunEachTaskOnce", func(t *testing.T) { testReplicas(t, open(t)) })
+	t.Run("StopKeepsFinishedRun", func(t *testing.T) { testStopKeepsFinishedRun(t, open(t)) })
 }
 
 func ctxFor(t *testing.T) context.Context {
@@ -612,5 +613,35 @@ func testReplicas(t *testing.T, newEngine func() delegate.Engine) {
 		if count[s.ID] != 1 {
 			t.Errorf("task %s ran %d times on two replicas, want once", s.ID, count[s.ID])
 		}
+	}
+}
+
+func testStopKeepsFinishedRun(t *testing.T, newEngine func() delegate.Engine) {
+	first := newEngine()
+	gate := make(chan struct{})
+	late := &ScriptedExecutor{Steps: map[string]Step{"a": {Gate: gate, FinishAfterStop: true, Text: "finished late"}}}
+	stop := start(t, first, late)
+	g := graphOf(t, "alice", spec("a"), spec("b", "a"))
+	submit(t, first, g)
+	await(t, late, "task a running", func() bool { return late.InFlight() == 1 })
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); stop() }()
+	gate <- struct{}{} // a finishes after its engine began to stop
+	<-stopped
+
+	second := newEngine()
+	exec := &ScriptedExecutor{}
+	start(t, second, exec)
+	got := delivered(t, second, exec, g)
+	if got.Status != delegate.GraphCompleted {
+		t.Fatalf("graph %s, want completed: %+v", got.Status, got.Tasks)
+	}
+	for _, r := range runsOf(exec, "alice", g.ID) {
+		if r.TaskID == "a" {
+			t.Error("task a ran again though its run had finished")
+		}
+	}
+	if r, err := second.Result(ctxFor(t), "alice", delegate.ResultID(g.ID, "a")); err != nil || r.Text != "finished late" {
+		t.Errorf("a's result = %+v, %v; want the run's that finished as the engine stopped", r, err)
 	}
 }

@@ -120,7 +120,11 @@ func (w *taskWorker) Work(ctx context.Context, job *river.Job[taskArgs]) error {
 	tc := t
 	out, err := exec.RunTask(ctx, &g, &tc, deps)
 	if err == nil {
-		return e.endTask(ctx, job, &out, "")
+		// The run is done: keep its output even when the engine is
+		// stopping meanwhile (a sub-agent's run is costly to redo).
+		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
+		defer cancel()
+		return e.endTask(ectx, job, &out, "")
 	}
 	if ctx.Err() != nil && e.stopping.Load() {
 		// Cut short by the engine stopping: run it again at once on the
@@ -308,6 +312,9 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[deliverArgs]) e
 		}
 		return err
 	}
+	// Delivered: record it even when the engine is stopping meanwhile.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
+	defer cancel()
 	return e.fail(ctx, "delivered", e.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, e.sql(`UPDATE {graphs} SET delivered = true WHERE tenant_id = $1 AND id = $2`),
 			job.Args.TenantID, job.Args.GraphID); err != nil {
