@@ -32,6 +32,7 @@ func Run(t *testing.T, newEngine func(t *testing.T) delegate.Engine) {
 	t.Run("FailureBlocksDependants", func(t *testing.T) { testFailure(t, newEngine(t)) })
 	t.Run("RunErrorRetried", func(t *testing.T) { testRunErrorRetried(t, newEngine(t)) })
 	t.Run("RunErrorEveryAttempt", func(t *testing.T) { testRunErrorForever(t, newEngine(t)) })
+	t.Run("ExecutorPanic", func(t *testing.T) { testPanic(t, newEngine(t)) })
 	t.Run("ParallelLimit", func(t *testing.T) { testParallel(t, newEngine(t)) })
 	t.Run("Tenants", func(t *testing.T) { testTenants(t, newEngine(t)) })
 	t.Run("DeliveryRetried", func(t *testing.T) { testDeliveryRetried(t, newEngine(t)) })
@@ -643,5 +644,22 @@ func testStopKeepsFinishedRun(t *testing.T, newEngine func() delegate.Engine) {
 	}
 	if r, err := second.Result(ctxFor(t), "alice", delegate.ResultID(g.ID, "a")); err != nil || r.Text != "finished late" {
 		t.Errorf("a's result = %+v, %v; want the run's that finished as the engine stopped", r, err)
+	}
+}
+
+func testPanic(t *testing.T, eng delegate.Engine) {
+	exec := &ScriptedExecutor{Steps: map[string]Step{"a": {Panic: true}}}
+	start(t, eng, exec)
+	g := graphOf(t, "alice", spec("a"), spec("b", "a"), spec("x"))
+	submit(t, eng, g)
+	got := delivered(t, eng, exec, g)
+	if a := taskOf(t, got, "a"); a.Status != delegate.TaskFailed || !strings.Contains(a.Error, "panic") {
+		t.Errorf("task a = %+v, want failed naming the panic", a)
+	}
+	if b := taskOf(t, got, "b"); b.Status != delegate.TaskBlocked {
+		t.Errorf("task b = %s, want blocked", b.Status)
+	}
+	if x := taskOf(t, got, "x"); x.Status != delegate.TaskCompleted {
+		t.Errorf("task x = %s, want completed", x.Status)
 	}
 }

@@ -29,6 +29,8 @@ type Step struct {
 	// its Gate, and return its output: a sub-agent finishing its last
 	// step after its engine began to stop.
 	FinishAfterStop bool
+	// Panic makes every run panic, as a buggy executor would.
+	Panic bool
 }
 
 // TaskRun is one recorded run of a task.
@@ -123,6 +125,9 @@ func (e *ScriptedExecutor) RunTask(ctx context.Context, g *delegate.Graph, t *de
 		case <-ctx.Done():
 			return delegate.Output{}, ctx.Err()
 		}
+	}
+	if step.Panic {
+		panic("scripted executor panic in task " + t.ID)
 	}
 	if fail {
 		if step.Err != nil {

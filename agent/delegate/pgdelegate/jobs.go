@@ -118,7 +118,7 @@ func (w *taskWorker) Work(ctx context.Context, job *river.Job[taskArgs]) error {
 	}
 	g.Tasks = []delegate.Task{t}
 	tc := t
-	out, err := exec.RunTask(ctx, &g, &tc, deps)
+	out, err := runTask(ctx, exec, &g, &tc, deps)
 	if err == nil {
 		// The run is done: keep its output even when the engine is
 		// stopping meanwhile (a sub-agent's run is costly to redo).
@@ -306,7 +306,7 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[deliverArgs]) e
 	if g.Delivered || g.Status == delegate.GraphRunning {
 		return nil
 	}
-	if err := (*ep).Deliver(ctx, &g); err != nil {
+	if err := deliver(ctx, *ep, &g); err != nil {
 		if ctx.Err() != nil && e.stopping.Load() {
 			return river.JobSnooze(0)
 		}
@@ -350,4 +350,26 @@ func (e *Engine) Prune(ctx context.Context) error {
 			OR NOT EXISTS (SELECT 1 FROM {graphs} g WHERE g.tenant_id = r.tenant_id AND g.id = r.graph_id))`), cut)
 		return err
 	}))
+}
+
+// runTask calls exec.RunTask, making a panic an error of the run (so the
+// task fails after its attempts, recorded, rather than River discarding
+// its job).
+func runTask(ctx context.Context, exec delegate.Executor, g *delegate.Graph, t *delegate.Task, deps map[string]delegate.Result) (out delegate.Output, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = delegate.Output{}, fmt.Errorf("pgdelegate: the executor panicked: %v", p)
+		}
+	}()
+	return exec.RunTask(ctx, g, t, deps)
+}
+
+// deliver calls exec.Deliver, making a panic an error of the delivery.
+func deliver(ctx context.Context, exec delegate.Executor, g *delegate.Graph) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("pgdelegate: the executor panicked: %v", p)
+		}
+	}()
+	return exec.Deliver(ctx, g)
 }
