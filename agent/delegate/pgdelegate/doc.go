@@ -30,11 +30,13 @@
 // unique by (tenant, graph, task). Submit writes the graph, its tasks and
 // edges and inserts the jobs of the tasks without dependencies, in one
 // transaction. When a task's run ends, one transaction holding the
-// graph's row stores its result, marks the task completed, decrements
-// the waiting count of its dependants and inserts the jobs of those that
-// became ready (river InsertManyTx), adds its usage to the graph's, ends
-// the graph when no task is left and inserts its delivery job
-// ([DeliverJobKind]), and completes the task's job (river.JobCompleteTx).
+// task's row stores its result, marks the task completed, decrements
+// the waiting count of its dependants (their rows locked in id order)
+// and inserts the jobs of those that became ready (river InsertManyTx),
+// adds its usage to the graph's and decrements the graph's count of
+// tasks left, and, the count at zero, ends the graph and inserts its
+// delivery job ([DeliverJobKind]); and it completes the task's job
+// (river.JobCompleteTx).
 // So a result is stored before anyone can read of it, and dependants
 // start only once it is. A task whose sub-agent failed, or whose run
 // returned an error on its last attempt (Config.MaxAttempts, retried
@@ -74,14 +76,14 @@
 //
 // A task costs more than a plain River job: its job reads the graph and
 // the task, marks it running, reads its dependencies' results, and its
-// end is a transaction of its own holding the graph's row (which
-// serialises the ends of one graph's tasks). BenchmarkGraph1000 runs a
+// end is a transaction of its own that locks the task's row, its
+// dependants' and, at its end, the graph's. BenchmarkGraph1000 runs a
 // graph of 1,000 trivial tasks to its delivery against 1,000 plain River
 // jobs of a no-op worker, same workers (8) and FetchCooldown (10ms), on 2
 // cores shared with PostgreSQL: 10 roots each fanning out to 99 tasks
-// took 8.3 s against 1.6 s (5.2×), 10 chains of 100 took 11.4 s (6.6×),
-// about 120 and 90 tasks a second. A sub-agent's run takes seconds, so
-// this is not what limits a graph of real tasks.
+// took 6.4 s against 1.6 s (4.0×), 10 chains of 100 took 6.5 s against
+// 1.5 s (4.3×), about 155 tasks a second. A sub-agent's run takes
+// seconds, so this is not what limits a graph of real tasks.
 //
 // # Retention
 //

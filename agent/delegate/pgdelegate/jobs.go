@@ -155,29 +155,28 @@ func (w *taskWorker) Work(ctx context.Context, job *river.Job[taskArgs]) error {
 func (e *Engine) endTask(ctx context.Context, job *river.Job[taskArgs], out *delegate.Output, why string) error {
 	a := job.Args
 	err := e.inTx(ctx, func(tx pgx.Tx) error {
-		g, err := e.loadGraph(ctx, tx, a.TenantID, a.GraphID, true)
-		if errors.Is(err, delegate.ErrNotFound) {
-			return e.completeJob(ctx, tx, job)
-		}
-		if err != nil {
-			return err
-		}
-		var status, skill string
-		err = tx.QueryRow(ctx, e.sql(`SELECT status, skill FROM {tasks} WHERE tenant_id = $1 AND graph_id = $2 AND id = $3`),
-			a.TenantID, a.GraphID, a.TaskID).Scan(&status, &skill)
+		// The task's row is held: another run of it (a rescued job) waits
+		// here and then finds it ended. The graph's row is updated last,
+		// so the ends of a graph's tasks overlap but for that statement.
+		var status, skill, conv string
+		err := tx.QueryRow(ctx, e.sql(`SELECT t.status, t.skill, g.conversation_id FROM {tasks} t
+			JOIN {graphs} g ON g.tenant_id = t.tenant_id AND g.id = t.graph_id
+			WHERE t.tenant_id = $1 AND t.graph_id = $2 AND t.id = $3 FOR UPDATE OF t`),
+			a.TenantID, a.GraphID, a.TaskID).Scan(&status, &skill, &conv)
 		if errors.Is(err, pgx.ErrNoRows) || err == nil && delegate.TaskStatus(status).Ended() {
-			return e.completeJob(ctx, tx, job) // ended by another run of it
+			return e.completeJob(ctx, tx, job) // pruned, or ended by another run of it
 		}
 		if err != nil {
 			return err
 		}
+		var used budget.Consumed
 		now := e.now()
 		var jobs []river.InsertManyParams
 		left := 0
 		resultID := ""
 		if out != nil {
 			o := out.Clean()
-			resultID = delegate.ResultID(g.ID, a.TaskID)
+			resultID = delegate.ResultID(a.GraphID, a.TaskID)
 			usage, err := json.Marshal(o.Usage)
 			if err != nil {
 				return err
@@ -187,10 +186,10 @@ func (e *Engine) endTask(ctx context.Context, job *river.Job[taskArgs], out *del
 				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 				ON CONFLICT (tenant_id, id) DO UPDATE SET conversation_id = $3, graph_id = $4, task_id = $5,
 					skill = $6, text = $7, status = $8, usage = $9, created_at = $10`),
-				a.TenantID, resultID, g.ConversationID, g.ID, a.TaskID, skill, o.Text, string(o.Status), string(usage), now); err != nil {
+				a.TenantID, resultID, conv, a.GraphID, a.TaskID, skill, o.Text, string(o.Status), string(usage), now); err != nil {
 				return err
 			}
-			g.Consumed = add(g.Consumed, o.Usage)
+			used = o.Usage
 			if o.Status == delegate.ResultFailed {
 				why = "the sub-agent failed"
 			}
@@ -201,6 +200,13 @@ func (e *Engine) endTask(ctx context.Context, job *river.Job[taskArgs], out *del
 				return err
 			}
 			left = 1
+			// The dependants' rows are locked in id order, as every end
+			// of a task does, so that two ends cannot deadlock.
+			if _, err := tx.Exec(ctx, e.sql(`SELECT 1 FROM {tasks} WHERE tenant_id = $1 AND graph_id = $2
+				AND id IN (SELECT task FROM {edges} WHERE tenant_id = $1 AND graph_id = $2 AND dep = $3)
+				ORDER BY id FOR UPDATE`), a.TenantID, a.GraphID, a.TaskID); err != nil {
+				return err
+			}
 			rows, err := tx.Query(ctx, e.sql(`UPDATE {tasks} t SET waiting = waiting - 1
 				FROM {edges} d
 				WHERE d.tenant_id = $1 AND d.graph_id = $2 AND d.dep = $3
@@ -228,6 +234,14 @@ func (e *Engine) endTask(ctx context.Context, job *river.Job[taskArgs], out *del
 				WHERE tenant_id = $1 AND graph_id = $2 AND id = $3`), a.TenantID, a.GraphID, a.TaskID, resultID, why, now, job.Attempt); err != nil {
 				return err
 			}
+			if _, err := tx.Exec(ctx, e.sql(`WITH RECURSIVE down(id) AS (
+					SELECT task FROM {edges} WHERE tenant_id = $1 AND graph_id = $2 AND dep = $3
+					UNION
+					SELECT d.task FROM {edges} d JOIN down ON d.dep = down.id WHERE d.tenant_id = $1 AND d.graph_id = $2)
+				SELECT 1 FROM {tasks} WHERE tenant_id = $1 AND graph_id = $2 AND id IN (SELECT id FROM down)
+				ORDER BY id FOR UPDATE`), a.TenantID, a.GraphID, a.TaskID); err != nil {
+				return err
+			}
 			tag, err := tx.Exec(ctx, e.sql(`WITH RECURSIVE down(id) AS (
 					SELECT task FROM {edges} WHERE tenant_id = $1 AND graph_id = $2 AND dep = $3
 					UNION
@@ -241,13 +255,17 @@ func (e *Engine) endTask(ctx context.Context, job *river.Job[taskArgs], out *del
 			}
 			left = 1 + int(tag.RowsAffected())
 		}
-		consumed, err := json.Marshal(g.Consumed)
-		if err != nil {
-			return err
-		}
+		// Decrementing tasks_left is atomic: the end that brings it to 0,
+		// after every other end committed, ends the graph.
 		var remaining int
-		if err := tx.QueryRow(ctx, e.sql(`UPDATE {graphs} SET consumed = $3, tasks_left = tasks_left - $4
-			WHERE tenant_id = $1 AND id = $2 RETURNING tasks_left`), a.TenantID, a.GraphID, string(consumed), left).Scan(&remaining); err != nil {
+		if err := tx.QueryRow(ctx, e.sql(`UPDATE {graphs} SET tasks_left = tasks_left - $3,
+				consumed = jsonb_build_object(
+					'tokens', COALESCE((consumed->>'tokens')::bigint, 0) + $4,
+					'cost_usd', COALESCE((consumed->>'cost_usd')::float8, 0) + $5,
+					'wall', COALESCE((consumed->>'wall')::bigint, 0) + $6,
+					'tool_calls', COALESCE((consumed->>'tool_calls')::bigint, 0) + $7)
+			WHERE tenant_id = $1 AND id = $2 RETURNING tasks_left`),
+			a.TenantID, a.GraphID, left, used.Tokens, used.CostUSD, int64(used.Wall), used.ToolCalls).Scan(&remaining); err != nil {
 			return err
 		}
 		if remaining <= 0 {
@@ -272,10 +290,6 @@ func (e *Engine) endTask(ctx context.Context, job *river.Job[taskArgs], out *del
 func (e *Engine) completeJob(ctx context.Context, tx pgx.Tx, job *river.Job[taskArgs]) error {
 	_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
 	return err
-}
-
-func add(c, d budget.Consumed) budget.Consumed {
-	return budget.Consumed{Tokens: c.Tokens + d.Tokens, CostUSD: c.CostUSD + d.CostUSD, Wall: c.Wall + d.Wall, ToolCalls: c.ToolCalls + d.ToolCalls}
 }
 
 type deliverWorker struct {
