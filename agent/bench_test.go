@@ -7,6 +7,7 @@ import (
 	"iter"
 	"log/slog"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -58,19 +59,28 @@ type benchModel struct {
 
 func newBenchModel(turns, calls int, names ...string) *benchModel {
 	m := &benchModel{final: &llm.Response{Message: llm.AssistantMessage("All done: sunny, 3 results, 42."), Usage: llm.Usage{InputTokens: 500, OutputTokens: 20}}}
+	// Each call's arguments differ from every other call's, as a model
+	// making progress writes them: identical calls repeated would be a
+	// doom loop (LoopConfig.DoomRepeats), which the loop intervenes in.
 	args := map[string]string{
-		"get_weather": `{"city":"Paris","days":3}`,
-		"web_search":  `{"query":"flights to Paris","limit":5}`,
-		"calculator":  `{"expression":"6*7"}`,
-		"sleep":       `{}`,
+		"get_weather": `{"city":"Paris","days":%d}`,
+		"web_search":  `{"query":"flights to Paris","limit":%d}`,
+		"calculator":  `{"expression":"6*%d"}`,
+		"sleep":       `{"n":%d}`,
 		"park":        `{}`,
 	}
 	for t := range turns {
 		r := &llm.Response{Usage: llm.Usage{InputTokens: 400, OutputTokens: 30}}
 		for c := range calls {
 			name := names[c%len(names)]
+			a := args[name]
+			if strings.Contains(a, "%d") {
+				// 2 to 6: strictly inside days' and limit's bounds, which
+				// tool's fast validation checks without the full validator.
+				a = fmt.Sprintf(a, 2+(t*calls+c)%5)
+			}
 			r.Message.ToolCalls = append(r.Message.ToolCalls, llm.ToolCall{
-				ID: fmt.Sprintf("call_%d_%d", t, c), Name: name, Arguments: json.RawMessage(args[name]),
+				ID: fmt.Sprintf("call_%d_%d", t, c), Name: name, Arguments: json.RawMessage(a),
 			})
 		}
 		r.Message.Role = llm.RoleAssistant
@@ -538,7 +548,9 @@ func checkHistoryLen(b *testing.B, o *agent.Orchestrator, m agent.Message, n int
 // ms/conv is the wall time of one conversation, x-ideal its ratio to 60 ms.
 func BenchmarkParallelTools(b *testing.B) {
 	const turns, calls, latency = 3, 5, 20 * time.Millisecond
-	sleep := tool.New("sleep", "waits 20ms", func(ctx context.Context, in struct{}) (string, error) {
+	sleep := tool.New("sleep", "waits 20ms", func(ctx context.Context, in struct {
+		N int `json:"n"`
+	}) (string, error) {
 		t := time.NewTimer(latency)
 		defer t.Stop()
 		select {

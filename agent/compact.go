@@ -74,8 +74,8 @@ func (r *run) maybeCompact(extra int) {
 		}
 		kept, tokens, cut = kept+cut-s, tokens+t, s
 	}
-	if cut == 0 || cut == 1 && memory.IsSummary(&hist[0]) {
-		return // nothing older to summarise
+	if cut == 0 || memory.IsSummary(&hist[0]) && (cut == 1 || cut == 3 && isCarriedPlan(hist[1:3])) {
+		return // nothing older to summarise (plan.go: a carried plan)
 	}
 	var b strings.Builder
 	b.WriteString(compactPrompt)
@@ -111,12 +111,11 @@ func (r *run) maybeCompact(extra int) {
 		r.log().WarnContext(r.ctx, "agent: compaction returned no summary; trimming instead")
 		return
 	}
-	// [system] [summary] [kept...]: the kept messages move down in place.
+	// [system] [summary] [plan] [kept...]: the kept messages move in
+	// place; the plan in force, when folded, is carried (plan.go).
 	buf := r.buf
-	buf.msgs[1] = llm.Message{Role: llm.RoleSystem, Name: memory.SummaryName, Content: summaryPrefix + backgroundText.Replace(summary) + summarySuffix}
-	n := copy(buf.msgs[2:], hist[cut:])
-	clear(buf.msgs[2+n:])
-	buf.msgs = buf.msgs[:2+n]
+	buf.fold(llm.Message{Role: llm.RoleSystem, Name: memory.SummaryName, Content: summaryPrefix + backgroundText.Replace(summary) + summarySuffix},
+		r.carriedPlan(hist, cut), cut)
 	buf.tokens = o.ctxm.Tokens(buf.msgs[1:])
 	r.window = buf.msgs
 	r.fresh = 0 // the summary and the kept messages are saved with the turn

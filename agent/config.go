@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/valetkit/valet/agent/skill"
 	"github.com/valetkit/valet/budget"
 	agentctx "github.com/valetkit/valet/context"
 	"github.com/valetkit/valet/credentials"
@@ -115,11 +116,35 @@ type LoopConfig struct {
 	// unlimited.
 	Budget Budget
 	// NoteRole is the role of the notes the loop adds for the model (the
-	// budget's wrap-up, the last call's instructions, waiting agents):
+	// budget's wrap-up, the last call's instructions, waiting agents, the
+	// doom-loop detector's):
 	// llm.RoleSystem (the default) or llm.RoleUser, for models that
 	// follow system messages only at the start. Notes are never saved to
 	// the history.
 	NoteRole llm.Role
+	// DoomWindow is how many of the run's latest tool calls the doom-loop
+	// detector looks at: the same call (name and arguments, whatever
+	// their key order and spacing) DoomRepeats times among them is a
+	// loop. Default DefaultDoomWindow (10).
+	DoomWindow int
+	// DoomRepeats is how many identical calls within DoomWindow make a
+	// loop; at least 2 and at most DoomWindow. Default DefaultDoomRepeats
+	// (3).
+	DoomRepeats int
+	// DoomFailures is how many failing tool calls in a row make a loop; a
+	// call that succeeds starts the count again. Default
+	// DefaultDoomFailures (5).
+	DoomFailures int
+	// DoomMaxInterventions is how many times a loop is found before the
+	// run is stopped: each time before the last, a note asks the model
+	// to reconsider (the second and later ones more firmly); the last
+	// time, one call without tools asks for an answer from what was
+	// found, which becomes Result.Response, and the run ends with
+	// ErrDoomLoop. The detector starts afresh after each time. Default
+	// DefaultDoomMaxInterventions (3).
+	DoomMaxInterventions int
+	// NoDoomLoop turns the doom-loop detector off.
+	NoDoomLoop bool
 	// DirectAgentPrompts makes the reply of a run that ends with agents
 	// waiting the agents' own prompt (the missing fields, the approval
 	// listing) instead of a text the model phrases in the persona with one
@@ -132,7 +157,7 @@ func (c LoopConfig) withDefaults() (LoopConfig, error) {
 	if c.MaxTurns < 0 || c.ToolTimeout < 0 || c.AgentToolTimeout < 0 || c.MaxParallelTools < 0 || share(c.MaxToolResultShare) ||
 		c.MaxToolResultChars < 0 || c.ContextTokenLimit < 0 || share(c.TrimThreshold) || c.MaxHistoryMessages < 0 || c.LLMTimeout < 0 || c.LLMMaxRetries < 0 || c.LLMRetryBaseDelay < 0 ||
 		c.LLMMaxRetryDelay < 0 || c.ApprovalTimeout < 0 || c.InputTimeout < 0 || share(c.CompactThreshold) ||
-		c.CompactKeepMessages < 0 || c.MaxToolCallsPerReply < 0 {
+		c.CompactKeepMessages < 0 || c.MaxToolCallsPerReply < 0 || c.DoomWindow < 0 || c.DoomRepeats < 0 || c.DoomFailures < 0 || c.DoomMaxInterventions < 0 {
 		return c, fmt.Errorf("%w: LoopConfig has a negative value or a share above 1: %+v", ErrInvalidConfig, c)
 	}
 	def := func(v *int, d int) {
@@ -167,6 +192,9 @@ func (c LoopConfig) withDefaults() (LoopConfig, error) {
 	defD(&c.ApprovalTimeout, DefaultApprovalTimeout)
 	defD(&c.InputTimeout, DefaultInputTimeout)
 	def(&c.CompactKeepMessages, DefaultCompactKeepMessages)
+	if err := c.doomDefaults(); err != nil { // doomloop.go
+		return c, err
+	}
 	if err := c.Budget.Check(); err != nil {
 		return c, fmt.Errorf("%w: LoopConfig.Budget: %w", ErrInvalidConfig, err)
 	}
@@ -314,6 +342,22 @@ type Config struct {
 	// SubAgents offers the model the spawn_agent tool, to delegate a
 	// task to a sub-agent with a fresh context. Default: off.
 	SubAgents SubAgentOptions
+	// Skills are the specialists spawn_agent can start (agent/skill.Load):
+	// the coordinator's system prompt lists their index (names and
+	// descriptions, never a body), and spawn_agent's skill argument starts
+	// a sub-agent whose system prompt is the worker prompt followed by
+	// the skill's body, whose tools are exactly those the skill lists (a
+	// tool not listed does not exist for it), on the skill's model
+	// (Models) when it names one. Needs SubAgents.Enabled. NewOrchestrator
+	// refuses a skill naming a tool or a model that does not exist
+	// (ErrInvalidConfig with skill.ErrUnknownTool or
+	// skill.ErrUnknownModel); with ToolSources, a tool not found among
+	// Tools and Agents is looked for in the run's tools when a spawn
+	// starts the skill. Nil or empty: no skills.
+	Skills *skill.Set
+	// Plan offers the model the update_plan tool, to keep a plan of a
+	// longer task per conversation (see PlanOptions). Default: off.
+	Plan PlanOptions
 	// Pool keeps the Agent-Tools that wait. Nil → an in-memory pool,
 	// pool.NewMemory(pool.MemoryConfig{Clock: Clock}); use pool/redispool to
 	// survive restarts and share the pool between replicas.
@@ -403,6 +447,11 @@ var (
 	// the Result returned with it has StatusRefused and the reason for
 	// the user as its Response (see SpendGuard).
 	ErrSpendRefused = errors.New("agent: the spend guard refused the run")
+	// ErrDoomLoop: the run went round in circles — the same tool call
+	// repeated, or tool calls failing in a row — past
+	// LoopConfig.DoomMaxInterventions notes; Result.Response holds a
+	// partial answer when the model could give one.
+	ErrDoomLoop = errors.New("agent: the run was stopped going round in circles")
 	// ErrHistoryNotLoaded: the memory provider failed to load the
 	// conversation's history; nothing was sent to the model.
 	ErrHistoryNotLoaded = errors.New("agent: the conversation's history could not be loaded")

@@ -97,6 +97,15 @@ const (
 	// the next of an llm.Fallback (Call, From, To, ErrorKind, Err). The
 	// call's StepModelResponse follows, from the model that answered.
 	StepModelFallback
+	// StepPlan: an update_plan call changed the conversation's plan
+	// (ToolCall; Text: the plan as markdown, Plan.Markdown). See
+	// Config.Plan.
+	StepPlan
+	// StepDoomLoop: the run was found going round in circles
+	// (LoopConfig.DoomWindow): Text is the note added for the model, or
+	// the last call's when the run is stopped (ErrDoomLoop); Count is
+	// the intervention (1, 2, ...).
+	StepDoomLoop
 )
 
 var stepNames = [...]string{
@@ -115,6 +124,8 @@ var stepNames = [...]string{
 	StepContextShortened: "context_shortened",
 	StepSpendRefused:     "spend_refused",
 	StepModelFallback:    "model_fallback",
+	StepPlan:             "plan",
+	StepDoomLoop:         "doom_loop",
 }
 
 // String is the kind's snake_case name ("model_request").
@@ -201,7 +212,7 @@ type Step struct {
 	// (StepContextShortened), a refusal's reason (StepSpendRefused).
 	Text string
 	// Count: messages folded (StepCompaction) or left
-	// (StepContextShortened).
+	// (StepContextShortened); the intervention (StepDoomLoop).
 	Count int
 	// Duration: of the model call, the tool call or the run.
 	Duration time.Duration
@@ -214,6 +225,9 @@ type Step struct {
 	// of its own (its RunID): the IDs of the spawn_agent calls from the
 	// top run down to it. Nil for a top run's steps.
 	Path []string
+	// Skill is set on the steps of a specialist: the skill (Config.Skills)
+	// its spawn_agent call named. "" otherwise.
+	Skill string
 }
 
 // observing is the observer state of a run.
@@ -256,7 +270,7 @@ func (r *run) step(s Step) {
 	s.Time = r.o.now()
 	s.RunID, s.TenantID, s.ConversationID = r.res.RunID, r.msg.TenantID, r.msg.ConversationID
 	if r.sub != nil {
-		s.Path = r.sub.path
+		s.Path, s.Skill = r.sub.path, r.sub.skill
 	}
 	r.o.observe(r.ctx, s)
 }

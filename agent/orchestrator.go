@@ -3,6 +3,7 @@ package agent
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"github.com/valetkit/valet/clock"
 	"iter"
@@ -120,8 +121,11 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 			}
 		}
 	}
-	spawn, err := newSpawner(cfg.SubAgents, reg)
+	spawn, err := newSpawner(cfg.SubAgents, reg, cfg.Skills)
 	if err != nil {
+		return nil, err
+	}
+	if err := addPlanTool(cfg.Plan, reg); err != nil { // plan.go
 		return nil, err
 	}
 	if err := checkPrices(cfg.Prices); err != nil {
@@ -185,6 +189,9 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 	if err := o.checkCostLimits(); err != nil {
 		return nil, err
 	}
+	if err := o.checkSkills(); err != nil { // spawn_skill.go
+		return nil, err
+	}
 	if o.pool == nil {
 		// On the orchestrator's clock, so a fake Config.Clock and the
 		// pool agree about what has expired.
@@ -201,7 +208,7 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 		o.loc = time.UTC
 	}
 	o.persona = strings.TrimSpace(cfg.SystemPrompt)
-	o.capsText = capabilities(reg)
+	o.capsText = capabilities(reg) + skillsPrompt(cfg.Skills) // spawn_skill.go
 	if t := loop.Budget.MaxTokens; t > 0 {
 		if err := o.checkTokens(t, nil); err != nil {
 			return nil, fmt.Errorf("LoopConfig.Budget: %w", err)
@@ -335,8 +342,10 @@ func (o *Orchestrator) History(ctx context.Context, tenantID, conversationID str
 func (o *Orchestrator) Tools() []llm.ToolSpec { return append([]llm.ToolSpec(nil), o.specs...) }
 
 // Forget erases a conversation (for example when the user deletes it):
-// its history and the long-term items it wrote (memory.Provider.Forget
-// with its ID). It waits for a running message of that conversation.
+// its history, the long-term items it wrote (memory.Provider.Forget with
+// its ID) and its Agent-Tools waiting in the pool (for input or approval,
+// also those a sub-agent called): a decision on one of them afterwards is
+// approval.ErrNotFound, and nothing runs. It waits for a running message of that conversation.
 // Facts still being extracted from its turns (MemoryOptions.Extract) are
 // dropped when the extraction ends, even when the conversation has new
 // messages by then, also when the extraction runs on another replica
@@ -354,10 +363,13 @@ func (o *Orchestrator) Forget(ctx context.Context, tenantID, conversationID stri
 	}
 	defer o.release(key, c)
 	o.forgetExtractions(key) // also when the provider's Forget fails: the user asked
+	// The pending agents, then the history, which goes too when the pool
+	// fails: the user asked.
+	perr := o.forgetPending(ctx, tenantID, conversationID)
 	if _, err := o.mem.Forget(ctx, tenantID, memory.Provenance{ConversationID: conversationID}); err != nil {
-		return fmt.Errorf("agent: forgetting the conversation: %w", err)
+		return errors.Join(fmt.Errorf("agent: forgetting the conversation: %w", err), perr)
 	}
-	return nil
+	return perr
 }
 
 // now reads the orchestrator's clock (Config.Clock).

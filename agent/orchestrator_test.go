@@ -230,7 +230,10 @@ func TestFailuresBecomeErrorResultsAndTheLoopGoesOn(t *testing.T) {
 		t.Fatalf("result = %+v", res)
 	}
 	sent := s.Requests()[1].Messages
-	results := sent[len(sent)-6:]
+	if sent[len(sent)-1].Role != llm.RoleSystem { // six failures in a row: the doom-loop detector's note
+		t.Errorf("no note after six failures: %+v", sent[len(sent)-1])
+	}
+	results := sent[len(sent)-7 : len(sent)-1]
 	wants := []string{"502", "internal error", "get_weather", "days", "", "timed out"}
 	for i, m := range results {
 		if !m.IsError || !strings.Contains(m.Content, wants[i]) {

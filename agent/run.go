@@ -71,6 +71,8 @@ type run struct {
 	// spawned adds up what the turn's sub-agents consumed; nil when the
 	// turn started none (spawn.go).
 	spawned *spawnTally
+	doom    doomState // the doom-loop detector (doomloop.go)
+	plan    planState // the plan's call in the history (plan.go)
 }
 
 func (o *Orchestrator) newRun(ctx context.Context, msg Message, emit func(Event) bool) *run {
@@ -257,7 +259,7 @@ const saveTimeout = 10 * time.Second
 // save appends the run's complete messages to the conversation's history
 // in the memory provider. The error wraps ErrHistoryNotSaved.
 func (r *run) save() error {
-	turn := r.turn()
+	turn := r.carryPlan(r.turn()) // plan.go
 	if len(turn) == 0 {
 		return nil
 	}
@@ -277,6 +279,9 @@ func (r *run) loop() error {
 	o := r.o
 	emptyRetried := false
 	r.loadSources()
+	if o.cfg.Plan.Enabled {
+		r.restorePlan() // plan.go
+	}
 	for r.res.Turns < o.loop.MaxTurns {
 		r.trim()
 		req := llm.Request{Messages: r.window, Tools: r.specs(), Purpose: llm.PurposeLoop}
@@ -307,8 +312,12 @@ func (r *run) loop() error {
 		}
 		m.ToolCalls = uniqueCallIDs(m.ToolCalls, r.res.Turns)
 		r.push(m)
+		base := len(r.res.ToolCalls)
 		r.runTools(m.ToolCalls, resp.Usage)
 		r.commit()
+		if o.cfg.Plan.Enabled {
+			r.applyPlans(m.ToolCalls, base)
+		}
 		if asked > len(m.ToolCalls) {
 			r.tooManyCalls(asked, len(m.ToolCalls))
 		}
@@ -318,6 +327,15 @@ func (r *run) loop() error {
 		if len(r.parked) > 0 {
 			// An Agent-Tool waits for the user: the loop ends here.
 			return r.replyWaiting()
+		}
+		if r.sub != nil && r.sub.park != nil {
+			// A sub-agent waits for the user's approval (spawn_park.go).
+			return r.stopParked()
+		}
+		if !o.loop.NoDoomLoop {
+			if err := r.watchDoom(m.ToolCalls, base); err != nil { // doomloop.go
+				return err
+			}
 		}
 	}
 	// Out of turns: one last call without tools asks for the answer.

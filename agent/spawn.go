@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/valetkit/valet/agent/skill"
 	"github.com/valetkit/valet/llm"
 	"github.com/valetkit/valet/tool"
 )
@@ -29,9 +30,10 @@ const (
 // SubAgentOptions offers the model the spawn_agent tool (SpawnAgentTool):
 // a sub-agent that runs its own loop on a fresh context — the worker
 // prompt as its system prompt, the task and context as its one message —
-// with the run's plain tools (no Agent-Tools), and whose final message is
-// the tool result. Several spawns of one reply run concurrently, like any
-// tool calls. A sub-agent loads and appends no history, recalls nothing
+// with the run's tools and exposed Agent-Tools (one needing approval parks
+// the sub-agent until the user decides; see the package documentation),
+// and whose final message is the tool result. Several spawns of one reply
+// run concurrently, like any tool calls. A sub-agent loads and appends no history, recalls nothing
 // and runs no fact extraction. The zero value offers no tool.
 type SubAgentOptions struct {
 	// Enabled offers spawn_agent to the model. Default false.
@@ -80,8 +82,9 @@ type spawner struct {
 	opts SubAgentOptions
 }
 
-// newSpawner adds spawn_agent to reg when opts enable it.
-func newSpawner(opts SubAgentOptions, reg *tool.Registry) (*spawner, error) {
+// newSpawner adds spawn_agent to reg when opts enable it, with the skill
+// argument when skills are configured (spawn_skill.go).
+func newSpawner(opts SubAgentOptions, reg *tool.Registry, skills *skill.Set) (*spawner, error) {
 	if !opts.Enabled {
 		if opts != (SubAgentOptions{}) {
 			if _, err := opts.withDefaults(); err != nil {
@@ -100,6 +103,9 @@ func newSpawner(opts SubAgentOptions, reg *tool.Registry) (*spawner, error) {
 		func(context.Context, spawnArgs) (string, error) {
 			return "", errors.New("agent: spawn_agent runs only inside the orchestrator's loop")
 		})
+	if hasSkills(skills) {
+		t = skillSpawnTool()
+	}
 	if err := reg.Add(t); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
@@ -111,6 +117,22 @@ type subRun struct {
 	depth int
 	path  []string // the spawn_agent call IDs from the top run to this one
 	specs []llm.ToolSpec
+	// reg holds the tools it may run when its scope is its own (a
+	// specialist's, or inherited from one); nil: the run's (spawn_skill.go).
+	reg    *tool.Registry
+	tokens int    // of specs
+	prompt string // its system prompt
+	skill  string // the skill it runs; "" for a worker
+
+	// Approvals inside sub-agents (spawn_park.go, spawn_resume.go).
+	callID string          // the spawn_agent call that started it
+	args   json.RawMessage // its arguments
+	plan   *subPlan        // the current turn's Agent-Tool calls
+	park   *subPark        // set when it parked for an approval
+	prior  *subLevel       // when resumed: its state when it parked
+	// resume, when set, fills the window of a resumed sub-agent and runs
+	// its loop, in place of the task message.
+	resume func(*run) error
 }
 
 // path returns the run's path: nil for a top run.
@@ -195,8 +217,11 @@ func (r *run) spawnCall(parent context.Context, c llm.ToolCall) callOutcome {
 	fail := func(format string, a ...any) callOutcome {
 		return callOutcome{result: tool.Result{Content: fmt.Sprintf(format, a...), IsError: true}}
 	}
+	if out, refused := r.scopeRefuses(c.Name); refused {
+		return out
+	}
 	if c.Name != SpawnAgentTool {
-		return fail("tool %q is an Agent-Tool; Agent-Tools cannot run inside a sub-agent", c.Name)
+		return r.subAgentTool(o.callable[c.Name], c) // spawn_park.go
 	}
 	depth := 1
 	if r.sub != nil {
@@ -205,7 +230,7 @@ func (r *run) spawnCall(parent context.Context, c llm.ToolCall) callOutcome {
 	if depth > o.spawn.opts.MaxDepth {
 		return fail("unknown tool %q: sub-agents at depth %d cannot start sub-agents", c.Name, o.spawn.opts.MaxDepth)
 	}
-	var in spawnArgs
+	var in spawnSkillArgs
 	if err := json.Unmarshal([]byte(c.Arguments), &in); err != nil {
 		return fail("spawn_agent: invalid arguments: %s", maskText(err.Error()))
 	}
@@ -214,6 +239,10 @@ func (r *run) spawnCall(parent context.Context, c llm.ToolCall) callOutcome {
 	}
 	if in.BudgetShare < 0 || in.BudgetShare > 1 || in.BudgetShare != in.BudgetShare {
 		return fail("spawn_agent: budget_share must be between 0 and 1")
+	}
+	sub, model, refusal := r.childScope(depth, in.Skill)
+	if refusal != "" {
+		return fail("%s", refusal)
 	}
 	b, ok := r.childBudget(in.BudgetShare)
 	if !ok {
@@ -231,11 +260,17 @@ func (r *run) spawnCall(parent context.Context, c llm.ToolCall) callOutcome {
 		Source: r.msg.Source, TaskID: r.msg.TaskID, Model: r.msg.Model, Location: r.msg.Location,
 		Budget: b,
 	}
+	if model != "" {
+		msg.Model = model
+	}
 	ch := o.newRun(ctx, msg, nil)
+	ch.toolset = r.toolset
 	path := make([]string, len(r.path())+1)
 	copy(path, r.path())
 	path[len(path)-1] = textsafe.Line(c.ID) // the model wrote it; a UI shows it on one line
-	ch.sub = &subRun{depth: depth, path: path, specs: r.childSpecs(depth)}
+	sub.path = path
+	sub.callID, sub.args = c.ID, c.Arguments
+	ch.sub = &sub
 	if emit := r.emit; emit != nil {
 		ch.emit = func(ev Event) bool {
 			if ev.Path == nil {
@@ -247,28 +282,13 @@ func (r *run) spawnCall(parent context.Context, c llm.ToolCall) callOutcome {
 	var partial string
 	res, err := ch.execute(func(ch *run) error { return ch.handleSub(&partial) })
 	r.spawned.add(res)
-	var out callOutcome
-	stats := fmt.Sprintf("[sub-agent: %d model turns, %d tokens, %d tool calls, %s]",
-		res.Turns, res.Consumed.Tokens, res.Consumed.ToolCalls, res.Duration.Round(time.Millisecond))
-	switch {
-	case err == nil && res.BudgetExceeded:
-		out.result.Content = res.Response + "\n\n[stopped: the sub-agent's budget share ran out; this answer may be partial]\n" + stats
-		out.status = resultBudgetSpent
-	case err == nil:
-		out.result.Content = res.Response + "\n\n" + stats
-	case errors.Is(err, ErrBudgetExceeded):
-		out.result.Content = partialText(partial) + "[stopped: the sub-agent's budget share ran out before it answered]\n" + stats
-		out.result.IsError, out.status = true, resultBudgetSpent
-	case ctx.Err() == context.DeadlineExceeded && r.ctx.Err() == nil && r.toolCtx.Err() == nil:
-		out.result.Content = partialText(partial) + fmt.Sprintf("[stopped: the sub-agent timed out after %s]\n", o.spawn.opts.Timeout) + stats
-		out.result.IsError = true
-		out.result.Err = err
-	default:
-		out.result.Content = partialText(partial) + "sub-agent failed: " + maskText(err.Error()) + "\n" + stats
-		out.result.IsError = true
-		out.result.Err = err
+	if p := ch.sub.park; p != nil && err == nil { // it waits for the user's approval (spawn_park.go)
+		if r.sub != nil {
+			return callOutcome{result: tool.Result{Content: "The sub-agent waits for the user's confirmation."}, status: string(StatusWaitingForApproval), wait: &Waiting{sub: p}}
+		}
+		return r.parkSub(p, o.now())
 	}
-	return out
+	return r.subResult(ctx, ch, res, err, partial)
 }
 
 // partialText introduces what a stopped sub-agent had written, if anything.
@@ -313,13 +333,23 @@ func (r *run) childBudget(share float64) (b Budget, ok bool) {
 	return b, true
 }
 
-// childSpecs are the tools of a sub-agent at depth: the run's plain tools,
-// and spawn_agent below MaxDepth.
-func (r *run) childSpecs(depth int) []llm.ToolSpec {
+// childSpecs are the tools of a sub-agent at depth: those skill sk lists,
+// in its order, or without sk the run's; of them, the tools and exposed
+// Agent-Tools, and spawn_agent below MaxDepth.
+func (r *run) childSpecs(depth int, sk *skill.Skill) []llm.ToolSpec {
 	all := r.specs()
+	if sk != nil {
+		all = make([]llm.ToolSpec, 0, len(sk.Tools))
+		base := r.baseTools()
+		for _, n := range sk.Tools {
+			if t, ok := base.Get(n); ok {
+				all = append(all, t.Spec())
+			}
+		}
+	}
 	out := make([]llm.ToolSpec, 0, len(all))
 	for _, sp := range all {
-		if r.o.callable[sp.Name] != nil || sp.Name == SpawnAgentTool && depth >= r.o.spawn.opts.MaxDepth {
+		if sp.Name == SpawnAgentTool && depth >= r.o.spawn.opts.MaxDepth {
 			continue
 		}
 		out = append(out, sp)
@@ -355,8 +385,11 @@ func (r *run) handleSub(partial *string) error {
 		r.o.putBuffers(r.buf)
 		r.buf, r.window, r.early = nil, nil, nil
 	}()
-	p := r.o.spawn.opts.WorkerPrompt
+	p := r.sub.prompt
 	r.setSystem(p, r.o.ctxm.MessageTokens(llm.Message{Role: llm.RoleSystem, Content: p}))
+	if r.sub.resume != nil { // a parked sub-agent the user's decision resumes (spawn_resume.go)
+		return r.sub.resume(r)
+	}
 	r.push(llm.UserMessage(r.msg.Text))
 	r.commit()
 	return r.loop()

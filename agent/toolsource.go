@@ -181,9 +181,12 @@ func sameTool(a, b tool.Tool) bool {
 	return a == b
 }
 
-// tools returns the run's registry: the orchestrator's, or with
-// ToolSources the one built for this run.
+// tools returns the run's registry: a specialist's own, the
+// orchestrator's, or with ToolSources the one built for this run.
 func (r *run) tools() *tool.Registry {
+	if r.sub != nil && r.sub.reg != nil {
+		return r.sub.reg // a specialist's scope (spawn_skill.go)
+	}
 	if r.toolset != nil {
 		return r.toolset.reg
 	}
@@ -203,6 +206,9 @@ func (r *run) specs() []llm.ToolSpec {
 
 // specTokens estimates the tokens of the run's tool specs.
 func (r *run) specTokens() int {
+	if r.sub != nil {
+		return r.sub.tokens
+	}
 	if r.toolset != nil {
 		return r.toolset.tokens
 	}

@@ -121,6 +121,10 @@ type Result struct {
 	// the user (a reply, or ResolveApproval), or found expired. Hooks.Decided
 	// hears of them too.
 	Decided []Decided
+	// Plan is the conversation's plan when the run ends (Config.Plan):
+	// as the model last set it with update_plan, in this run or an
+	// earlier one. Nil when it never set one.
+	Plan *Plan
 	// Models names the model that answered each model call of the run
 	// that got an answer, in order (those not part of the loop, such as
 	// an approval's resolution, included): the response's Model, else
@@ -137,9 +141,14 @@ type Waiting struct {
 	Missing   []string          // required fields not given yet
 	Problems  []string          // why given values were rejected
 	Approval  *approval.Request // set when Status is StatusWaitingForApproval
+	// Path is set when a sub-agent called the Agent-Tool (Config.SubAgents):
+	// the path of that sub-agent, as Step.Path and Event.Path. Nil when the
+	// coordinator called it.
+	Path []string
 
 	created time.Time // the entry's CreatedAt: waits are listed in the pool's order
 	changed bool      // an approval whose action changed since a reply last showed it
+	sub     *subPark  // a sub-agent's park on its way up, in a callOutcome (spawn_park.go)
 }
 
 // ToolCallRecord is the telemetry of one tool call. It never holds secrets:
