@@ -114,14 +114,14 @@ type graphTask struct {
 	err  error
 }
 
-// keepResult stores the result of the sub-agent spawnCall ran (res,
-// partial and err as spawnCall got them; ctx is the spawn's, with its
-// timeout) in the engine's Results before the tool result out
+// keepResult stores the result of the sub-agent a spawn ran or resumed
+// (res, partial and err as subResult got them, used what it consumed in
+// all; ctx is the spawn's, with its timeout) in the engine's Results before the tool result out
 // goes to the coordinator, and tells it the result's id as
 // [agent_result:ID]. When the write fails, out still carries the text and
 // says that it has no id. For a graph's task the output is captured for
 // the engine, which stores it.
-func (r *run) keepResult(ctx context.Context, sub *subRun, res *Result, partial string, err error, out *callOutcome) {
+func (r *run) keepResult(ctx context.Context, sub *subRun, res *Result, used Consumed, partial string, err error, out *callOutcome) {
 	o := r.o
 	text, status := res.Response, delegate.ResultCompleted
 	switch {
@@ -137,7 +137,7 @@ func (r *run) keepResult(ctx context.Context, sub *subRun, res *Result, partial 
 	}
 	if c := r.graph; c != nil {
 		c.ran = true
-		c.out = delegate.Output{Text: text, Status: status, Usage: res.Consumed}
+		c.out = delegate.Output{Text: text, Status: status, Usage: used}
 		if status == delegate.ResultFailed {
 			// The run itself failed (the model, a cancellation): the
 			// engine may run the task again.
@@ -147,7 +147,7 @@ func (r *run) keepResult(ctx context.Context, sub *subRun, res *Result, partial 
 	}
 	rec := delegate.Result{
 		ID: delegate.NewID(), TenantID: r.msg.TenantID, ConversationID: r.msg.ConversationID,
-		Skill: sub.skill, Status: status, Usage: res.Consumed,
+		Skill: sub.skill, Status: status, Usage: used,
 	}
 	rec.Text = delegate.Output{Text: text, Status: status}.Clean().Text
 	if rec.Text != text && status == delegate.ResultCompleted {

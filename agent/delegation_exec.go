@@ -11,6 +11,7 @@ import (
 	"github.com/valetkit/valet/agent/delegate"
 	"github.com/valetkit/valet/internal/textsafe"
 	"github.com/valetkit/valet/llm"
+	"github.com/valetkit/valet/tool"
 )
 
 // Bounds of a delivery's text (see Orchestrator.TaskExecutor).
@@ -228,4 +229,19 @@ func (o *Orchestrator) deliveryText(ctx context.Context, g *delegate.Graph) (str
 	}
 	b.WriteString("\nTell the user what came of it. To hand a result to another sub-agent, put its [agent_result:…] reference in that spawn's context.")
 	return b.String(), nil
+}
+
+// graphParkRefused is the outcome of a graph's task whose sub-agent
+// stopped to wait for the user's approval of an Agent-Tool's action: a
+// background task has no coordinator run to wait in, so nothing is parked
+// and the action is not taken; the task fails, saying what it wanted, so
+// the coordinator can run it in the foreground, where the user is asked.
+func (r *run) graphParkRefused(p *subPark) callOutcome {
+	text := fmt.Sprintf("The task needs the user's approval for %s (%s), and a background task cannot wait for the user: "+
+		"nothing was done. Run it in the foreground (spawn_agent without background) so the user is asked.",
+		p.agent.name, strings.TrimRight(textsafe.Line(p.req.ActionSummary), "."))
+	g := r.graph
+	g.ran = true
+	g.out = delegate.Output{Text: text, Status: delegate.ResultFailed}
+	return callOutcome{result: tool.Result{Content: text, IsError: true}, status: resultError}
 }

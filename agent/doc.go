@@ -160,9 +160,8 @@
 // The model calls spawn_agent(task, context, budget_share). The sub-agent
 // runs its own loop on a fresh context: the worker prompt, and the task
 // and context as its one message — nothing of the conversation. It has the
-// run's plain tools (no Agent-Tools: one called anyway is refused with an
-// error result), loads and appends no history, recalls nothing and runs
-// no fact extraction. Its final message, with its turns, tokens, tool
+// run's tools and exposed Agent-Tools, loads and appends no history,
+// recalls nothing and runs no fact extraction. Its final message, with its turns, tokens, tool
 // calls and duration, is the tool result; several spawns of one reply run
 // concurrently, as tool calls do. Sub-agents nest down to
 // SubAgentOptions.MaxDepth (2): at that depth spawn_agent is not among a
@@ -199,8 +198,8 @@
 // specialist's requests, and a call of it anyway is an "unknown tool"
 // error result that runs nothing — the scope is structural, not an
 // instruction. spawn_agent is among its tools only when the skill lists
-// it and the depth allows it; Agent-Tools a skill lists are not offered to
-// a specialist yet. A sub-agent a specialist starts without a skill gets
+// it and the depth allows it; an Agent-Tool it lists is offered (one
+// needing approval parks the specialist: see below). A sub-agent a specialist starts without a skill gets
 // the specialist's tools at most, at any depth, never the coordinator's;
 // with a skill, that skill's tools (so listing spawn_agent lets a
 // specialist delegate to the other skills). A skill's model runs the
@@ -216,6 +215,47 @@
 // a tool not found there may be a source's: it is looked for when a spawn
 // starts the skill, and one the run's tools lack makes the spawn an error
 // result naming it.
+//
+// # Approvals inside sub-agents
+//
+// A sub-agent cannot ask the user anything itself: an Agent-Tool it calls
+// with missing or invalid fields is an error result naming them (it must
+// supply them), and one that is complete and needs no approval runs at
+// once. One that needs approval parks the sub-agent: its loop stops after
+// the turn, and its state — the spawn call, depth, path, model, what its
+// budget has left and what it used, its window (task, turns, the results
+// of the turn's other calls) and the call that waits — goes into the
+// Agent-Tool's pool entry (pool.Entry.SubAgent, one level per nesting
+// level, outermost first, versioned), which is otherwise made as for the
+// coordinator's own call: same approval request, same fingerprint rules,
+// in the coordinator's conversation. The coordinator's spawn_agent call
+// waits like a parked Agent-Tool, so its run ends with
+// StatusWaitingForApproval and Result.PendingApprovals holding the request
+// the user sees; Waiting.Path tells it came from a sub-agent. Only one
+// approval waits per sub-agent: when one turn has several calls needing
+// approval, the first in call order parks and the others are error
+// results telling the sub-agent to call them again after the decision.
+// Two sub-agents of one reply may each park: two requests, decided apart.
+//
+// The decision (ResolveApproval, or the user's reply) takes the entry
+// exactly once across replicas, as for any approval. Approve or Edit runs
+// the action once, inside the innermost sub-agent (its events and steps
+// carry its path), and its result answers that sub-agent's waiting call;
+// Cancel answers it with "User cancelled this action.". The sub-agent's
+// loop goes on — its prompt and tools rebuilt from the configuration (its
+// skill's, for a specialist), its remaining budget — and its answer is its parent
+// sub-agent's spawn result, and so up to the coordinator, into whose
+// conversation it enters as a resumed spawn_agent call with its result;
+// the coordinator's loop then goes on. A sub-agent that needs another
+// approval parks again: a new request, and the run waits again. What the
+// resumed sub-agents use counts in the deciding run's Result. Entries
+// survive restarts with a shared pool (pool/redispool). An entry this
+// orchestrator cannot resume (sub-agents disabled or shallower, another
+// state format) is discarded like one of a stale schema (ErrStaleAgent);
+// CancelAgent stops the sub-agent with its action; Forget removes the
+// conversation's pending agents, so a later decision is
+// approval.ErrNotFound and nothing runs.
+//
 // # Plans
 //
 // With Config.Plan enabled the model is offered update_plan

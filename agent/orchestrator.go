@@ -3,6 +3,7 @@ package agent
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"github.com/valetkit/valet/clock"
 	"iter"
@@ -344,8 +345,10 @@ func (o *Orchestrator) History(ctx context.Context, tenantID, conversationID str
 func (o *Orchestrator) Tools() []llm.ToolSpec { return append([]llm.ToolSpec(nil), o.specs...) }
 
 // Forget erases a conversation (for example when the user deletes it):
-// its history and the long-term items it wrote (memory.Provider.Forget
-// with its ID). It waits for a running message of that conversation.
+// its history, the long-term items it wrote (memory.Provider.Forget with
+// its ID) and its Agent-Tools waiting in the pool (for input or approval,
+// also those a sub-agent called): a decision on one of them afterwards is
+// approval.ErrNotFound, and nothing runs. It waits for a running message of that conversation.
 // Facts still being extracted from its turns (MemoryOptions.Extract) are
 // dropped when the extraction ends, even when the conversation has new
 // messages by then, also when the extraction runs on another replica
@@ -363,10 +366,13 @@ func (o *Orchestrator) Forget(ctx context.Context, tenantID, conversationID stri
 	}
 	defer o.release(key, c)
 	o.forgetExtractions(key) // also when the provider's Forget fails: the user asked
+	// The pending agents, then the history, which goes too when the pool
+	// fails: the user asked.
+	perr := o.forgetPending(ctx, tenantID, conversationID)
 	if _, err := o.mem.Forget(ctx, tenantID, memory.Provenance{ConversationID: conversationID}); err != nil {
-		return fmt.Errorf("agent: forgetting the conversation: %w", err)
+		return errors.Join(fmt.Errorf("agent: forgetting the conversation: %w", err), perr)
 	}
-	return nil
+	return perr
 }
 
 // now reads the orchestrator's clock (Config.Clock).

@@ -135,7 +135,7 @@ func (r *run) fillApproval(e *pool.Entry, req *approval.Request, now time.Time) 
 }
 
 func (o *Orchestrator) waitingOf(e *pool.Entry) Waiting {
-	w := Waiting{AgentID: e.ID, AgentName: e.AgentName, Status: StatusWaitingForInput, Missing: e.Missing, Problems: e.Problems, created: e.CreatedAt}
+	w := Waiting{AgentID: e.ID, AgentName: e.AgentName, Status: StatusWaitingForInput, Missing: e.Missing, Problems: e.Problems, Path: subPath(e), created: e.CreatedAt}
 	if e.Status == pool.StatusWaitingForApproval && e.Approval != nil {
 		w.Status = StatusWaitingForApproval
 		w.Approval = o.shownRequest(e)

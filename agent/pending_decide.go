@@ -160,12 +160,20 @@ func (r *run) failPooled(a *agentTool, e *pool.Entry, cause error) error {
 // (cancelled, or its own code failed): reason enters the conversation as
 // its error result.
 func (r *run) endTaken(a *agentTool, e *pool.Entry, reason string) {
+	if e.SubAgent != nil { // the sub-agent that called it reads reason and goes on
+		r.resumeSub(a, e, e.Fields, false, reason)
+		return
+	}
 	r.emitResumedStart(a, e, e.Fields)
 	r.addResumed(a, e, e.Fields, reason, true, 0)
 }
 
 // resume runs an agent taken from the pool and adds its outcome.
 func (r *run) resume(a *agentTool, e *pool.Entry, fields json.RawMessage) {
+	if e.SubAgent != nil { // it runs in the sub-agent that called it, which goes on
+		r.resumeSub(a, e, fields, true, "")
+		return
+	}
 	r.emitResumedStart(a, e, fields)
 	var tt toolTel // the approved action's span, linked to the run that raised it (telemetry.go)
 	if r.o.tel != nil {

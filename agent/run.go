@@ -330,6 +330,10 @@ func (r *run) loop() error {
 			// An Agent-Tool waits for the user: the loop ends here.
 			return r.replyWaiting()
 		}
+		if r.sub != nil && r.sub.park != nil {
+			// A sub-agent waits for the user's approval (spawn_park.go).
+			return r.stopParked()
+		}
 		if !o.loop.NoDoomLoop {
 			if err := r.watchDoom(m.ToolCalls, base); err != nil { // doomloop.go
 				return err

@@ -31,9 +31,10 @@ const (
 // SubAgentOptions offers the model the spawn_agent tool (SpawnAgentTool):
 // a sub-agent that runs its own loop on a fresh context — the worker
 // prompt as its system prompt, the task and context as its one message —
-// with the run's plain tools (no Agent-Tools), and whose final message is
-// the tool result. Several spawns of one reply run concurrently, like any
-// tool calls. A sub-agent loads and appends no history, recalls nothing
+// with the run's tools and exposed Agent-Tools (one needing approval parks
+// the sub-agent until the user decides; see the package documentation),
+// and whose final message is the tool result. Several spawns of one reply
+// run concurrently, like any tool calls. A sub-agent loads and appends no history, recalls nothing
 // and runs no fact extraction. The zero value offers no tool.
 type SubAgentOptions struct {
 	// Enabled offers spawn_agent to the model. Default false.
@@ -143,6 +144,16 @@ type subRun struct {
 	tokens int    // of specs
 	prompt string // its system prompt
 	skill  string // the skill it runs; "" for a worker
+
+	// Approvals inside sub-agents (spawn_park.go, spawn_resume.go).
+	callID string          // the spawn_agent call that started it
+	args   json.RawMessage // its arguments
+	plan   *subPlan        // the current turn's Agent-Tool calls
+	park   *subPark        // set when it parked for an approval
+	prior  *subLevel       // when resumed: its state when it parked
+	// resume, when set, fills the window of a resumed sub-agent and runs
+	// its loop, in place of the task message.
+	resume func(*run) error
 }
 
 // path returns the run's path: nil for a top run.
@@ -231,7 +242,7 @@ func (r *run) spawnCall(parent context.Context, c llm.ToolCall) callOutcome {
 		return out
 	}
 	if c.Name != SpawnAgentTool {
-		return fail("tool %q is an Agent-Tool; Agent-Tools cannot run inside a sub-agent", c.Name)
+		return r.subAgentTool(o.callable[c.Name], c) // spawn_park.go
 	}
 	depth := 1
 	if r.sub != nil {
@@ -287,6 +298,7 @@ func (r *run) spawnCall(parent context.Context, c llm.ToolCall) callOutcome {
 	copy(path, r.path())
 	path[len(path)-1] = textsafe.Line(c.ID) // the model wrote it; a UI shows it on one line
 	sub.path = path
+	sub.callID, sub.args = c.ID, c.Arguments
 	ch.sub = &sub
 	if emit := r.emit; emit != nil {
 		ch.emit = func(ev Event) bool {
@@ -299,29 +311,16 @@ func (r *run) spawnCall(parent context.Context, c llm.ToolCall) callOutcome {
 	var partial string
 	res, err := ch.execute(func(ch *run) error { return ch.handleSub(&partial) })
 	r.spawned.add(res)
-	var out callOutcome
-	stats := fmt.Sprintf("[sub-agent: %d model turns, %d tokens, %d tool calls, %s]",
-		res.Turns, res.Consumed.Tokens, res.Consumed.ToolCalls, res.Duration.Round(time.Millisecond))
-	switch {
-	case err == nil && res.BudgetExceeded:
-		out.result.Content = res.Response + "\n\n[stopped: the sub-agent's budget share ran out; this answer may be partial]\n" + stats
-		out.status = resultBudgetSpent
-	case err == nil:
-		out.result.Content = res.Response + "\n\n" + stats
-	case errors.Is(err, ErrBudgetExceeded):
-		out.result.Content = partialText(partial) + "[stopped: the sub-agent's budget share ran out before it answered]\n" + stats
-		out.result.IsError, out.status = true, resultBudgetSpent
-	case ctx.Err() == context.DeadlineExceeded && r.ctx.Err() == nil && r.toolCtx.Err() == nil:
-		out.result.Content = partialText(partial) + fmt.Sprintf("[stopped: the sub-agent timed out after %s]\n", o.spawn.opts.Timeout) + stats
-		out.result.IsError = true
-		out.result.Err = err
-	default:
-		out.result.Content = partialText(partial) + "sub-agent failed: " + maskText(err.Error()) + "\n" + stats
-		out.result.IsError = true
-		out.result.Err = err
+	if p := ch.sub.park; p != nil && err == nil { // it waits for the user's approval (spawn_park.go)
+		if r.sub != nil {
+			return callOutcome{result: tool.Result{Content: "The sub-agent waits for the user's confirmation."}, status: string(StatusWaitingForApproval), wait: &Waiting{sub: p}}
+		}
+		if r.graph != nil { // a background task cannot wait for the user (delegation_exec.go)
+			return r.graphParkRefused(p)
+		}
+		return r.parkSub(p, o.now())
 	}
-	r.keepResult(ctx, ch.sub, res, partial, err, &out) // delegation.go
-	return out
+	return r.subResult(ctx, ch, res, err, partial)
 }
 
 // partialText introduces what a stopped sub-agent had written, if anything.
@@ -367,8 +366,8 @@ func (r *run) childBudget(share float64) (b Budget, ok bool) {
 }
 
 // childSpecs are the tools of a sub-agent at depth: those skill sk lists,
-// in its order, or without sk the run's; of them, the plain tools, and
-// spawn_agent below MaxDepth.
+// in its order, or without sk the run's; of them, the tools and exposed
+// Agent-Tools, and spawn_agent below MaxDepth.
 func (r *run) childSpecs(depth int, sk *skill.Skill) []llm.ToolSpec {
 	all := r.specs()
 	if sk != nil {
@@ -382,7 +381,7 @@ func (r *run) childSpecs(depth int, sk *skill.Skill) []llm.ToolSpec {
 	}
 	out := make([]llm.ToolSpec, 0, len(all))
 	for _, sp := range all {
-		if r.o.callable[sp.Name] != nil || sp.Name == SpawnAgentTool && depth >= r.o.spawn.opts.MaxDepth {
+		if sp.Name == SpawnAgentTool && depth >= r.o.spawn.opts.MaxDepth {
 			continue
 		}
 		out = append(out, sp)
@@ -420,6 +419,9 @@ func (r *run) handleSub(partial *string) error {
 	}()
 	p := r.sub.prompt
 	r.setSystem(p, r.o.ctxm.MessageTokens(llm.Message{Role: llm.RoleSystem, Content: p}))
+	if r.sub.resume != nil { // a parked sub-agent the user's decision resumes (spawn_resume.go)
+		return r.sub.resume(r)
+	}
 	r.push(llm.UserMessage(r.msg.Text))
 	r.commit()
 	return r.loop()
