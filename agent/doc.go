@@ -335,7 +335,12 @@
 // message, the path a triggered run takes, listing the tasks' outcomes
 // and their results framed as data; the coordinator's reaction goes to
 // SubAgentOptions.OnBackground, so the user hears of it without asking.
-// Delivery is at least once (see Orchestrator.TaskExecutor).
+// Delivery is at least once (see Orchestrator.TaskExecutor). A background
+// task has no run of the coordinator to wait in: its specialist calling
+// an Agent-Tool that needs approval is not parked, the action is not
+// taken, and the task fails saying so — the coordinator can run it in the
+// foreground, where the user is asked (a resumed sub-agent's result is
+// stored like any other).
 //
 // The default engine is in memory and run by the orchestrator from the
 // first background spawn until Close. An engine given in
