@@ -44,6 +44,17 @@ func (s *script) spawnResult() string {
 	return s.spawn
 }
 
+// graphID is the id of the graph the coordinator started, read from its
+// spawn_agent result ("Started in the background as graph ID: …").
+func (s *script) graphID() string {
+	_, rest, ok := strings.Cut(s.spawnResult(), "as graph ")
+	if !ok {
+		return ""
+	}
+	id, _, _ := strings.Cut(rest, ":")
+	return id
+}
+
 func (s *script) reply(req llm.Request) llmtest.Reply {
 	if len(req.Messages) == 0 || req.Purpose != llm.PurposeLoop && req.Purpose != "" {
 		return llmtest.Reply{Text: "OK."}
@@ -56,7 +67,7 @@ func (s *script) reply(req llm.Request) llmtest.Reply {
 	case strings.Contains(sys, "Instructions of skill writer:"):
 		return s.write(req)
 	}
-	return s.coordinate(last)
+	return s.coordinate(req.Messages, last)
 }
 
 // research searches once, then compares what it found.
@@ -82,6 +93,9 @@ func (s *script) write(req llm.Request) llmtest.Reply {
 			break
 		}
 	}
+	if strings.Contains(user, "Send the note") {
+		return s.sendNote(req, user)
+	}
 	s.mu.Lock()
 	s.writer = user
 	s.mu.Unlock()
@@ -98,10 +112,38 @@ func (s *script) write(req llm.Request) llmtest.Reply {
 		". Shall I book it?\n\nAlex")
 }
 
+// sendNote sends the note framed in its context with send_email, then
+// reports the email's result.
+func (s *script) sendNote(req llm.Request, user string) llmtest.Reply {
+	if last := req.Messages[len(req.Messages)-1]; last.Role == llm.RoleTool {
+		return llmtest.Text("Sent: " + last.Content)
+	}
+	note := framedSuffix(user, ".write")
+	subject, body, _ := strings.Cut(note, "\n\n")
+	args, _ := json.Marshal(map[string]string{"to": "ana@example.com", "subject": strings.TrimPrefix(subject, "Subject: "), "body": body})
+	return llmtest.Calls(llm.ToolCall{ID: "mail", Name: "send_email", Arguments: args})
+}
+
 // coordinate is the coordinator: it starts the graph on the user's
-// message, says it is under way, and reacts to the delivery.
-func (s *script) coordinate(last llm.Message) llmtest.Reply {
+// message, says it is under way, reacts to the delivery, and has the
+// writer send the note when the user asks.
+func (s *script) coordinate(msgs []llm.Message, last llm.Message) llmtest.Reply {
 	switch {
+	case last.Role == llm.RoleTool && strings.HasPrefix(last.ToolCallID, "resume_"): // the specialist's answer after the approval
+		line, _, _ := strings.Cut(last.Content, "\n")
+		return llmtest.Text("Done. " + line)
+	case last.Role == llm.RoleTool && last.ToolCallID == "send":
+		return llmtest.Text("The writer is sending it; please confirm the email.")
+	case last.Role == llm.RoleUser && strings.HasPrefix(last.Content, "Looks good, send it"):
+		ref := ""
+		for _, m := range msgs {
+			if id := refEnding(m.Content, ".write"); id != "" {
+				ref = id
+			}
+		}
+		args, _ := json.Marshal(map[string]any{"skill": "writer", "task": "Send the note to Ana (ana@example.com) with send_email.",
+			"context": "The note: [agent_result:" + ref + "]"})
+		return llmtest.Calls(llm.ToolCall{ID: "send", Name: agent.SpawnAgentTool, Arguments: args})
 	case last.Role == llm.RoleTool:
 		s.mu.Lock()
 		s.spawn = last.Content
@@ -147,4 +189,20 @@ func block(s string, i int) string {
 	}
 	body, _, _ = strings.Cut(body, "\n</agent_result>")
 	return body
+}
+
+// refEnding is the id of the first [agent_result:ID] reference in s whose
+// id ends with suffix, or "".
+func refEnding(s, suffix string) string {
+	for {
+		_, rest, ok := strings.Cut(s, "[agent_result:")
+		if !ok {
+			return ""
+		}
+		id, _, _ := strings.Cut(rest, "]")
+		if strings.HasSuffix(id, suffix) {
+			return id
+		}
+		s = rest
+	}
 }
