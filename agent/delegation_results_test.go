@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/valetkit/valet/agent"
 	"github.com/valetkit/valet/agent/delegate"
@@ -181,5 +182,36 @@ func TestSpawnMissingRefRefused(t *testing.T) {
 				t.Fatalf("tool calls %+v, want the spawn an error", res.ToolCalls)
 			}
 		})
+	}
+}
+
+// A long referred result is cut where the sub-agent is given it, and the
+// frame says so.
+func TestSpawnRefCutAndSaysSo(t *testing.T) {
+	eng := newEngine(t)
+	long := strings.Repeat("é", agent.MaxInlinedResultBytes) // two bytes each
+	if err := eng.PutResult(context.Background(), delegate.Result{ID: "big", TenantID: "u1", Text: long, Status: delegate.ResultCompleted}); err != nil {
+		t.Fatal(err)
+	}
+	var worker string
+	model := llmtest.NewScriptFunc(func(req llm.Request) llmtest.Reply {
+		if isWorker(req) {
+			worker = firstUser(req)
+			return llmtest.Reply{Text: "ok"}
+		}
+		if _, ok := toolResults(req)["sp1"]; ok {
+			return llmtest.Reply{Text: "Done."}
+		}
+		return llmtest.Reply{ToolCalls: []llm.ToolCall{spawnCall("sp1", map[string]any{"task": "Summarise.", "context": "[agent_result:big]"})}}
+	})
+	o := newOrch(t, model, agent.Config{SubAgents: subAgents(agent.SubAgentOptions{Engine: eng})})
+	if _, err := o.HandleMessage(context.Background(), msg("Summarise it.")); err != nil {
+		t.Fatal(err)
+	}
+	if len(worker) > agent.MaxInlinedResultBytes+2048 || !strings.Contains(worker, "[cut: the first 32768 of 65536 bytes are shown]") {
+		t.Fatalf("sub-agent was sent %d bytes ending %q", len(worker), worker[max(0, len(worker)-200):])
+	}
+	if !utf8.ValidString(worker) {
+		t.Fatal("the cut split a character")
 	}
 }
