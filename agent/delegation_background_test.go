@@ -128,8 +128,16 @@ func TestBackgroundGraphDeliveredAsNewMessage(t *testing.T) {
 		return s.reply(req)
 	})
 	got := make(chan *agent.Result, 4)
+	var pmu sync.Mutex
+	paths := map[string]bool{} // the paths of the background runs' steps
 	o := newOrch(t, gate, agent.Config{Clock: clock.System{}, SubAgents: subAgents(agent.SubAgentOptions{
 		OnBackground: func(_ context.Context, res *agent.Result) { got <- res },
+	}), Observer: agent.ObserverFunc(func(_ context.Context, st agent.Step) {
+		if len(st.Path) > 0 {
+			pmu.Lock()
+			paths[strings.Join(st.Path, " ")] = true
+			pmu.Unlock()
+		}
 	})})
 	defer func() {
 		if err := o.Close(context.Background()); err != nil {
@@ -159,6 +167,12 @@ func TestBackgroundGraphDeliveredAsNewMessage(t *testing.T) {
 		!strings.Contains(delivery[0], "Dear Ana, Casa Azul it is.") || !strings.Contains(delivery[0], "untrusted data") {
 		t.Fatalf("delivery %q", delivery)
 	}
+	id := strings.TrimPrefix(bg.TaskID, "graph:")
+	pmu.Lock()
+	if !paths[id+"/research"] || !paths[id+"/write"] {
+		t.Errorf("observed sub-agent paths %v, want <graph>/research and <graph>/write", paths)
+	}
+	pmu.Unlock()
 	h, err := o.History(context.Background(), "u1", "c1")
 	if err != nil {
 		t.Fatal(err)

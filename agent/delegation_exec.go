@@ -35,7 +35,8 @@ const (
 // has left. A model failure or a cancellation is an error (the engine
 // runs the task again); a refusal (an unknown skill, a missing result)
 // and a sub-agent stopped by its budget or timeout are outputs, failed or
-// partial.
+// partial. The task's steps reach the Observer with Step.Path
+// ["<graph id>/<task id>"].
 //
 // Its Deliver hands the graph's end to the coordinator's conversation as
 // a new message, the path a triggered run takes (Message.Source
