@@ -55,10 +55,12 @@ type SubAgentOptions struct {
 	// Engine keeps sub-agents' results (each stored before the spawn's
 	// tool result is returned, and named there as [agent_result:ID]) and
 	// runs background task graphs (spawn_agent's background and tasks
-	// arguments). Default
-	// nil: an in-memory engine (delegate.NewMemory) the orchestrator
-	// runs itself once background work is started, stopped by
-	// Orchestrator.Close. An engine given here is run by the host:
+	// arguments). Default nil: an in-memory engine (delegate.NewMemory)
+	// the orchestrator runs itself once background work is started,
+	// stopped by Orchestrator.Close; it keeps results for
+	// delegate.DefaultRetention (24h) in process memory and loses them,
+	// and unfinished graphs, with the process. An engine given here (such
+	// as agent/delegate/pgdelegate's) is run by the host:
 	// go engine.Run(ctx, o.TaskExecutor()).
 	Engine delegate.Engine
 	// OnBackground is handed the coordinator's Result of each delivery:
