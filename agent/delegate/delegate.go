@@ -224,7 +224,7 @@ type Output struct {
 }
 
 // Executor runs a graph's tasks and tells the coordinator's conversation
-// of a graph's end. agent.Orchestrator implements it.
+// of a graph's end. agent.Orchestrator.TaskExecutor returns one.
 type Executor interface {
 	// RunTask runs task t of graph g, whose dependencies completed; deps
 	// are their results by task id. g and t are copies: changing them

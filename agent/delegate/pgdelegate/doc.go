@@ -5,7 +5,7 @@
 //
 //	eng, err := pgdelegate.New(db, pgdelegate.Config{Schema: "valet"}) // db: your *pgxpool.Pool; zero fields: the defaults
 //	if err := eng.Migrate(ctx); err != nil { … }
-//	go eng.Run(ctx, executor) // agent.Orchestrator; River works the tasks until ctx ends
+//	go eng.Run(ctx, o.TaskExecutor()) // o: the agent.Orchestrator; River works the tasks until ctx ends
 //
 // An [Engine] is a delegate.Engine: it passes delegatetest's conformance
 // suite, its restart and replica checks included.

@@ -13,7 +13,7 @@ import (
 
 // Example wires the engine on a pool: Migrate at start from every
 // process, Run for as long as the process lives, Submit from anywhere.
-// exec is the host's delegate.Executor (agent.Orchestrator).
+// exec is the host's delegate.Executor (agent.Orchestrator.TaskExecutor).
 func Example() {
 	ctx := context.Background()
 	url := os.Getenv("VALET_TEST_POSTGRES")
@@ -32,7 +32,7 @@ func Example() {
 	if err := eng.Migrate(ctx); err != nil {
 		log.Fatal(err)
 	}
-	var exec delegate.Executor // agent.Orchestrator
+	var exec delegate.Executor // o.TaskExecutor() of an agent.Orchestrator o
 	if exec != nil {
 		go func() { _ = eng.Run(ctx, exec) }()
 	}
