@@ -350,6 +350,57 @@
 // tool declared above low (its Risk and RiskDecision); the call's
 // execute_tool span gets valet.tool.risk and valet.tool.risk.decision.
 //
+// # Delegation: durable results and background task graphs
+//
+// Every sub-agent's result is stored in SubAgentOptions.Engine's Results
+// (agent/delegate; default an in-memory engine) before the spawn's tool
+// result goes to the coordinator, and the tool result names it:
+// "[stored as [agent_result:ID]: …]". When the write fails the tool result
+// still carries the text, says it has no reference, and is no error. A
+// spawn's task or context may hold [agent_result:ID] references instead
+// of the text: each is read from the Results of the run's tenant and
+// appended to the sub-agent's context in an <agent_result id="…"
+// status="…"> block introduced as untrusted data; the text's line breaks
+// are normalised, its control characters replaced, every "<" that would
+// open or close an agent_result tag (any case, spaces or slashes between)
+// written "&lt;", and it is cut at MaxInlinedResultBytes, saying so. A
+// reference to no stored result — another tenant's included — or more
+// than MaxResultRefs of them is an error result: nothing starts, no model
+// call is made.
+//
+// The coordinator (depth 0) may also start background work:
+// spawn_agent(task, background: true) or spawn_agent(tasks: [{id, skill,
+// task, context, depends_on}, …]) submits a delegate.Graph to the engine
+// and returns at once with the graph's id and its tasks' result ids
+// ([agent_result:<graph>.<task>]). A graph that cannot run — a cycle,
+// an unknown dependency or skill, a reference to a missing result — is an
+// error result and nothing is stored; inside a sub-agent, background and
+// tasks are error results. The graph's Budget is budget_share of what the
+// run's budget had left, fixed at spawn; its Model is the message's. Its
+// tasks run as sub-agents at depth 1 when their dependencies completed
+// (in parallel up to the engine's limit), where [agent_result:<task id>]
+// names a dependency's result; a failed task blocks its dependants. When
+// the graph ends its end is delivered to the conversation as a new
+// message, the path a triggered run takes, listing the tasks' outcomes
+// and their results framed as data; the coordinator's reaction goes to
+// SubAgentOptions.OnBackground, so the user hears of it without asking.
+// Delivery is at least once (see Orchestrator.TaskExecutor). A background
+// task has no run of the coordinator to wait in: its specialist calling
+// an Agent-Tool that needs approval is not parked, the action is not
+// taken, and the task fails saying so — the coordinator can run it in the
+// foreground, where the user is asked (a resumed sub-agent's result is
+// stored like any other).
+//
+// The default engine is in memory and run by the orchestrator from the
+// first background spawn until Close. An engine given in
+// SubAgentOptions.Engine (delegate/pgdelegate keeps results and graphs in
+// PostgreSQL, so a restart delivers what was left) is run by the host:
+//
+//	var eng delegate.Engine = … // a durable one, e.g. from agent/delegate/pgdelegate
+//	o, err := agent.NewOrchestrator(agent.Config{…, SubAgents: agent.SubAgentOptions{Enabled: true, Engine: eng,
+//		OnBackground: func(ctx context.Context, res *agent.Result) { notify(res.Response) }}})
+//	go eng.Run(ctx, o.TaskExecutor())
+//
 // # History and memory
 //
 // Each conversation's history lives in Config.Memory, a memory.Provider:

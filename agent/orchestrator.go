@@ -194,6 +194,9 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 	if err := o.checkSkills(); err != nil { // spawn_skill.go
 		return nil, err
 	}
+	if err := o.initDelegation(); err != nil { // delegation.go
+		return nil, err
+	}
 	if o.pool == nil {
 		// On the orchestrator's clock, so a fake Config.Clock and the
 		// pool agree about what has expired.

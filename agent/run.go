@@ -73,6 +73,8 @@ type run struct {
 	spawned *spawnTally
 	doom    doomState // the doom-loop detector (doomloop.go)
 	plan    planState // the plan's call in the history (plan.go)
+	// graph: the run is a graph's task's parent (delegation_exec.go).
+	graph *graphTask
 }
 
 func (o *Orchestrator) newRun(ctx context.Context, msg Message, emit func(Event) bool) *run {

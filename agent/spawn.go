@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/valetkit/valet/agent/delegate"
 	"github.com/valetkit/valet/agent/skill"
 	"github.com/valetkit/valet/llm"
 	"github.com/valetkit/valet/tool"
@@ -51,6 +52,24 @@ type SubAgentOptions struct {
 	// what it wrote so far is returned, marked. Default
 	// DefaultSubAgentTimeout (5m).
 	Timeout time.Duration
+	// Engine keeps sub-agents' results (each stored before the spawn's
+	// tool result is returned, and named there as [agent_result:ID]) and
+	// runs background task graphs (spawn_agent's background and tasks
+	// arguments). Default nil: an in-memory engine (delegate.NewMemory)
+	// the orchestrator runs itself once background work is started,
+	// stopped by Orchestrator.Close; it keeps results for
+	// delegate.DefaultRetention (24h) in process memory and loses them,
+	// and unfinished graphs, with the process. An engine given here (such
+	// as agent/delegate/pgdelegate's) is run by the host:
+	// go engine.Run(ctx, o.TaskExecutor()).
+	Engine delegate.Engine
+	// OnBackground is handed the coordinator's Result of each delivery:
+	// the run a background graph's end started in its conversation (a
+	// new message, the path a triggered run takes), so the host can tell
+	// the user what came of it without being asked. Called after the
+	// Result is saved, on the engine's goroutine; at least once per
+	// graph (see Orchestrator.TaskExecutor). Optional.
+	OnBackground func(ctx context.Context, res *Result)
 }
 
 func (s SubAgentOptions) withDefaults() (SubAgentOptions, error) {
@@ -71,25 +90,29 @@ func (s SubAgentOptions) withDefaults() (SubAgentOptions, error) {
 
 // spawnArgs are spawn_agent's arguments.
 type spawnArgs struct {
-	Task        string  `json:"task" jsonschema:"description=The task for the sub-agent: what to do and what to answer with"`
-	Context     string  `json:"context,omitempty" jsonschema:"description=What the sub-agent needs to know: it sees nothing of this conversation"`
-	BudgetShare float64 `json:"budget_share,omitempty" jsonschema:"description=Share (0 to 1) of what is left of this request's budget the sub-agent may use; default all of it,minimum=0,maximum=1"`
+	Task        string          `json:"task,omitempty" jsonschema:"description=The task for the sub-agent: what to do and what to answer with; required unless tasks is given"`
+	Context     string          `json:"context,omitempty" jsonschema:"description=What the sub-agent needs to know: it sees nothing of this conversation"`
+	BudgetShare float64         `json:"budget_share,omitempty" jsonschema:"description=Share (0 to 1) of what is left of this request's budget the sub-agent may use; default all of it,minimum=0,maximum=1"`
+	Background  bool            `json:"background,omitempty" jsonschema:"description=Run the task in the background: the call returns at once and the result comes to this conversation as a new message when it is done"`
+	Tasks       []spawnTaskArgs `json:"tasks,omitempty" jsonschema:"description=Instead of task: several tasks run in the background as a graph; a task starts when the tasks it depends_on completed and its context may refer to their results as [agent_result:<task id>]"`
 }
 
 // spawner is the orchestrator's sub-agent state; nil when SubAgents is
 // not enabled.
 type spawner struct {
 	opts SubAgentOptions
+	del  delegation // results and background graphs (delegation.go)
 }
 
 // newSpawner adds spawn_agent to reg when opts enable it, with the skill
 // argument when skills are configured (spawn_skill.go).
 func newSpawner(opts SubAgentOptions, reg *tool.Registry, skills *skill.Set) (*spawner, error) {
 	if !opts.Enabled {
-		if opts != (SubAgentOptions{}) {
-			if _, err := opts.withDefaults(); err != nil {
-				return nil, err
-			}
+		if _, err := opts.withDefaults(); err != nil {
+			return nil, err
+		}
+		if opts.Engine != nil || opts.OnBackground != nil {
+			return nil, fmt.Errorf("%w: SubAgents: Engine and OnBackground need Enabled", ErrInvalidConfig)
 		}
 		return nil, nil
 	}
@@ -234,6 +257,9 @@ func (r *run) spawnCall(parent context.Context, c llm.ToolCall) callOutcome {
 	if err := json.Unmarshal([]byte(c.Arguments), &in); err != nil {
 		return fail("spawn_agent: invalid arguments: %s", maskText(err.Error()))
 	}
+	if in.Background || in.Tasks != nil {
+		return r.spawnBackground(parent, in) // delegation_graph.go
+	}
 	if strings.TrimSpace(in.Task) == "" {
 		return fail("spawn_agent: task is required")
 	}
@@ -249,11 +275,16 @@ func (r *run) spawnCall(parent context.Context, c llm.ToolCall) callOutcome {
 		return fail("spawn_agent: this request's budget is spent; no sub-agent was started")
 	}
 
+	refs, refusal := r.resolveRefs(parent, in.Task, in.Context) // delegation_refs.go
+	if refusal != "" {
+		return fail("%s", refusal)
+	}
+
 	ctx, cancel := context.WithTimeout(parent, o.spawn.opts.Timeout)
 	defer cancel()
 	text := in.Task
-	if strings.TrimSpace(in.Context) != "" {
-		text = "Task:\n" + in.Task + "\n\nContext:\n" + in.Context
+	if strings.TrimSpace(in.Context) != "" || refs != "" {
+		text = "Task:\n" + in.Task + "\n\nContext:\n" + in.Context + refs
 	}
 	msg := Message{
 		TenantID: r.msg.TenantID, ConversationID: r.msg.ConversationID, Text: text,
@@ -285,6 +316,9 @@ func (r *run) spawnCall(parent context.Context, c llm.ToolCall) callOutcome {
 	if p := ch.sub.park; p != nil && err == nil { // it waits for the user's approval (spawn_park.go)
 		if r.sub != nil {
 			return callOutcome{result: tool.Result{Content: "The sub-agent waits for the user's confirmation."}, status: string(StatusWaitingForApproval), wait: &Waiting{sub: p}}
+		}
+		if r.graph != nil { // a background task cannot wait for the user (delegation_exec.go)
+			return r.graphParkRefused(p)
 		}
 		return r.parkSub(p, o.now())
 	}

@@ -238,6 +238,7 @@ func (r *run) subResult(ctx context.Context, ch *run, res *Result, err error, pa
 		out.result.IsError = true
 		out.result.Err = err
 	}
+	r.keepResult(ctx, ch.sub, res, used, partial, err, &out) // stored before anyone reads it (delegation.go)
 	return out
 }
 
