@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/valetkit/valet/approval"
 	"github.com/valetkit/valet/llm"
@@ -105,7 +106,7 @@ func (r *run) resolve(id string, d approval.Decision) error {
 	if e, err = o.pendingApproval(ctx, r.msg.TenantID, id); err != nil {
 		return err
 	}
-	a := o.agents[e.AgentName]
+	a := r.agentOf(e.AgentName)
 	switch {
 	case e.Paused:
 		return fmt.Errorf("%w: %s", ErrPaused, id)
@@ -233,7 +234,7 @@ func (o *Orchestrator) CancelAgent(ctx context.Context, tenantID, id string) err
 		return fmt.Errorf("agent: cancel %s: %w", id, err)
 	}
 	callID := resumeCallID(taken)
-	name, args, text := taken.AgentName, taken.Fields, cancelledText
+	name, args, text := strings.TrimPrefix(taken.AgentName, RiskToolPrefix), taken.Fields, cancelledText
 	if taken.SubAgent != nil { // the sub-agent that called it is stopped with it (spawn_park.go)
 		name, args, text = SpawnAgentTool, subArgs(taken), subCancelledText(taken)
 	}

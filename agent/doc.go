@@ -301,6 +301,55 @@
 // see each intervention as StepDoomLoop, and the run's span gets a
 // valet.doom_loop event. LoopConfig.NoDoomLoop turns it off.
 //
+// # Risk
+//
+// Every plain tool call is classified before it runs. Its risk is the
+// tool's declared one (tool.WithRisk; tool.RiskLow when none; an MCP tool's
+// comes from its annotations, and one without is tool.RiskHigh), refined
+// by LoopConfig.RiskPolicy, which gets the call and may decide from its
+// arguments: the same shell tool can run `ls` freely, wait for the user
+// on `rm` and refuse `rm -rf` or `sudo`. Without a RiskPolicy (the
+// default) the declared risk stands. The policy runs on the loop's
+// goroutine, in call order, before the turn's calls start.
+//
+//   - RiskLow: the call runs.
+//   - RiskMedium: it runs, and an INFO line names the tool (never its
+//     arguments).
+//   - RiskHigh: it waits for the user's approval, like an Agent-Tool's
+//     (see "Agent-Tools"): a pool entry named RiskToolPrefix + the tool's
+//     name ("tool:shell") holds the call's arguments; its request's
+//     ActionSummary and Details show the tool and its arguments with
+//     secrets masked (RedactArguments), each on one line; its options are
+//     approve and cancel (no edit). The model reads that the call waits.
+//     The user's reply or ResolveApproval decides it with the same
+//     fingerprint rules, across replicas and restarts: approved, it runs
+//     once, with the arguments the model gave, without being classified
+//     again, and its result enters the conversation as a resumed call;
+//     cancelled, the model reads "User cancelled this action.". The tool
+//     is looked up by name when the decision comes: a tool gone, or whose
+//     description or schema changed, makes the request stale
+//     (ErrStaleAgent) and nothing runs. Arguments that are not a JSON
+//     object or fail the tool's schema are an error result, never a
+//     request.
+//   - RiskCritical (or any level above): the call is not run; the model
+//     reads that the risk policy denied it (ErrRiskDenied, ResultStatus
+//     "denied").
+//
+// A RiskPolicy that returns an error or panics denies the call the same
+// way; the loop goes on, and the error or panic value is logged masked,
+// never shown to the model. Calls of Agent-Tools and of spawn_agent are
+// not classified: an Agent-Tool asks for approval itself.
+//
+// Inside a sub-agent a high-risk call reaches the user the way an
+// Agent-Tool's approval there does (see "Approvals inside sub-agents"):
+// the sub-agent parks, the coordinator waits, and once approved the call
+// runs inside the sub-agent, which goes on. Only the first call of a turn
+// that needs approval parks it; the others are told to call again.
+//
+// Observers see StepRisk for each call classified by a RiskPolicy or of a
+// tool declared above low (its Risk and RiskDecision); the call's
+// execute_tool span gets valet.tool.risk and valet.tool.risk.decision.
+//
 // # Delegation: durable results and background task graphs
 //
 // Every sub-agent's result is stored in SubAgentOptions.Engine's Results

@@ -47,6 +47,7 @@ type Orchestrator struct {
 	agents   map[string]*agentTool // every registered Agent-Tool
 	callable map[string]*agentTool // those the model sees as tools
 	spawn    *spawner              // Config.SubAgents; nil when off (spawn.go)
+	riskPark bool                  // a plain tool call may wait for approval (risk.go)
 	pool     pool.Store
 	locker   pool.Locker
 
@@ -169,6 +170,7 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 		mem:      cfg.Memory,
 		memOpts:  memOpts,
 	}
+	o.riskPark = mayParkRisky(cfg, reg) // risk.go
 	if o.mem == nil {
 		m, err := memory.NewInMemory(memory.Config{Clock: o.clock})
 		if err != nil {

@@ -17,7 +17,7 @@ import (
 // error: another reply decided it.
 func (r *run) applyDecision(e *pool.Entry, d approval.Decision) error {
 	o := r.o
-	a := o.agents[e.AgentName]
+	a := r.agentOf(e.AgentName)
 	taken, err := r.takeChecked(e, d.Fingerprint)
 	if err != nil || taken == nil {
 		return err
@@ -73,7 +73,7 @@ func (r *run) applyDecision(e *pool.Entry, d approval.Decision) error {
 func (r *run) takeChecked(e *pool.Entry, fingerprint string) (*pool.Entry, error) {
 	o := r.o
 	for range 3 {
-		a := o.agents[e.AgentName]
+		a := r.agentOf(e.AgentName)
 		if e.Status != pool.StatusWaitingForApproval || e.Approval == nil || e.Paused || a == nil || e.SchemaVersion != a.version {
 			return nil, nil
 		}

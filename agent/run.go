@@ -211,7 +211,7 @@ func (r *run) credentials() credentials.Store {
 // serveThenLoop serves the conversation's waiting Agent-Tools first, then
 // runs the loop unless serving ended the run.
 func (r *run) serveThenLoop() error {
-	if len(r.o.agents) > 0 {
+	if len(r.o.agents) > 0 || r.o.riskPark {
 		done, err := r.servePending()
 		if err != nil || done {
 			return err

@@ -245,7 +245,7 @@ func (r *run) parkSub(p *subPark, now time.Time) callOutcome {
 	}
 	e := &pool.Entry{
 		ID:             newID(),
-		AgentName:      a.name,
+		AgentName:      a.poolName(),
 		TenantID:       r.msg.TenantID,
 		ConversationID: r.msg.ConversationID,
 		Status:         pool.StatusWaitingForApproval,

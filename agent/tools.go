@@ -80,6 +80,10 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage) {
 			r.planSubAgentTools(calls[:allowed]) // spawn_park.go
 		}
 	}
+	r.classifyCalls(t, calls[:allowed]) // risk.go
+	if t.risks != nil && t.at.IsZero() {
+		t.at = o.now()
+	}
 	// The last call runs here, on the loop's goroutine; each other call
 	// runs on a goroutine of its own, at most MaxParallelTools-1 at once, so
 	// at most MaxParallelTools calls run at once (starting one waits for a
@@ -153,6 +157,9 @@ type turn struct {
 	// allowed is how many calls the budget lets run, the first ones in
 	// call order; the others get an error result.
 	allowed int
+	// risks are the risk checks of the allowed calls (risk.go); nil when
+	// all are low risk.
+	risks []riskVerdict
 }
 
 // spawned runs call i on its own goroutine.
@@ -193,6 +200,9 @@ func (t *turn) exec(i int) {
 			r.markInterrupted(c, out)
 			return
 		}
+	}
+	if t.risks != nil && t.riskGate(i, c, tt, out) {
+		return // denied, or waiting for the user's approval (risk.go)
 	}
 	parent := t.ctx
 	if tl, ok := r.tools().Get(c.Name); ok && tool.SettingsOf(tl).Timeout > 0 {
