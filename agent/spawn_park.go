@@ -307,6 +307,11 @@ func (o *Orchestrator) subLevels(e *pool.Entry) ([]subLevel, error) {
 		case i == len(lv)-1 && l.Waiting != e.ToolCallID:
 			return nil, fmt.Errorf("sub-agent state: the innermost level waits on another call")
 		}
+		// Resumed, the window goes to the model as it is: a tool result
+		// without its call (a corrupted or forged record) is refused here.
+		if err := llm.CheckPairing(l.Window); err != nil {
+			return nil, fmt.Errorf("sub-agent state: level %d: %w", i, err)
+		}
 		if l.Skill != "" {
 			if !hasSkills(skills) {
 				return nil, fmt.Errorf("sub-agent state: level %d runs skill %q, and no skills are configured", i, l.Skill)

@@ -70,3 +70,67 @@ func TestParkedSubAgentStateHoldsNoCredentialValue(t *testing.T) {
 		t.Fatalf("the user is shown the credential: %q", res.Response)
 	}
 }
+
+// A sub-agent's entry whose state is malformed or from another format
+// (written with the pool API, as an old or corrupted record) is refused:
+// ErrStaleAgent or another error, never a panic, and nothing runs.
+func TestMalformedSubAgentStateRunsNothing(t *testing.T) {
+	window := func(msgs ...string) string { return "[" + strings.Join(msgs, ",") + "]" }
+	user := `{"role":"user","content":"Email the team."}`
+	call := `{"role":"assistant","tool_calls":[{"id":"e1","name":"send_email","arguments":{}}]}`
+	tool := `{"role":"tool","tool_call_id":"e1","name":"send_email","content":"waits"}`
+	level := func(v int, depth int, path, win string) string {
+		return `[{"v":` + itoa(v) + `,"call_id":"sp1","args":{"task":"Email the team."},"depth":` + itoa(depth) +
+			`,"path":` + path + `,"window":` + win + `,"waiting":"e1"}]`
+	}
+	cases := map[string]string{
+		"not json":          `{"v":`,
+		"object":            `{"v":1}`,
+		"null":              `null`,
+		"empty":             `[]`,
+		"future version":    level(2, 1, `["sp1"]`, window(user, call, tool)),
+		"depth 0":           level(1, 0, `[]`, window(user, call, tool)),
+		"too deep":          level(1, 3, `["a","b","c"]`, window(user, call, tool)),
+		"no waiting result": level(1, 1, `["sp1"]`, window(user, call)),
+		// The waiting result has no call before it: resuming it would send
+		// the model an unpaired tool result.
+		"result without its call": level(1, 1, `["sp1"]`, window(user, tool)),
+		"result first":            level(1, 1, `["sp1"]`, window(tool)),
+	}
+	for name, state := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			shared := newPool(t, pool.MemoryConfig{})
+			email := &emailAgent{}
+			s := &subScript{t: t, coord: coordinator("Email the team."), worker: emailingWorker(`{"to":"team@example.com","subject":"Plan"}`)}
+			o := subOrch(t, s, agent.Config{Pool: shared}, email)
+			res, err := o.HandleMessage(ctx, msg("Tell the team."))
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := res.PendingApprovals[0].ID
+			e, err := shared.Get(ctx, "u1", id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.SubAgent = json.RawMessage(state)
+			if err := shared.Update(ctx, e); err != nil {
+				return // the pool refuses it: nothing to decide
+			}
+			func() {
+				defer func() {
+					if p := recover(); p != nil {
+						t.Fatalf("ResolveApproval panicked: %v", p)
+					}
+				}()
+				_, err = o.ResolveApproval(ctx, "u1", id, approval.Decision{Action: approval.Approve})
+			}()
+			if n := len(email.Sent()); n != 0 {
+				t.Fatalf("the action ran %d time(s) from a malformed sub-agent state (err %v)", n, err)
+			}
+			if err == nil {
+				t.Fatal("the decision succeeded; want ErrStaleAgent or an error")
+			}
+		})
+	}
+}
