@@ -90,7 +90,7 @@ func (r *run) servePending() (done bool, err error) {
 func (r *run) usable(e *pool.Entry, now time.Time) (note string, ok bool) {
 	o := r.o
 	a := o.agents[e.AgentName]
-	if a == nil || a.version != e.SchemaVersion || o.staleSub(e) {
+	if a == nil || a.version != e.SchemaVersion || r.staleSub(e) {
 		r.log().WarnContext(r.ctx, "agent: discarding a pooled agent made from another schema version",
 			"agent", e.AgentName, "id", e.ID, "version", e.SchemaVersion)
 		r.discard(r.ctx, e)

@@ -22,6 +22,7 @@ import (
 // sub-agent that parks again makes a new entry, and the run waits again.
 func (r *run) resumeSub(a *agentTool, e *pool.Entry, fields json.RawMessage, runIt bool, reason string) {
 	o := r.o
+	r.loadSources() // loaded by staleSub before the take; a sub-agent's tools may come from a source
 	levels, err := o.subLevels(e)
 	if err != nil { // checked before it was taken (staleEntry)
 		r.addSubResumed(e, nil, callOutcome{result: tool.Result{Content: "the sub-agent could not be resumed: " + err.Error(), IsError: true}, status: resultError})
@@ -241,14 +242,17 @@ func (r *run) subResult(ctx context.Context, ch *run, res *Result, err error, pa
 	return out
 }
 
-// staleSub reports whether e is a sub-agent's entry this orchestrator
-// cannot resume (another state format, sub-agents disabled or shallower):
-// it is discarded like an entry of a stale schema.
-func (o *Orchestrator) staleSub(e *pool.Entry) bool {
+// staleSub reports whether e is a sub-agent's entry this run cannot
+// resume (another state format, sub-agents disabled or shallower): it is
+// discarded like an entry of a stale schema. It is asked before e is
+// taken; the run's tool sources are loaded first, so the sub-agents are
+// checked against, and resumed with, the tools they parked with.
+func (r *run) staleSub(e *pool.Entry) bool {
 	if len(e.SubAgent) == 0 {
 		return false
 	}
-	_, err := o.subLevels(e)
+	r.loadSources()
+	_, err := r.o.subLevels(e)
 	return err != nil
 }
 
