@@ -138,16 +138,17 @@ func (r *run) continueSub(parent context.Context, levels []subLevel, e *pool.Ent
 	lv := levels[0]
 	ctx, cancel := context.WithTimeout(parent, o.spawn.opts.Timeout)
 	defer cancel()
-	msg := Message{
-		TenantID: r.msg.TenantID, ConversationID: r.msg.ConversationID, Text: subTask(lv),
-		Source: r.msg.Source, TaskID: r.msg.TaskID, Model: lv.Model, Location: r.msg.Location,
-		Budget: lv.Budget,
-	}
-	// Its prompt and tools are rebuilt from the configuration: its skill's
-	// (spawn_skill.go), or the worker's within r's.
-	sub, _, refusal := r.childScope(lv.Depth, lv.Skill)
+	// Its prompt, tools and model are rebuilt from the configuration: its
+	// skill's (spawn_skill.go), or the worker's within r's; staleSub
+	// checked them before the entry was taken.
+	sub, model, refusal := r.childScope(lv.Depth, lv.Skill)
 	if refusal != "" {
 		return callOutcome{result: tool.Result{Content: "the sub-agent could not be resumed: " + refusal, IsError: true}, status: resultError}
+	}
+	msg := Message{
+		TenantID: r.msg.TenantID, ConversationID: r.msg.ConversationID, Text: subTask(lv),
+		Source: r.msg.Source, TaskID: r.msg.TaskID, Model: resumeModel(lv, model), Location: r.msg.Location,
+		Budget: lv.Budget,
 	}
 	sub.path, sub.callID, sub.args, sub.prior = lv.Path, lv.CallID, lv.Args, &lv
 	sub.resume = func(ch *run) error { return ch.resumeWindow(lv, levels[1:], e, decide) }
@@ -252,8 +253,52 @@ func (r *run) staleSub(e *pool.Entry) bool {
 		return false
 	}
 	r.loadSources()
-	_, err := r.o.subLevels(e)
+	levels, err := r.o.subLevels(e)
+	if err == nil {
+		err = r.subScopes(levels, e)
+	}
+	if err != nil {
+		r.log().WarnContext(r.ctx, "agent: a parked sub-agent cannot be resumed as it parked", "id", e.ID, "agent", e.AgentName, "err", maskText(err.Error()))
+	}
 	return err != nil
+}
+
+// subScopes checks, under the current configuration, that each level of
+// levels would be resumed as it parked: its scope (its skill's, or the
+// worker's within its parent's) can still be built and still offers the
+// call it waits on — the next level's spawn_agent, or e's Agent-Tool in
+// the innermost — and the model it would run on is routable. A skill
+// that no longer lists the tool, or a model removed from Config.Models,
+// makes the entry stale before it is taken: nothing runs.
+func (r *run) subScopes(levels []subLevel, e *pool.Entry) error {
+	parent := r
+	for i, lv := range levels {
+		sub, model, refusal := parent.childScope(lv.Depth, lv.Skill)
+		if refusal != "" {
+			return fmt.Errorf("sub-agent state: level %d: %s", i, refusal)
+		}
+		if err := r.o.CheckModel(resumeModel(lv, model)); err != nil {
+			return fmt.Errorf("sub-agent state: level %d: %w", i, err)
+		}
+		want := SpawnAgentTool
+		if i == len(levels)-1 {
+			want = e.AgentName
+		}
+		if !sub.offers(want) {
+			return fmt.Errorf("sub-agent state: level %d is no longer given %s", i, want)
+		}
+		parent = &run{o: r.o, toolset: r.toolset, sub: &sub}
+	}
+	return nil
+}
+
+// resumeModel is the model a resumed sub-agent runs on: its skill's, as
+// configured now (skillModel), else the one it parked with.
+func resumeModel(lv subLevel, skillModel string) string {
+	if skillModel != "" {
+		return skillModel
+	}
+	return lv.Model
 }
 
 // subTask is the task message of a saved sub-agent (its first user

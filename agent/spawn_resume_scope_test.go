@@ -3,12 +3,15 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/valetkit/valet/agent"
 	"github.com/valetkit/valet/approval"
 	"github.com/valetkit/valet/llm"
 	"github.com/valetkit/valet/llm/llmtest"
+	"github.com/valetkit/valet/memory"
 	"github.com/valetkit/valet/pool"
 )
 
@@ -41,5 +44,96 @@ func TestNestedParkStaleAfterMaxDepthLowered(t *testing.T) {
 	_, err = shallow.ResolveApproval(ctx, "u1", res.PendingApprovals[0].ID, approval.Decision{Action: approval.Approve})
 	if !errors.Is(err, agent.ErrStaleAgent) || len(email.Sent()) != 0 {
 		t.Fatalf("err %v, sent %d; want ErrStaleAgent and nothing sent", err, len(email.Sent()))
+	}
+}
+
+// mailerWithoutEmail is the mailer skill after an operator removed
+// send_email from its tools.
+const mailerWithoutEmail = `---
+name: mailer
+description: Drafts and sends emails.
+tools: [save_note]
+---
+Write short emails.
+`
+
+// A specialist parked on send_email; the operator then redeploys with the
+// mailer skill no longer listing send_email. Deciding the old request must
+// not run an action the current skill does not allow: the request is
+// stale (or refused with a clear error), and nothing is sent.
+func TestParkedSpecialistDecidedAfterItsSkillDroppedTheTool(t *testing.T) {
+	ctx := context.Background()
+	var mu sync.Mutex
+	var reqs []llm.Request
+	shared := newPool(t, pool.MemoryConfig{})
+	email := &emailAgent{}
+	model := specialistScript(t, "mailer", &reqs, &mu)
+	o := agentsOrch(t, model, agent.Config{Pool: shared, SubAgents: subAgents(agent.SubAgentOptions{}),
+		Skills: loadSkills(t, map[string]string{"mailer/SKILL.md": mailerSkill})}, email, &noteAgent{})
+	res, err := o.HandleMessage(ctx, msg("Tell the team."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.PendingApprovals) != 1 {
+		t.Fatalf("approvals %+v", res.PendingApprovals)
+	}
+	restarted := agentsOrch(t, model, agent.Config{Pool: shared, SubAgents: subAgents(agent.SubAgentOptions{}),
+		Skills: loadSkills(t, map[string]string{"mailer/SKILL.md": mailerWithoutEmail})}, email, &noteAgent{})
+	_, err = restarted.ResolveApproval(ctx, "u1", res.PendingApprovals[0].ID, approval.Decision{Action: approval.Approve})
+	if n := len(email.Sent()); n != 0 {
+		t.Fatalf("the email was sent %d time(s) by a specialist whose skill no longer lists send_email (err %v)", n, err)
+	}
+	if !errors.Is(err, agent.ErrStaleAgent) {
+		t.Fatalf("the decision: %v, want ErrStaleAgent", err)
+	}
+	if p, err := restarted.ListPendingApprovals(ctx, "u1"); err != nil || len(p) != 0 {
+		t.Fatalf("the stale request is still pending: %+v, %v", p, err)
+	}
+}
+
+// A specialist parked on the model its skill named ("fast"); the operator
+// redeploys with the skill naming no model and "fast" gone from
+// Config.Models. Deciding the request must not consume it silently: either
+// the action runs once and the specialist goes on (on a model the current
+// configuration has), or the decision fails and nothing is lost.
+func TestParkedSpecialistDecidedAfterItsModelWasRemoved(t *testing.T) {
+	ctx := context.Background()
+	var mu sync.Mutex
+	var reqs []llm.Request
+	shared := newPool(t, pool.MemoryConfig{})
+	mem, err := memory.NewInMemory(memory.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	email := &emailAgent{}
+	model := specialistScript(t, "mailer", &reqs, &mu)
+	withFast := strings.Replace(mailerSkill, "tools:", "model: fast\ntools:", 1)
+	o := agentsOrch(t, model, agent.Config{Pool: shared, Memory: mem, SubAgents: subAgents(agent.SubAgentOptions{}),
+		Models: agent.ModelMap{"fast": model},
+		Skills: loadSkills(t, map[string]string{"mailer/SKILL.md": withFast})}, email, &noteAgent{})
+	res, err := o.HandleMessage(ctx, msg("Tell the team."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.PendingApprovals) != 1 {
+		t.Fatalf("approvals %+v", res.PendingApprovals)
+	}
+	id := res.PendingApprovals[0].ID
+	restarted := agentsOrch(t, model, agent.Config{Pool: shared, Memory: mem, SubAgents: subAgents(agent.SubAgentOptions{}),
+		Skills: loadSkills(t, map[string]string{"mailer/SKILL.md": mailerSkill})}, email, &noteAgent{})
+	res2, err := restarted.ResolveApproval(ctx, "u1", id, approval.Decision{Action: approval.Approve})
+	sent := len(email.Sent())
+	pending, _ := restarted.ListPendingApprovals(ctx, "u1")
+	if err == nil && sent != 1 {
+		h, _ := restarted.History(ctx, "u1", "c1")
+		t.Fatalf("the approved action was consumed without running: sent %d, still pending %d, response %q, spawn result %q",
+			sent, len(pending), res2.Response, spawnResumeResult(h, id))
+	}
+	if err != nil && sent != 0 {
+		t.Fatalf("err %v but sent %d", err, sent)
+	}
+	// The model is checked before the request is taken: it is stale.
+	if !errors.Is(err, agent.ErrStaleAgent) || len(pending) != 0 {
+		t.Fatalf("the decision: %v, still pending %d; want ErrStaleAgent and the request discarded", err, len(pending))
 	}
 }
