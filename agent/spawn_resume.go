@@ -28,10 +28,12 @@ func (r *run) resumeSub(a *agentTool, e *pool.Entry, fields json.RawMessage, run
 		r.addSubResumed(e, nil, callOutcome{result: tool.Result{Content: "the sub-agent could not be resumed: " + err.Error(), IsError: true}, status: resultError})
 		return
 	}
+	decided := &subDecision{name: a.name, ran: runIt}
 	decide := func(ch *run) (string, bool) {
 		ch.emitResumedStart(a, e, fields)
 		if !runIt {
-			return ch.subDecided(a, e, fields, reason, true, 0), true
+			decided.result = ch.subDecided(a, e, fields, reason, true, 0)
+			return decided.result, true
 		}
 		var tt toolTel
 		if o.tel != nil {
@@ -42,7 +44,8 @@ func (r *run) resumeSub(a *agentTool, e *pool.Entry, fields json.RawMessage, run
 		if o.tel != nil {
 			ch.endResumed(tt, a.name, content, isErr)
 		}
-		return ch.subDecided(a, e, fields, content, isErr, time.Since(t0)), isErr
+		decided.result, decided.isErr = ch.subDecided(a, e, fields, content, isErr, time.Since(t0)), isErr
+		return decided.result, isErr
 	}
 	call := llm.ToolCall{ID: resumeCallID(e), Name: SpawnAgentTool, Arguments: levels[0].Args}
 	if o.obs != nil {
@@ -53,7 +56,7 @@ func (r *run) resumeSub(a *agentTool, e *pool.Entry, fields json.RawMessage, run
 	}
 	r.spawned = new(spawnTally)
 	t0 := time.Now()
-	out := r.continueSub(r.toolCtx, levels, e, decide)
+	out := r.continueSub(r.toolCtx, levels, e, decide, decided)
 	out.dur = time.Since(t0)
 	r.addSpawned()
 	if p := out.park(); p != nil {
@@ -133,7 +136,7 @@ func (r *run) addSubResumed(e *pool.Entry, lv *subLevel, out callOutcome) {
 // it waits for (levels[1:]); decide gives the innermost one's waiting
 // result. It returns the outcome of r's spawn_agent call levels[0].CallID:
 // the sub-agent's answer, or a park when it waits for approval again.
-func (r *run) continueSub(parent context.Context, levels []subLevel, e *pool.Entry, decide func(*run) (string, bool)) callOutcome {
+func (r *run) continueSub(parent context.Context, levels []subLevel, e *pool.Entry, decide func(*run) (string, bool), decided *subDecision) callOutcome {
 	o := r.o
 	lv := levels[0]
 	ctx, cancel := context.WithTimeout(parent, o.spawn.opts.Timeout)
@@ -150,7 +153,7 @@ func (r *run) continueSub(parent context.Context, levels []subLevel, e *pool.Ent
 		Source: r.msg.Source, TaskID: r.msg.TaskID, Model: resumeModel(lv, model), Location: r.msg.Location,
 		Budget: lv.Budget,
 	}
-	sub.path, sub.callID, sub.args, sub.prior = lv.Path, lv.CallID, lv.Args, &lv
+	sub.path, sub.callID, sub.args, sub.prior, sub.decided = lv.Path, lv.CallID, lv.Args, &lv, decided
 	sub.resume = func(ch *run) error { return ch.resumeWindow(lv, levels[1:], e, decide) }
 	ch := o.newRun(ctx, msg, nil)
 	ch.toolset = r.toolset
@@ -187,7 +190,7 @@ func (r *run) resumeWindow(lv subLevel, inner []subLevel, e *pool.Entry, decide 
 		content, isErr = decide(r)
 	} else {
 		r.spawned = new(spawnTally)
-		out := r.continueSub(r.toolCtx, inner, e, decide)
+		out := r.continueSub(r.toolCtx, inner, e, decide, r.sub.decided)
 		r.addSpawned()
 		if p := out.park(); p != nil {
 			p.waits = lv.Waiting
@@ -240,7 +243,37 @@ func (r *run) subResult(ctx context.Context, ch *run, res *Result, err error, pa
 		out.result.IsError = true
 		out.result.Err = err
 	}
+	if err != nil {
+		// It stopped without answering: what the user decided still
+		// happened, and the coordinator must know, or it may do it again.
+		out.result.Content = ch.sub.decided.text() + out.result.Content
+	}
 	return out
+}
+
+// subDecision is the user's decision on the action a parked sub-agent
+// waited for, once carried out (resumeSub): a resumed sub-agent that stops
+// without answering reports it in its spawn_agent result.
+type subDecision struct {
+	name   string // the Agent-Tool
+	ran    bool   // approved (or edited) and run; else cancelled or failed before running
+	result string // the result the sub-agent was given (truncated); "" until decided
+	isErr  bool
+}
+
+// text introduces d's outcome in a stopped sub-agent's result; "" for
+// none (not resumed, or stopped before the decision was carried out).
+func (d *subDecision) text() string {
+	if d == nil || d.result == "" {
+		return ""
+	}
+	switch {
+	case !d.ran:
+		return fmt.Sprintf("The action %s the sub-agent waited for did not run: %s\n\n", d.name, d.result)
+	case d.isErr:
+		return fmt.Sprintf("The approved action %s ran and failed: %s\n\n", d.name, d.result)
+	}
+	return fmt.Sprintf("The approved action %s ran: %s\n\n", d.name, d.result)
 }
 
 // staleSub reports whether e is a sub-agent's entry this run cannot
