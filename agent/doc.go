@@ -226,7 +226,10 @@
 // budget has left and what it used, its window (task, turns, the results
 // of the turn's other calls) and the call that waits — goes into the
 // Agent-Tool's pool entry (pool.Entry.SubAgent, one level per nesting
-// level, outermost first, versioned), which is otherwise made as for the
+// level, outermost first, versioned; the window with credential shapes
+// masked as RedactText masks them, in message texts, tool results and
+// tool-call arguments, since a pool such as pool/redispool stores it: the
+// resumed sub-agent sees them masked), which is otherwise made as for the
 // coordinator's own call: same approval request, same fingerprint rules,
 // in the coordinator's conversation. The coordinator's spawn_agent call
 // waits like a parked Agent-Tool, so its run ends with

@@ -71,6 +71,77 @@ func TestParkedSubAgentStateHoldsNoCredentialValue(t *testing.T) {
 	}
 }
 
+// A token a sub-agent's tool returned (not from the credential store: an
+// API echoing its Authorization header) is not stored in clear in the
+// parked sub-agent's state, which lands in the pool (Redis): sub-agents
+// keep no history, so their tool results were never persisted before.
+func TestParkedSubAgentStateHoldsNoTokenFromAToolResult(t *testing.T) {
+	const token = "ghp_R8xK2mQ7vL4nT9wZ1cB5yH3jF6dS0aP2eU8i"
+	leaked := "connected to the CRM; request headers: Authorization: Bearer " + token
+	if agent.RedactText(leaked) == leaked {
+		t.Fatal("RedactText does not know this token's shape; pick another")
+	}
+	ctx := context.Background()
+	crm := tool.New("crm_lookup", "Looks the team up in the CRM", func(context.Context, EchoIn) (string, error) {
+		return leaked, nil
+	})
+	shared := newPool(t, pool.MemoryConfig{})
+	email := &emailAgent{}
+	s := &subScript{t: t, coord: coordinator("Email the team.")}
+	s.worker = func(task string, req llm.Request) llmtest.Reply {
+		rs := toolResults(req)
+		switch {
+		case rs["e1"].Content != "":
+			return llmtest.Text("Worker: " + rs["e1"].Content)
+		case rs["l1"].Content != "":
+			return llmtest.Calls(llm.ToolCall{ID: "e1", Name: "send_email", Arguments: json.RawMessage(`{"to":"team@example.com","subject":"Plan"}`)})
+		}
+		// The model copies the token into a call's arguments too.
+		return llmtest.Calls(llm.ToolCall{ID: "l1", Name: "crm_lookup", Arguments: json.RawMessage(`{"q":"team, token ` + token + `"}`)})
+	}
+	o := subOrch(t, s, agent.Config{Pool: shared, Tools: []tool.Tool{crm}}, email)
+	res, err := o.HandleMessage(ctx, msg("Tell the team."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.PendingApprovals) != 1 {
+		t.Fatalf("approvals %+v", res.PendingApprovals)
+	}
+	e, err := shared.Get(ctx, "u1", res.PendingApprovals[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(e.SubAgent), "connected to the CRM") {
+		t.Fatalf("the lookup result is not in the parked state: %s", e.SubAgent)
+	}
+	if strings.Contains(string(e.SubAgent), token) {
+		t.Fatalf("the parked sub-agent state holds the token in clear: %s", e.SubAgent)
+	}
+	// Resumed, the sub-agent goes on from the masked window, and the
+	// approved action runs once.
+	if _, err := o.ResolveApproval(ctx, "u1", e.ID, approval.Decision{Action: approval.Approve}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(email.Sent()); n != 1 {
+		t.Fatalf("sent %d", n)
+	}
+	wr := s.workerRequests("Email the team.")
+	last := wr[len(wr)-1]
+	if err := llm.CheckPairing(last.Messages); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range last.Messages {
+		for _, c := range m.ToolCalls {
+			if !json.Valid(c.Arguments) {
+				t.Fatalf("the resumed window holds invalid arguments %q", c.Arguments)
+			}
+		}
+		if strings.Contains(m.Content, token) {
+			t.Fatalf("the resumed sub-agent was sent the token: %q", m.Content)
+		}
+	}
+}
+
 // A sub-agent's entry whose state is malformed or from another format
 // (written with the pool API, as an old or corrupted record) is refused:
 // ErrStaleAgent or another error, never a panic, and nothing runs.
