@@ -139,3 +139,80 @@ func TestStreamAbandonedMidResume(t *testing.T) {
 		t.Fatalf("the coordinator's spawn result is %q: it does not record that the approved email was sent", got)
 	}
 }
+
+// Nested: the inner sub-agent's model fails after the approved action ran,
+// then the outer one's does too: the coordinator's spawn result still
+// records that the action ran.
+func TestNestedResumedSubAgentsFailingReportTheAction(t *testing.T) {
+	ctx := context.Background()
+	email := &emailAgent{}
+	worker := func(task string, req llm.Request) llmtest.Reply {
+		rs := toolResults(req)
+		if task == "level one" {
+			if _, ok := rs["deep"]; ok {
+				return llmtest.Fail(errors.New("model refused: invalid request"))
+			}
+			return llmtest.Calls(spawnCall("deep", map[string]any{"task": "level two"}))
+		}
+		if _, ok := rs["e1"]; ok {
+			return llmtest.Fail(errors.New("model refused: invalid request"))
+		}
+		return llmtest.Calls(llm.ToolCall{ID: "e1", Name: "send_email", Arguments: json.RawMessage(`{"to":"team@example.com","subject":"Plan"}`)})
+	}
+	s := &subScript{t: t, coord: coordinator("level one"), worker: worker}
+	o := subOrch(t, s, agent.Config{}, email)
+	res, err := o.HandleMessage(ctx, msg("Go."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.PendingApprovals) != 1 {
+		t.Fatalf("approvals %+v", res.PendingApprovals)
+	}
+	id := res.PendingApprovals[0].ID
+	if _, err := o.ResolveApproval(ctx, "u1", id, approval.Decision{Action: approval.Approve}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(email.Sent()); n != 1 {
+		t.Fatalf("sent %d", n)
+	}
+	h, err := o.History(ctx, "u1", "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := spawnResumeResult(h, id); !strings.HasPrefix(got, "The approved action send_email ran: Email sent to team@example.com") {
+		t.Fatalf("the coordinator's spawn result is %q", got)
+	}
+}
+
+// A sub-agent's action the user cancelled, the sub-agent then failing:
+// the coordinator's spawn result says the action did not run.
+func TestResumedSubAgentFailingAfterACancelReportsIt(t *testing.T) {
+	ctx := context.Background()
+	email := &emailAgent{}
+	s := &subScript{t: t, coord: coordinator("Email the team.")}
+	s.worker = func(task string, req llm.Request) llmtest.Reply {
+		if _, ok := toolResults(req)["e1"]; ok {
+			return llmtest.Fail(errors.New("model refused: invalid request"))
+		}
+		return llmtest.Calls(llm.ToolCall{ID: "e1", Name: "send_email", Arguments: json.RawMessage(`{"to":"team@example.com","subject":"Plan"}`)})
+	}
+	o := subOrch(t, s, agent.Config{}, email)
+	res, err := o.HandleMessage(ctx, msg("Tell the team."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.PendingApprovals[0].ID
+	if _, err := o.ResolveApproval(ctx, "u1", id, approval.Decision{Action: approval.Cancel}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(email.Sent()); n != 0 {
+		t.Fatalf("sent %d", n)
+	}
+	h, err := o.History(ctx, "u1", "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := spawnResumeResult(h, id); !strings.HasPrefix(got, "The action send_email the sub-agent waited for did not run: User cancelled") {
+		t.Fatalf("the coordinator's spawn result is %q", got)
+	}
+}

@@ -137,3 +137,72 @@ func TestParkedSpecialistDecidedAfterItsModelWasRemoved(t *testing.T) {
 		t.Fatalf("the decision: %v, still pending %d; want ErrStaleAgent and the request discarded", err, len(pending))
 	}
 }
+
+// leadSkill is a specialist that delegates: its workers inherit its tools.
+const leadSkill = `---
+name: lead
+description: Leads the work.
+tools: [spawn_agent, send_email]
+---
+Delegate the work.
+`
+
+// A worker that a specialist spawned parks (depth 2); the orchestrator
+// restarts. With the specialist's skill unchanged, the decision resumes
+// both and the action runs once; with the skill no longer listing
+// spawn_agent, the outer level could not have waited on its worker: the
+// request is stale and nothing runs.
+func TestNestedParkUnderASpecialistCheckedAgainstItsSkill(t *testing.T) {
+	worker := func(task string, req llm.Request) llmtest.Reply {
+		if task == "level one" {
+			if r, ok := toolResults(req)["deep"]; ok {
+				return llmtest.Text("One: " + firstLine(r.Content))
+			}
+			return llmtest.Calls(spawnCall("deep", map[string]any{"task": "level two"}))
+		}
+		return emailingWorker(`{"to":"team@example.com","subject":"Plan"}`)(task, req)
+	}
+	coord := func(req llm.Request) llmtest.Reply {
+		if strings.HasPrefix(req.Messages[0].Content, workerPrompt) { // the specialist: the worker prompt and its skill's body
+			return worker(firstUser(req), req)
+		}
+		if m, ok := resumedResult(req); ok {
+			return llmtest.Text("Done: " + firstLine(m.Content))
+		}
+		if len(toolResults(req)) > 0 {
+			return llmtest.Text("Waiting.")
+		}
+		return llmtest.Calls(spawnCall("sp1", map[string]any{"task": "level one", "skill": "lead"}))
+	}
+	for name, lead := range map[string]string{
+		"skill unchanged":       leadSkill,
+		"spawn_agent withdrawn": strings.Replace(leadSkill, "[spawn_agent, send_email]", "[send_email]", 1),
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			shared := newPool(t, pool.MemoryConfig{})
+			email := &emailAgent{}
+			mk := func(lead string) *agent.Orchestrator {
+				s := &subScript{t: t, coord: coord, worker: worker}
+				return subOrch(t, s, agent.Config{Pool: shared, Skills: loadSkills(t, map[string]string{"lead/SKILL.md": lead})}, email)
+			}
+			res, err := mk(leadSkill).HandleMessage(ctx, msg("Go."))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.PendingApprovals) != 1 {
+				t.Fatalf("approvals %+v, response %q", res.PendingApprovals, res.Response)
+			}
+			res2, err := mk(lead).ResolveApproval(ctx, "u1", res.PendingApprovals[0].ID, approval.Decision{Action: approval.Approve})
+			if lead == leadSkill {
+				if err != nil || len(email.Sent()) != 1 || res2.Response != "Done: One: Worker: Email sent to team@example.com" {
+					t.Fatalf("err %v, sent %d, response %+v", err, len(email.Sent()), res2)
+				}
+				return
+			}
+			if !errors.Is(err, agent.ErrStaleAgent) || len(email.Sent()) != 0 {
+				t.Fatalf("err %v, sent %d; want ErrStaleAgent and nothing sent", err, len(email.Sent()))
+			}
+		})
+	}
+}
