@@ -110,7 +110,7 @@ func (r *run) resolve(id string, d approval.Decision) error {
 	switch {
 	case e.Paused:
 		return fmt.Errorf("%w: %s", ErrPaused, id)
-	case a == nil || a.version != e.SchemaVersion || o.staleSub(e):
+	case a == nil || a.version != e.SchemaVersion || r.staleSub(e):
 		r.log().WarnContext(ctx, "agent: discarding a pooled agent made from another schema version", "agent", e.AgentName, "id", id)
 		r.discard(ctx, e)
 		return fmt.Errorf("%w: %s (%s)", ErrStaleAgent, id, e.AgentName)

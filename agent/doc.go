@@ -226,7 +226,10 @@
 // budget has left and what it used, its window (task, turns, the results
 // of the turn's other calls) and the call that waits — goes into the
 // Agent-Tool's pool entry (pool.Entry.SubAgent, one level per nesting
-// level, outermost first, versioned), which is otherwise made as for the
+// level, outermost first, versioned; the window with credential shapes
+// masked as RedactText masks them, in message texts, tool results and
+// tool-call arguments, since a pool such as pool/redispool stores it: the
+// resumed sub-agent sees them masked), which is otherwise made as for the
 // coordinator's own call: same approval request, same fingerprint rules,
 // in the coordinator's conversation. The coordinator's spawn_agent call
 // waits like a parked Agent-Tool, so its run ends with
@@ -242,16 +245,24 @@
 // the action once, inside the innermost sub-agent (its events and steps
 // carry its path), and its result answers that sub-agent's waiting call;
 // Cancel answers it with "User cancelled this action.". The sub-agent's
-// loop goes on — its prompt and tools rebuilt from the configuration (its
-// skill's, for a specialist), its remaining budget — and its answer is its parent
+// loop goes on — its prompt, tools and model rebuilt from the
+// configuration (its skill's, for a specialist; with Config.ToolSources,
+// the sources' tools, loaded before the decision), its remaining budget —
+// and its answer is its parent
 // sub-agent's spawn result, and so up to the coordinator, into whose
 // conversation it enters as a resumed spawn_agent call with its result;
-// the coordinator's loop then goes on. A sub-agent that needs another
+// the coordinator's loop then goes on. A resumed sub-agent that stops
+// without answering (cancelled, timed out, its model failing) still
+// reports the decided action's outcome in that result ("The approved
+// action send_email ran: …"). A sub-agent that needs another
 // approval parks again: a new request, and the run waits again. What the
 // resumed sub-agents use counts in the deciding run's Result. Entries
 // survive restarts with a shared pool (pool/redispool). An entry this
-// orchestrator cannot resume (sub-agents disabled or shallower, another
-// state format) is discarded like one of a stale schema (ErrStaleAgent);
+// orchestrator cannot resume as it parked — sub-agents disabled or
+// shallower, another state format, a window whose tool results lack their
+// calls, a skill gone or no longer listing the tool a level waits on, a
+// model no longer in Config.Models — is checked before it is taken and
+// discarded like one of a stale schema (ErrStaleAgent): nothing runs;
 // CancelAgent stops the sub-agent with its action; Forget removes the
 // conversation's pending agents, so a later decision is
 // approval.ErrNotFound and nothing runs.

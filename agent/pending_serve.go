@@ -88,9 +88,8 @@ func (r *run) servePending() (done bool, err error) {
 // exist with the same schema, and it must not have expired. Unusable
 // entries are removed; the note tells the model.
 func (r *run) usable(e *pool.Entry, now time.Time) (note string, ok bool) {
-	o := r.o
 	a := r.agentOf(e.AgentName)
-	if a == nil || a.version != e.SchemaVersion || o.staleSub(e) {
+	if a == nil || a.version != e.SchemaVersion || r.staleSub(e) {
 		r.log().WarnContext(r.ctx, "agent: discarding a pooled agent made from another schema version",
 			"agent", e.AgentName, "id", e.ID, "version", e.SchemaVersion)
 		r.discard(r.ctx, e)

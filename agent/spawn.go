@@ -153,6 +153,9 @@ type subRun struct {
 	plan   *subPlan        // the current turn's Agent-Tool calls
 	park   *subPark        // set when it parked for an approval
 	prior  *subLevel       // when resumed: its state when it parked
+	// decided, when resumed: the decision that resumed it, reported if it
+	// stops without answering (spawn_resume.go).
+	decided *subDecision
 	// resume, when set, fills the window of a resumed sub-agent and runs
 	// its loop, in place of the task message.
 	resume func(*run) error

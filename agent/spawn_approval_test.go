@@ -959,3 +959,25 @@ func TestForgetWithThePoolDown(t *testing.T) {
 		t.Fatalf("pending after Forget: %+v", w)
 	}
 }
+
+// spawnResumeResult is the content of the resumed spawn_agent result of
+// request id in history h.
+func spawnResumeResult(h []llm.Message, id string) string {
+	for _, m := range h {
+		if m.Role == llm.RoleTool && m.ToolCallID == "resume_"+id {
+			return m.Content
+		}
+	}
+	return "(none)"
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+func hasResultNamed(req llm.Request, name string) bool {
+	for _, m := range req.Messages {
+		if m.Role == llm.RoleTool && m.Name == name {
+			return true
+		}
+	}
+	return false
+}

@@ -200,11 +200,35 @@ func (r *run) stopParked() error {
 		lv.Usage, lv.Turns = pr.Usage.Add(lv.Usage), pr.Turns+lv.Turns
 	}
 	if len(r.window) > 1 {
-		lv.Window = append([]llm.Message(nil), r.window[1:]...)
+		lv.Window = maskWindow(r.window[1:])
 	}
 	p.levels = append([]subLevel{lv}, p.levels...)
 	r.res.Status = StatusWaitingForApproval
 	return nil
+}
+
+// maskWindow is a copy of a parking sub-agent's window with credential
+// shapes masked (as RedactText masks them) in every message's text and in
+// its tool calls' arguments: the window is stored in the pool (Redis),
+// where a sub-agent's tool results, never saved in a history, would
+// otherwise land in clear. The resumed sub-agent sees them masked.
+func maskWindow(msgs []llm.Message) []llm.Message {
+	out := make([]llm.Message, len(msgs))
+	for i, m := range msgs {
+		m.Content = maskText(m.Content)
+		if len(m.ToolCalls) > 0 {
+			calls := make([]llm.ToolCall, len(m.ToolCalls))
+			for j, c := range m.ToolCalls {
+				if red := RedactArguments(c.Arguments); red != string(c.Arguments) && json.Valid([]byte(red)) {
+					c.Arguments = json.RawMessage(red)
+				}
+				calls[j] = c
+			}
+			m.ToolCalls = calls
+		}
+		out[i] = m
+	}
+	return out
 }
 
 // budgetLeft is what b leaves after used; a cap that is spent stays a cap
@@ -306,6 +330,11 @@ func (o *Orchestrator) subLevels(e *pool.Entry) ([]subLevel, error) {
 			return nil, fmt.Errorf("sub-agent state: level %d does not hold its waiting call", i)
 		case i == len(lv)-1 && l.Waiting != e.ToolCallID:
 			return nil, fmt.Errorf("sub-agent state: the innermost level waits on another call")
+		}
+		// Resumed, the window goes to the model as it is: a tool result
+		// without its call (a corrupted or forged record) is refused here.
+		if err := llm.CheckPairing(l.Window); err != nil {
+			return nil, fmt.Errorf("sub-agent state: level %d: %w", i, err)
 		}
 		if l.Skill != "" {
 			if !hasSkills(skills) {

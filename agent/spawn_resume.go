@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/valetkit/valet/llm"
@@ -22,15 +23,18 @@ import (
 // sub-agent that parks again makes a new entry, and the run waits again.
 func (r *run) resumeSub(a *agentTool, e *pool.Entry, fields json.RawMessage, runIt bool, reason string) {
 	o := r.o
+	r.loadSources() // loaded by staleSub before the take; a sub-agent's tools may come from a source
 	levels, err := o.subLevels(e)
 	if err != nil { // checked before it was taken (staleEntry)
 		r.addSubResumed(e, nil, callOutcome{result: tool.Result{Content: "the sub-agent could not be resumed: " + err.Error(), IsError: true}, status: resultError})
 		return
 	}
+	decided := &subDecision{name: a.name, ran: runIt}
 	decide := func(ch *run) (string, bool) {
 		ch.emitResumedStart(a, e, fields)
 		if !runIt {
-			return ch.subDecided(a, e, fields, reason, true, 0), true
+			decided.result = ch.subDecided(a, e, fields, reason, true, 0)
+			return decided.result, true
 		}
 		var tt toolTel
 		if o.tel != nil {
@@ -41,7 +45,8 @@ func (r *run) resumeSub(a *agentTool, e *pool.Entry, fields json.RawMessage, run
 		if o.tel != nil {
 			ch.endResumed(tt, a.name, content, isErr)
 		}
-		return ch.subDecided(a, e, fields, content, isErr, time.Since(t0)), isErr
+		decided.result, decided.isErr = ch.subDecided(a, e, fields, content, isErr, time.Since(t0)), isErr
+		return decided.result, isErr
 	}
 	call := llm.ToolCall{ID: resumeCallID(e), Name: SpawnAgentTool, Arguments: levels[0].Args}
 	if o.obs != nil {
@@ -52,7 +57,7 @@ func (r *run) resumeSub(a *agentTool, e *pool.Entry, fields json.RawMessage, run
 	}
 	r.spawned = new(spawnTally)
 	t0 := time.Now()
-	out := r.continueSub(r.toolCtx, levels, e, decide)
+	out := r.continueSub(r.toolCtx, levels, e, decide, decided)
 	out.dur = time.Since(t0)
 	r.addSpawned()
 	if p := out.park(); p != nil {
@@ -132,23 +137,24 @@ func (r *run) addSubResumed(e *pool.Entry, lv *subLevel, out callOutcome) {
 // it waits for (levels[1:]); decide gives the innermost one's waiting
 // result. It returns the outcome of r's spawn_agent call levels[0].CallID:
 // the sub-agent's answer, or a park when it waits for approval again.
-func (r *run) continueSub(parent context.Context, levels []subLevel, e *pool.Entry, decide func(*run) (string, bool)) callOutcome {
+func (r *run) continueSub(parent context.Context, levels []subLevel, e *pool.Entry, decide func(*run) (string, bool), decided *subDecision) callOutcome {
 	o := r.o
 	lv := levels[0]
 	ctx, cancel := context.WithTimeout(parent, o.spawn.opts.Timeout)
 	defer cancel()
-	msg := Message{
-		TenantID: r.msg.TenantID, ConversationID: r.msg.ConversationID, Text: subTask(lv),
-		Source: r.msg.Source, TaskID: r.msg.TaskID, Model: lv.Model, Location: r.msg.Location,
-		Budget: lv.Budget,
-	}
-	// Its prompt and tools are rebuilt from the configuration: its skill's
-	// (spawn_skill.go), or the worker's within r's.
-	sub, _, refusal := r.childScope(lv.Depth, lv.Skill)
+	// Its prompt, tools and model are rebuilt from the configuration: its
+	// skill's (spawn_skill.go), or the worker's within r's; staleSub
+	// checked them before the entry was taken.
+	sub, model, refusal := r.childScope(lv.Depth, lv.Skill)
 	if refusal != "" {
 		return callOutcome{result: tool.Result{Content: "the sub-agent could not be resumed: " + refusal, IsError: true}, status: resultError}
 	}
-	sub.path, sub.callID, sub.args, sub.prior = lv.Path, lv.CallID, lv.Args, &lv
+	msg := Message{
+		TenantID: r.msg.TenantID, ConversationID: r.msg.ConversationID, Text: subTask(lv),
+		Source: r.msg.Source, TaskID: r.msg.TaskID, Model: resumeModel(lv, model), Location: r.msg.Location,
+		Budget: lv.Budget,
+	}
+	sub.path, sub.callID, sub.args, sub.prior, sub.decided = lv.Path, lv.CallID, lv.Args, &lv, decided
 	sub.resume = func(ch *run) error { return ch.resumeWindow(lv, levels[1:], e, decide) }
 	ch := o.newRun(ctx, msg, nil)
 	ch.toolset = r.toolset
@@ -185,7 +191,7 @@ func (r *run) resumeWindow(lv subLevel, inner []subLevel, e *pool.Entry, decide 
 		content, isErr = decide(r)
 	} else {
 		r.spawned = new(spawnTally)
-		out := r.continueSub(r.toolCtx, inner, e, decide)
+		out := r.continueSub(r.toolCtx, inner, e, decide, r.sub.decided)
 		r.addSpawned()
 		if p := out.park(); p != nil {
 			p.waits = lv.Waiting
@@ -238,19 +244,101 @@ func (r *run) subResult(ctx context.Context, ch *run, res *Result, err error, pa
 		out.result.IsError = true
 		out.result.Err = err
 	}
+	if err != nil {
+		// It stopped without answering: what the user decided still
+		// happened, and the coordinator must know, or it may do it again.
+		out.result.Content = ch.sub.decided.text() + out.result.Content
+	}
 	r.keepResult(ctx, ch.sub, res, used, partial, err, &out) // stored before anyone reads it (delegation.go)
 	return out
 }
 
-// staleSub reports whether e is a sub-agent's entry this orchestrator
-// cannot resume (another state format, sub-agents disabled or shallower):
-// it is discarded like an entry of a stale schema.
-func (o *Orchestrator) staleSub(e *pool.Entry) bool {
+// subDecision is the user's decision on the action a parked sub-agent
+// waited for, once carried out (resumeSub): a resumed sub-agent that stops
+// without answering reports it in its spawn_agent result.
+type subDecision struct {
+	name   string // the Agent-Tool
+	ran    bool   // approved (or edited) and run; else cancelled or failed before running
+	result string // the result the sub-agent was given (truncated); "" until decided
+	isErr  bool
+}
+
+// text introduces d's outcome in a stopped sub-agent's result; "" for
+// none (not resumed, or stopped before the decision was carried out).
+func (d *subDecision) text() string {
+	if d == nil || d.result == "" {
+		return ""
+	}
+	switch {
+	case !d.ran:
+		return fmt.Sprintf("The action %s the sub-agent waited for did not run: %s\n\n", d.name, d.result)
+	case d.isErr:
+		return fmt.Sprintf("The approved action %s ran and failed: %s\n\n", d.name, d.result)
+	}
+	return fmt.Sprintf("The approved action %s ran: %s\n\n", d.name, d.result)
+}
+
+// staleSub reports whether e is a sub-agent's entry this run cannot
+// resume (another state format, sub-agents disabled or shallower): it is
+// discarded like an entry of a stale schema. It is asked before e is
+// taken; the run's tool sources are loaded first, so the sub-agents are
+// checked against, and resumed with, the tools they parked with.
+func (r *run) staleSub(e *pool.Entry) bool {
 	if len(e.SubAgent) == 0 {
 		return false
 	}
-	_, err := o.subLevels(e)
+	r.loadSources()
+	levels, err := r.o.subLevels(e)
+	if err == nil {
+		err = r.subScopes(levels, e)
+	}
+	if err != nil {
+		r.log().WarnContext(r.ctx, "agent: a parked sub-agent cannot be resumed as it parked", "id", e.ID, "agent", e.AgentName, "err", maskText(err.Error()))
+	}
 	return err != nil
+}
+
+// subScopes checks, under the current configuration, that each level of
+// levels would be resumed as it parked: its scope (its skill's, or the
+// worker's within its parent's) can still be built and still offers the
+// call it waits on — the next level's spawn_agent, or in the innermost
+// e's Agent-Tool or high-risk plain tool — and the model it would run on is routable. A skill
+// that no longer lists the tool, or a model removed from Config.Models,
+// makes the entry stale before it is taken: nothing runs.
+func (r *run) subScopes(levels []subLevel, e *pool.Entry) error {
+	parent := r
+	for i, lv := range levels {
+		sub, model, refusal := parent.childScope(lv.Depth, lv.Skill)
+		if refusal != "" {
+			return fmt.Errorf("sub-agent state: level %d: %s", i, refusal)
+		}
+		if err := r.o.CheckModel(resumeModel(lv, model)); err != nil {
+			return fmt.Errorf("sub-agent state: level %d: %w", i, err)
+		}
+		want := SpawnAgentTool
+		if i == len(levels)-1 {
+			want = e.AgentName
+			if r.o.agents[want] == nil {
+				// A plain tool's high-risk call waits as RiskToolPrefix and
+				// its name (risk.go): the scope must still offer the tool.
+				want = strings.TrimPrefix(want, RiskToolPrefix)
+			}
+		}
+		if !sub.offers(want) {
+			return fmt.Errorf("sub-agent state: level %d is no longer given %s", i, want)
+		}
+		parent = &run{o: r.o, toolset: r.toolset, sub: &sub}
+	}
+	return nil
+}
+
+// resumeModel is the model a resumed sub-agent runs on: its skill's, as
+// configured now (skillModel), else the one it parked with.
+func resumeModel(lv subLevel, skillModel string) string {
+	if skillModel != "" {
+		return skillModel
+	}
+	return lv.Model
 }
 
 // subTask is the task message of a saved sub-agent (its first user
