@@ -106,6 +106,13 @@ const (
 	// the last call's when the run is stopped (ErrDoomLoop); Count is
 	// the intervention (1, 2, ...).
 	StepDoomLoop
+	// StepInject: the loop took a message injected while it ran
+	// (Orchestrator.Inject) at a turn boundary (Text: the user's text).
+	StepInject
+	// StepCancel: Orchestrator.Cancel stopped the run.
+	StepCancel
+	// StepPause: Orchestrator.Pause stopped the run at a turn boundary.
+	StepPause
 )
 
 var stepNames = [...]string{
@@ -126,6 +133,9 @@ var stepNames = [...]string{
 	StepModelFallback:    "model_fallback",
 	StepPlan:             "plan",
 	StepDoomLoop:         "doom_loop",
+	StepInject:           "inject",
+	StepCancel:           "cancel",
+	StepPause:            "pause",
 }
 
 // String is the kind's snake_case name ("model_request").

@@ -73,6 +73,8 @@ type Orchestrator struct {
 
 	mu    sync.Mutex
 	convs map[convKey]*conversation // those with a message running or waiting
+
+	control Control // Config.Control, or a MemoryControl (steer.go)
 }
 
 type convKey struct{ tenant, conv string }
@@ -202,6 +204,9 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 	}
 	if o.log == nil {
 		o.log = slog.Default()
+	}
+	if o.control = cfg.Control; o.control == nil {
+		o.control, _ = NewMemoryControl(MemoryControlConfig{}) // the zero config cannot fail
 	}
 	if o.loc == nil {
 		o.loc = time.UTC
