@@ -115,6 +115,9 @@ type MemoryControl struct {
 	paused  map[convKey]bool
 	queues  map[convKey]*memQueue
 	subs    map[convKey][]*memSub
+	// locals: the runs of this process's orchestrators subscribed
+	// without a callback (beginLocal), one per conversation.
+	locals map[convKey]*steering
 }
 
 type memQueue struct {
@@ -139,6 +142,7 @@ func NewMemoryControl(cfg MemoryControlConfig) (*MemoryControl, error) {
 		paused:  make(map[convKey]bool),
 		queues:  make(map[convKey]*memQueue),
 		subs:    make(map[convKey][]*memSub),
+		locals:  make(map[convKey]*steering),
 	}, nil
 }
 
@@ -147,6 +151,33 @@ func (m *MemoryControl) Begin(ctx context.Context, tenant, conversation, runID s
 	k := convKey{tenant, conversation}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.beginLocked(k, runID), nil
+}
+
+// beginLocal is Begin with st subscribed, without allocating (the
+// default Control is on every run's path); false when another run of the
+// conversation holds the slot (the caller subscribes as usual).
+func (m *MemoryControl) beginLocal(k convKey, runID string, st *steering) (Begun, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, taken := m.locals[k]; taken {
+		return Begun{}, false
+	}
+	m.locals[k] = st
+	return m.beginLocked(k, runID), true
+}
+
+// endLocal is End for a run begun with beginLocal.
+func (m *MemoryControl) endLocal(k convKey, runID string, st *steering, paused bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.locals[k] == st {
+		delete(m.locals, k)
+	}
+	m.endLocked(k, runID, paused)
+}
+
+func (m *MemoryControl) beginLocked(k convKey, runID string) Begun {
 	m.running[k] = runID
 	var b Begun
 	if m.paused[k] {
@@ -157,21 +188,24 @@ func (m *MemoryControl) Begin(ctx context.Context, tenant, conversation, runID s
 		b.Queued = q.texts
 		delete(m.queues, k)
 	}
-	return b, nil
+	return b
 }
 
 // End implements Control.
 func (m *MemoryControl) End(ctx context.Context, tenant, conversation, runID string, paused bool) error {
-	k := convKey{tenant, conversation}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.endLocked(convKey{tenant, conversation}, runID, paused)
+	return nil
+}
+
+func (m *MemoryControl) endLocked(k convKey, runID string, paused bool) {
 	if m.running[k] == runID {
 		delete(m.running, k)
 	}
 	if paused {
 		m.paused[k] = true
 	}
-	return nil
 }
 
 // Running implements Control.
@@ -215,9 +249,14 @@ func (m *MemoryControl) Drain(ctx context.Context, tenant, conversation string) 
 // Publish implements Control: the subscribers are called before it
 // returns.
 func (m *MemoryControl) Publish(ctx context.Context, tenant, conversation string, sig Signal) error {
+	k := convKey{tenant, conversation}
 	m.mu.Lock()
-	subs := slices.Clone(m.subs[convKey{tenant, conversation}])
+	subs := slices.Clone(m.subs[k])
+	local := m.locals[k]
 	m.mu.Unlock()
+	if local != nil {
+		local.hear(sig)
+	}
 	for _, s := range subs {
 		s.fn(sig)
 	}

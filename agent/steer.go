@@ -107,9 +107,10 @@ var errPaused = errors.New("agent: the run was paused by Orchestrator.Pause")
 type steering struct {
 	flags  atomic.Uint32
 	cancel context.CancelCauseFunc
-	stop   func() // the subscription; nil when none
-	begun  bool   // Control.Begin succeeded: End is due
-	paused bool   // the run ended paused
+	stop   func()         // the subscription; nil when none
+	begun  bool           // Control.Begin succeeded: End is due
+	local  *MemoryControl // begun with its beginLocal: endLocal is due
+	paused bool           // the run ended paused
 }
 
 // hear is the subscription's callback: it must not block.
@@ -158,6 +159,12 @@ const controlTimeout = 5 * time.Second
 // logged), not failed: the user's message is handled.
 func (r *run) beginSteer() Begun {
 	c, st := r.o.control, r.steer
+	if mc, ok := c.(*MemoryControl); ok {
+		if b, ok := mc.beginLocal(convKey{r.msg.TenantID, r.msg.ConversationID}, r.res.RunID, st); ok {
+			st.local, st.begun = mc, true
+			return b
+		}
+	}
 	st.stop = c.Subscribe(r.msg.TenantID, r.msg.ConversationID, st.hear)
 	b, err := c.Begin(r.ctx, r.msg.TenantID, r.msg.ConversationID, r.res.RunID)
 	if err != nil {
@@ -174,6 +181,10 @@ func (r *run) beginSteer() Begun {
 // conversation is released, so the next message's run begins after).
 func (r *run) endSteer() {
 	st := r.steer
+	if st.local != nil {
+		st.local.endLocal(convKey{r.msg.TenantID, r.msg.ConversationID}, r.res.RunID, st, st.paused)
+		return
+	}
 	if st.stop != nil {
 		st.stop()
 		st.stop = nil

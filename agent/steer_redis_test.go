@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -54,6 +55,7 @@ func heard(ctl agent.Control, tenant, conv string) <-chan struct{} {
 }
 
 func TestInjectFromAnotherReplicaReachesTheLoop(t *testing.T) {
+	needRedis(t)
 	g := newGate()
 	s1 := llmtest.NewStrictScript(t,
 		llmtest.Calls(llmtest.Call("work", `{}`)),
@@ -80,6 +82,7 @@ func TestInjectFromAnotherReplicaReachesTheLoop(t *testing.T) {
 }
 
 func TestCancelFromAnotherReplicaStopsTheLoop(t *testing.T) {
+	needRedis(t)
 	g := newGate()
 	s1 := llmtest.NewStrictScript(t, llmtest.Calls(llmtest.Call("work", `{}`)))
 	o1, o2, _ := replicas(t, s1, llmtest.NewStrictScript(t), g, agent.LoopConfig{})
@@ -99,6 +102,7 @@ func TestCancelFromAnotherReplicaStopsTheLoop(t *testing.T) {
 }
 
 func TestPauseFromAnotherReplicaAndResumeThere(t *testing.T) {
+	needRedis(t)
 	g := newGate()
 	s1 := llmtest.NewStrictScript(t, llmtest.Calls(llmtest.Call("work", `{}`)))
 	s2 := llmtest.NewStrictScript(t, llmtest.Text("Picking up where I stopped."))
@@ -124,5 +128,41 @@ func TestPauseFromAnotherReplicaAndResumeThere(t *testing.T) {
 	}
 	if !noted {
 		t.Fatal("the other replica's next run was not told the task was paused")
+	}
+}
+
+func TestRoutedMessageOnAnotherReplicaReachesTheLoop(t *testing.T) {
+	needRedis(t)
+	g := newGate()
+	s1 := llmtest.NewStrictScript(t,
+		llmtest.Calls(llmtest.Call("work", `{}`)),
+		llmtest.Text("Done, in metric."),
+	)
+	s2 := llmtest.NewStrictScript(t).On(llm.PurposeRoute, llmtest.Text("Correction."))
+	o1, o2, ctl1 := replicas(t, s1, s2, g, agent.LoopConfig{RouteWhileRunning: true})
+	done := start(o1, msg("Measure the room"))
+	<-g.started
+	h := heard(ctl1, "u1", "c1")
+	res, err := o2.HandleMessage(context.Background(), msg("in metric units, please"))
+	if err != nil || res.Status != agent.StatusInjected || res.Steered != agent.SignalInject {
+		t.Fatalf("routed on the other replica: status %s, steered %q, err %v", res.Status, res.Steered, err)
+	}
+	<-h
+	close(g.release)
+	if out := <-done; out.err != nil {
+		t.Fatal(out.err)
+	}
+	reqs := s1.Requests()
+	if last := reqs[1].Messages[len(reqs[1].Messages)-1]; !strings.Contains(last.Content, "in metric units, please") {
+		t.Fatalf("the loop's next request ends with %q", last.Content)
+	}
+}
+
+// needRedis skips before a strict script is made (a skipped test would
+// fail it with unused replies).
+func needRedis(t *testing.T) {
+	t.Helper()
+	if os.Getenv("VALET_TEST_REDIS") == "" {
+		t.Skip("VALET_TEST_REDIS not set; set it to a Redis URL such as redis://127.0.0.1:6379/0 to run the Redis tests")
 	}
 }
