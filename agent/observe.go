@@ -219,7 +219,8 @@ type Step struct {
 	Recalled []memory.Item
 	// Text: the result the model reads (StepToolResult), a note
 	// (StepNote), a summary (StepCompaction), a defence
-	// (StepContextShortened), a refusal's reason (StepSpendRefused).
+	// (StepContextShortened), a refusal's reason (StepSpendRefused), an
+	// injected text (StepInject).
 	Text string
 	// Count: messages folded (StepCompaction) or left
 	// (StepContextShortened); the intervention (StepDoomLoop).

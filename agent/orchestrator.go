@@ -346,8 +346,9 @@ func (o *Orchestrator) History(ctx context.Context, tenantID, conversationID str
 func (o *Orchestrator) Tools() []llm.ToolSpec { return append([]llm.ToolSpec(nil), o.specs...) }
 
 // Forget erases a conversation (for example when the user deletes it):
-// its history and the long-term items it wrote (memory.Provider.Forget
-// with its ID). It waits for a running message of that conversation.
+// its history, the long-term items it wrote (memory.Provider.Forget
+// with its ID) and the texts injected for its next message (Inject). It
+// waits for a running message of that conversation.
 // Facts still being extracted from its turns (MemoryOptions.Extract) are
 // dropped when the extraction ends, even when the conversation has new
 // messages by then, also when the extraction runs on another replica
@@ -365,6 +366,10 @@ func (o *Orchestrator) Forget(ctx context.Context, tenantID, conversationID stri
 	}
 	defer o.release(key, c)
 	o.forgetExtractions(key) // also when the provider's Forget fails: the user asked
+	// The texts injected for its next message (steer.go).
+	if _, err := o.control.Drain(ctx, tenantID, conversationID); err != nil {
+		o.log.WarnContext(ctx, "agent: dropping the conversation's injected messages failed", "tenant", tenantID, "conversation", conversationID, "err", err)
+	}
 	if _, err := o.mem.Forget(ctx, tenantID, memory.Provenance{ConversationID: conversationID}); err != nil {
 		return fmt.Errorf("agent: forgetting the conversation: %w", err)
 	}

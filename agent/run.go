@@ -190,6 +190,7 @@ func (r *run) handle() (err error) {
 	}
 	r.setSystem(r.systemPrompt())
 	for _, t := range begun.Queued { // injected while no loop ran
+		r.steerEvent(SignalInject, t)
 		r.push(injected(t))
 	}
 	user := llm.UserMessage(msg.Text)

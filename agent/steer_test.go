@@ -350,3 +350,23 @@ func TestPauseStopsASpawnedSubAgentWithItsParent(t *testing.T) {
 	}
 	checkPaired(t, history(t, o, "u1", "c1"))
 }
+
+func TestForgetDropsInjectedTexts(t *testing.T) {
+	s := llmtest.NewStrictScript(t, llmtest.Text("Hello."))
+	o := newOrch(t, s, agent.Config{})
+	ctx := context.Background()
+	if err := o.Inject(ctx, "u1", "c1", "my card number is 4111"); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Forget(ctx, "u1", "c1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.HandleMessage(ctx, msg("Hi")); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range s.Requests()[0].Messages {
+		if strings.Contains(m.Content, "4111") {
+			t.Fatal("a text injected into a forgotten conversation reached its next run")
+		}
+	}
+}
