@@ -300,7 +300,9 @@
 // answered with one word: correction, stop, pause or new); a correction is
 // injected. A routed message returns at once with StatusInjected and
 // Result.Steered (SignalInject, SignalCancel or SignalPause), and saves
-// nothing itself; a new request waits its turn as without the option. A
+// nothing itself; a new request waits its turn as without the option,
+// and so does a message whose classification call fails (logged). The
+// label is never streamed to the user. A
 // message only ever acts on its own tenant's conversation. Observers see
 // StepInject (with the text), StepCancel and StepPause; the run's span
 // gets a valet.steer event.

@@ -23,7 +23,8 @@ import (
 // conversation's next message, whose run sees it before that message.
 // The queue is bounded (Config.Control's limits): a full one fails with
 // ErrQueueFull and queues nothing. Text that arrives after the loop's
-// last turn boundary waits for the next message too.
+// last turn boundary, or at the boundary where a Pause stops it, waits
+// for the next message too.
 func (o *Orchestrator) Inject(ctx context.Context, tenantID, conversationID, text string) error {
 	if err := checkConversation(tenantID, conversationID); err != nil {
 		return err
@@ -273,7 +274,12 @@ func (r *run) routeRunning() (done bool, err error) {
 	if sig == "" {
 		sig, err = r.classifyRunning()
 		if err != nil {
-			return true, err
+			if r.ctx.Err() != nil {
+				return true, err
+			}
+			// The message is not lost: it waits its turn, as unrouted.
+			r.log().WarnContext(r.ctx, "agent: classifying a message for the running loop failed; it waits its turn", "err", err)
+			return false, nil
 		}
 	}
 	switch sig {
@@ -326,7 +332,7 @@ func (r *run) classifyRunning() (Signal, error) {
 		},
 		Purpose: llm.PurposeRoute,
 	}
-	resp, err := r.callLLM(req)
+	resp, err := r.callAside(req) // not streamed: the user never sees the label
 	if err != nil {
 		return "", fmt.Errorf("agent: routing the message to the running loop: %w", err)
 	}

@@ -151,3 +151,27 @@ func TestRoutingIsOptInAndStaysInItsConversation(t *testing.T) {
 		}
 	}
 }
+
+// A classification call that fails does not lose the message: it waits
+// its turn and runs.
+func TestRoutingWhenTheClassificationFails(t *testing.T) {
+	g := newGate()
+	s := llmtest.NewStrictScript(t,
+		llmtest.Calls(llmtest.Call("work", `{}`)),
+		llmtest.Text("Room measured."),
+		llmtest.Text("Attic checked."),
+	).On(llm.PurposeRoute, llmtest.Fail(&llm.Error{Kind: llm.KindBadRequest, Message: "bad request"}))
+	m := routeSeen{s, make(chan struct{})}
+	o := newOrch(t, m, agent.Config{Tools: []tool.Tool{g.tool()}, Loop: routing})
+	first := start(o, msg("Measure the room"))
+	<-g.started
+	second := start(o, msg("also check the attic"))
+	<-m.seen
+	close(g.release)
+	if out := <-first; out.err != nil {
+		t.Fatal(out.err)
+	}
+	if out := <-second; out.err != nil || out.res.Status != agent.StatusCompleted || out.res.Response != "Attic checked." {
+		t.Fatalf("second: status %s, response %q, err %v", out.res.Status, out.res.Response, out.err)
+	}
+}
