@@ -107,7 +107,7 @@ func (failingControl) Begin(context.Context, string, string, string) (agent.Begu
 	return agent.Begun{}, errDown
 }
 func (failingControl) Running(context.Context, string, string) (string, error) { return "", errDown }
-func (failingControl) Push(context.Context, string, string, string) error    { return errDown }
+func (failingControl) Push(context.Context, string, string, string) error      { return errDown }
 func (failingControl) Subscribe(string, string, func(agent.Signal)) func()     { return func() {} }
 
 // A dying Control does not fail the user's message: the run is only not
