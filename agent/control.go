@@ -91,6 +91,9 @@ const (
 	DefaultMaxQueued = 16
 	// DefaultMaxQueuedBytes is how many bytes of text it holds.
 	DefaultMaxQueuedBytes = 64 << 10
+	// DefaultMaxQueues is how many conversations a MemoryControl holds
+	// queued texts for at once.
+	DefaultMaxQueues = 10000
 )
 
 // MemoryControlConfig configures NewMemoryControl. The zero value means
@@ -102,13 +105,18 @@ type MemoryControlConfig struct {
 	// MaxQueuedBytes bounds their bytes. Negative is an error. Default
 	// DefaultMaxQueuedBytes (64 KiB).
 	MaxQueuedBytes int
+	// MaxQueues bounds the conversations with texts queued (those whose
+	// next message has not come yet): a Push that would start one more
+	// fails with ErrQueueFull. Negative is an error. Default
+	// DefaultMaxQueues (10000).
+	MaxQueues int
 }
 
 // MemoryControl is the Control of one process (the default of
 // Config.Control). Its running markers do not expire: they die with the
 // process, and End always runs when a loop ends.
 type MemoryControl struct {
-	maxN, maxB int
+	maxN, maxB, maxQ int
 
 	mu      sync.Mutex
 	running map[convKey]string
@@ -132,12 +140,13 @@ var _ Control = (*MemoryControl)(nil)
 // NewMemoryControl returns an empty MemoryControl, or an error wrapping
 // ErrInvalidConfig.
 func NewMemoryControl(cfg MemoryControlConfig) (*MemoryControl, error) {
-	if cfg.MaxQueued < 0 || cfg.MaxQueuedBytes < 0 {
-		return nil, fmt.Errorf("%w: negative MemoryControlConfig.MaxQueued or MaxQueuedBytes", ErrInvalidConfig)
+	if cfg.MaxQueued < 0 || cfg.MaxQueuedBytes < 0 || cfg.MaxQueues < 0 {
+		return nil, fmt.Errorf("%w: negative MemoryControlConfig.MaxQueued, MaxQueuedBytes or MaxQueues", ErrInvalidConfig)
 	}
 	return &MemoryControl{
 		maxN:    cmp.Or(cfg.MaxQueued, DefaultMaxQueued),
 		maxB:    cmp.Or(cfg.MaxQueuedBytes, DefaultMaxQueuedBytes),
+		maxQ:    cmp.Or(cfg.MaxQueues, DefaultMaxQueues),
 		running: make(map[convKey]string),
 		paused:  make(map[convKey]bool),
 		queues:  make(map[convKey]*memQueue),
@@ -222,6 +231,9 @@ func (m *MemoryControl) Push(ctx context.Context, tenant, conversation, text str
 	defer m.mu.Unlock()
 	q := m.queues[k]
 	if q == nil {
+		if len(m.queues) >= m.maxQ {
+			return ErrQueueFull
+		}
 		q = &memQueue{}
 	}
 	if len(q.texts) >= m.maxN || q.bytes+len(text) > m.maxB {

@@ -302,6 +302,24 @@ func TestQueueBytesBound(t *testing.T) {
 	if _, err := agent.NewMemoryControl(agent.MemoryControlConfig{MaxQueued: -1}); !errors.Is(err, agent.ErrInvalidConfig) {
 		t.Fatalf("negative MaxQueued: %v", err)
 	}
+	// Texts for ever more conversations do not grow the process without
+	// bound.
+	ctl, err = agent.NewMemoryControl(agent.MemoryControlConfig{MaxQueues: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o = newOrch(t, llmtest.NewScript(), agent.Config{Control: ctl})
+	for _, c := range []string{"c1", "c2"} {
+		if err := o.Inject(context.Background(), "u1", c, "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := o.Inject(context.Background(), "u1", "c3", "x"); !errors.Is(err, agent.ErrQueueFull) {
+		t.Fatalf("a third conversation's queue with MaxQueues 2: %v", err)
+	}
+	if err := o.Inject(context.Background(), "u1", "c1", "y"); err != nil {
+		t.Fatalf("a second text for a queued conversation: %v", err)
+	}
 }
 
 func TestCancelStopsASpawnedSubAgent(t *testing.T) {
