@@ -28,7 +28,7 @@ func replicas(t *testing.T, s1, s2 llm.Client, g *gate, loop agent.LoopConfig) (
 	var os [2]*agent.Orchestrator
 	var first *redispool.Control
 	for i, s := range []llm.Client{s1, s2} {
-		ctl, err := redispool.NewControl(context.Background(), rdb, redispool.ControlConfig{Prefix: prefix})
+		ctl, err := redispool.NewControl(rdb, redispool.ControlConfig{Prefix: prefix})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -135,12 +135,16 @@ if not v then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1 end
 return 0`
 )
 
+// subscribeTimeout bounds NewControl's wait for Redis to confirm the
+// subscription to the signals.
+const subscribeTimeout = 10 * time.Second
+
 // NewControl returns a Control on rdb, a client the caller configured
 // and closes, subscribed to the signals of every conversation under
-// cfg.Prefix (the subscription is confirmed before it returns). A nil
-// rdb or a setting out of range is an error wrapping
-// pool.ErrInvalidConfig.
-func NewControl(ctx context.Context, rdb redis.UniversalClient, cfg ControlConfig) (*Control, error) {
+// cfg.Prefix: the subscription is confirmed before it returns (within
+// 10s), so a Redis that cannot be reached fails here. A nil rdb or a
+// setting out of range is an error wrapping pool.ErrInvalidConfig.
+func NewControl(rdb redis.UniversalClient, cfg ControlConfig) (*Control, error) {
 	if rdb == nil {
 		return nil, fmt.Errorf("redispool: %w: NewControl needs a redis.UniversalClient, got nil", pool.ErrInvalidConfig)
 	}
@@ -156,6 +160,8 @@ func NewControl(ctx context.Context, rdb redis.UniversalClient, cfg ControlConfi
 		subs:    make(map[string][]*ctlSub), live: make(map[string]string),
 		stop: make(chan struct{}),
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), subscribeTimeout)
+	defer cancel()
 	c.ps = rdb.PSubscribe(ctx, globEscape(c.sigs)+"*")
 	if _, err := c.ps.Receive(ctx); err != nil {
 		c.ps.Close()

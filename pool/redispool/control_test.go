@@ -14,7 +14,7 @@ import (
 func newTestControl(t *testing.T, prefix string, cfg ControlConfig) *Control {
 	t.Helper()
 	cfg.Prefix = prefix
-	c, err := NewControl(context.Background(), client(t, prefix), cfg)
+	c, err := NewControl(client(t, prefix), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestControlRefreshesALiveMarker(t *testing.T) {
 }
 
 func TestControlConfig(t *testing.T) {
-	if _, err := NewControl(context.Background(), nil, ControlConfig{}); !errors.Is(err, pool.ErrInvalidConfig) {
+	if _, err := NewControl(nil, ControlConfig{}); !errors.Is(err, pool.ErrInvalidConfig) {
 		t.Fatalf("nil client: %v", err)
 	}
 	for _, cfg := range []ControlConfig{{TTL: time.Millisecond}, {TTL: -1}, {MaxQueued: -1}, {QueueTTL: -1}} {

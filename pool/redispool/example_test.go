@@ -48,7 +48,7 @@ func ExampleNewControl() {
 	rdb := redis.NewClient(opts)
 	defer rdb.Close()
 
-	ctl, err := redispool.NewControl(ctx, rdb, redispool.ControlConfig{Prefix: "prod:"})
+	ctl, err := redispool.NewControl(rdb, redispool.ControlConfig{Prefix: "prod:"})
 	if err != nil {
 		log.Fatal(err)
 	}
