@@ -77,11 +77,11 @@ type Control struct {
 	ps   *redis.PubSub
 	sigs string // the channel prefix of signals
 
-	begin, end, push, drain, refresh *redis.Script
+	begin, end, push, drain, refresh, publish *redis.Script
 
 	mu   sync.Mutex
 	subs map[string][]*ctlSub // by channel
-	live map[string]string    // marker key → run ID, refreshed
+	live map[string]liveRun   // by marker key: the loops begun here, refreshed
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -89,6 +89,10 @@ type Control struct {
 }
 
 type ctlSub struct{ fn func(agent.Signal) }
+
+// liveRun is a loop begun here: its run ID, and its conversation's
+// signal hash and channel.
+type liveRun struct{ id, sigs, channel string }
 
 var _ agent.Control = (*Control)(nil)
 
@@ -126,13 +130,29 @@ local q = redis.call('LRANGE', KEYS[1], 0, -1)
 redis.call('DEL', KEYS[1], KEYS[2])
 return q`
 
-	// KEYS: marker; ARGV: run ID, TTL ms. A marker that expired (Redis
-	// was unreachable for a while) is set again; another run's is left.
+	// KEYS: marker, signals; ARGV: run ID, TTL ms. A marker that expired
+	// (Redis was unreachable for a while) is set again; another run's is
+	// left. Returns the signals recorded for the run, and forgets them.
 	ctlRefreshScript = `
 local v = redis.call('GET', KEYS[1])
-if v == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-if not v then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1 end
-return 0`
+if v == ARGV[1] then redis.call('PEXPIRE', KEYS[1], ARGV[2])
+elseif not v then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) end
+local out = {}
+for _, s in ipairs({'inject', 'cancel', 'pause'}) do
+  if redis.call('HDEL', KEYS[2], ARGV[1] .. ':' .. s) == 1 then table.insert(out, s) end
+end
+return out`
+
+	// KEYS: marker, signals; ARGV: signal, channel, TTL ms. The signal is
+	// published, and recorded for the running loop (if any) so that the
+	// refresh hands it over should the published one be lost.
+	ctlPublishScript = `
+local id = redis.call('GET', KEYS[1])
+if id then
+  redis.call('HSET', KEYS[2], id .. ':' .. ARGV[1], '1')
+  redis.call('PEXPIRE', KEYS[2], ARGV[3])
+end
+return redis.call('PUBLISH', ARGV[2], ARGV[1])`
 )
 
 // subscribeTimeout bounds NewControl's wait for Redis to confirm the
@@ -156,8 +176,8 @@ func NewControl(rdb redis.UniversalClient, cfg ControlConfig) (*Control, error) 
 		rdb: rdb, cfg: cfg, sigs: cfg.Prefix + "ctl:sig:",
 		begin: redis.NewScript(ctlBeginScript), end: redis.NewScript(ctlEndScript),
 		push: redis.NewScript(ctlPushScript), drain: redis.NewScript(ctlDrainScript),
-		refresh: redis.NewScript(ctlRefreshScript),
-		subs:    make(map[string][]*ctlSub), live: make(map[string]string),
+		refresh: redis.NewScript(ctlRefreshScript), publish: redis.NewScript(ctlPublishScript),
+		subs: make(map[string][]*ctlSub), live: make(map[string]liveRun),
 		stop: make(chan struct{}),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), subscribeTimeout)
@@ -225,7 +245,7 @@ func (c *Control) Begin(ctx context.Context, tenant, conversation, runID string)
 		b.Queued = strs(v[1])
 	}
 	c.mu.Lock()
-	c.live[run] = runID
+	c.live[run] = liveRun{id: runID, sigs: c.key(tenant, conversation, "sig"), channel: c.sigs + id(tenant, conversation)}
 	c.mu.Unlock()
 	return b, nil
 }
@@ -248,7 +268,7 @@ func strs(v any) []string {
 func (c *Control) End(ctx context.Context, tenant, conversation, runID string, paused bool) error {
 	run := c.key(tenant, conversation, "run")
 	c.mu.Lock()
-	if c.live[run] == runID {
+	if c.live[run].id == runID {
 		delete(c.live, run)
 	}
 	c.mu.Unlock()
@@ -297,9 +317,14 @@ func (c *Control) Drain(ctx context.Context, tenant, conversation string) ([]str
 	return strs(v), nil
 }
 
-// Publish implements agent.Control.
+// Publish implements agent.Control. The signal is also recorded for the
+// conversation's running loop, whose Control hands it over at its next
+// refresh (within TTL/3) should the published message be lost (the
+// subscription's connection was down); a loop may so hear a signal
+// twice, which changes nothing.
 func (c *Control) Publish(ctx context.Context, tenant, conversation string, sig agent.Signal) error {
-	if err := c.rdb.Publish(ctx, c.sigs+id(tenant, conversation), string(sig)).Err(); err != nil {
+	keys := []string{c.key(tenant, conversation, "run"), c.key(tenant, conversation, "sig")}
+	if err := c.publish.Run(ctx, c.rdb, keys, string(sig), c.sigs+id(tenant, conversation), c.cfg.TTL.Milliseconds()).Err(); err != nil {
 		return fmt.Errorf("redispool: control publish: %w", err)
 	}
 	return nil
@@ -357,23 +382,50 @@ func (c *Control) keep() {
 			return
 		case <-tick.C:
 		}
-		c.mu.Lock()
-		live := make(map[string]string, len(c.live))
-		for k, v := range c.live {
-			live[k] = v
-		}
-		c.mu.Unlock()
-		if len(live) == 0 {
+		c.refreshAll(every)
+	}
+}
+
+// refreshAll refreshes the markers of the loops begun here in one
+// pipeline, and hands them the signals recorded for them.
+func (c *Control) refreshAll(every time.Duration) {
+	c.mu.Lock()
+	keys := make([]string, 0, len(c.live))
+	runs := make([]liveRun, 0, len(c.live))
+	for k, v := range c.live {
+		keys, runs = append(keys, k), append(runs, v)
+	}
+	c.mu.Unlock()
+	if len(keys) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), max(every, time.Second))
+	defer cancel()
+	pipe := c.rdb.Pipeline()
+	cmds := make([]*redis.Cmd, len(keys))
+	for i, k := range keys {
+		// EVAL: a pipeline cannot fall back from EVALSHA.
+		cmds[i] = c.refresh.Eval(ctx, pipe, []string{k, runs[i].sigs}, runs[i].id, c.cfg.TTL.Milliseconds())
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		c.cfg.Logger.Warn("redispool: refreshing running markers failed; will retry", "markers", len(keys), "err", err)
+	}
+	for i, cmd := range cmds {
+		sigs, err := cmd.StringSlice()
+		if err != nil || len(sigs) == 0 {
 			continue
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), max(every, time.Second))
-		pipe := c.rdb.Pipeline()
-		for k, v := range live {
-			c.refresh.Eval(ctx, pipe, []string{k}, v, c.cfg.TTL.Milliseconds()) // EVAL: a pipeline cannot fall back from EVALSHA
+		c.mu.Lock()
+		still := c.live[keys[i]].id == runs[i].id
+		subs := slices.Clone(c.subs[runs[i].channel])
+		c.mu.Unlock()
+		if !still {
+			continue // the loop ended meanwhile
 		}
-		if _, err := pipe.Exec(ctx); err != nil {
-			c.cfg.Logger.Warn("redispool: refreshing running markers failed; will retry", "markers", len(live), "err", err)
+		for _, s := range sigs {
+			for _, sub := range subs {
+				sub.fn(agent.Signal(s))
+			}
 		}
-		cancel()
 	}
 }

@@ -95,3 +95,63 @@ func TestControlConfig(t *testing.T) {
 		t.Fatalf("globEscape: %q", got)
 	}
 }
+
+// A signal whose published message is lost (the subscription's
+// connection was down) still reaches the running loop: the Control hands
+// over what was recorded for it when it refreshes the marker. One
+// recorded for another run is not handed over.
+func TestControlRecoversALostSignal(t *testing.T) {
+	prefix := uniquePrefix()
+	ctx := context.Background()
+	c := newTestControl(t, prefix, ControlConfig{TTL: 30 * time.Millisecond})
+	heard := make(chan agent.Signal, 8)
+	stop := c.Subscribe("u1", "c1", func(s agent.Signal) { heard <- s })
+	defer stop()
+	if _, err := c.Begin(ctx, "u1", "c1", "run_1"); err != nil {
+		t.Fatal(err)
+	}
+	// What Publish records, without the message.
+	sigs := c.key("u1", "c1", "sig")
+	if err := c.rdb.HSet(ctx, sigs, "run_0:cancel", "1", "run_1:pause", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case s := <-heard:
+		if s != agent.SignalPause {
+			t.Fatalf("heard %q, want pause", s)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the recorded signal never reached the loop")
+	}
+	// Handed over once; another run's stays unheard.
+	if n, err := c.rdb.HExists(ctx, sigs, "run_1:pause").Result(); err != nil || n {
+		t.Fatalf("the handed-over signal is still recorded (%v, %v)", n, err)
+	}
+	select {
+	case s := <-heard:
+		t.Fatalf("heard %q as well", s)
+	default:
+	}
+}
+
+// Publish records a signal only for a conversation whose loop runs.
+func TestControlPublishRecordsForTheRunningLoop(t *testing.T) {
+	prefix := uniquePrefix()
+	ctx := context.Background()
+	c := newTestControl(t, prefix, ControlConfig{})
+	if err := c.Publish(ctx, "u1", "c1", agent.SignalCancel); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := c.rdb.Exists(ctx, c.key("u1", "c1", "sig")).Result(); n != 0 {
+		t.Fatal("a signal with no loop running was recorded")
+	}
+	if _, err := c.Begin(ctx, "u1", "c1", "run_7"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Publish(ctx, "u1", "c1", agent.SignalCancel); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := c.rdb.HExists(ctx, c.key("u1", "c1", "sig"), "run_7:cancel").Result(); !ok {
+		t.Fatal("the signal was not recorded for the running loop")
+	}
+}

@@ -29,6 +29,7 @@
 //	prefix + "ctl:" + K + ":paused"   the last run ended paused (QueueTTL)
 //	prefix + "ctl:" + K + ":q"        the inject queue, a list (QueueTTL)
 //	prefix + "ctl:" + K + ":qb"       its bytes
+//	prefix + "ctl:" + K + ":sig"      signals recorded for the running loop (hash of run ID:signal, TTL)
 //	prefix + "ctl:sig:" + K           the channel of the conversation's signals
 //
 // The length keeps tenants and IDs that contain ':' or braces from
