@@ -67,17 +67,17 @@
 //
 // NewControl subscribes once to the pattern prefix + "ctl:sig:*" (the
 // subscription is confirmed before it returns) and hands each signal to
-// the loops of that conversation running in the process; Publish is one
-// PUBLISH. Begin (set the marker, take the paused flag and the queue),
+// the loops of that conversation running in the process. Publish is one
+// script: PUBLISH, and a record of the signal for the run whose marker
+// is set. Begin (set the marker, take the paused flag and the queue),
 // End (delete the marker if still the run's, set the paused flag), Push
 // (check the bounds, append) and Drain are each one Lua script. The
 // markers of the loops a Control began are refreshed every TTL/3 in one
-// pipeline (set again if Redis lost them); a process that dies stops
-// refreshing, and its markers expire after TTL. A signal published while
-// the subscription's connection is down is lost (go-redis reconnects and
-// subscribes again): Cancel and Pause then report success but the loop
-// runs on; Inject's text is still queued for the next boundary that a
-// later signal wakes, or the next message.
+// pipeline (set again if Redis lost them), which also hands each loop the
+// signals recorded for it: a signal whose message was lost while the
+// subscription's connection was down (go-redis reconnects and subscribes
+// again) reaches the loop within TTL/3 all the same. A process that dies
+// stops refreshing, and its markers expire after TTL.
 //
 // Requires Redis 6.2 or later.
 package redispool
