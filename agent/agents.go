@@ -230,6 +230,9 @@ type agentTool struct {
 	run               func(ctx context.Context, fields json.RawMessage) (Reply, error)
 	validate          func(fields json.RawMessage) error                      // nil: no Validate method
 	approval          func(fields json.RawMessage) (*approval.Request, error) // nil: never needs approval
+	// plain: a plain tool's high-risk call waiting for approval, run
+	// through this registry (risk.go); nil for an Agent-Tool.
+	plain *tool.Registry
 }
 
 // build derives the model's schema, the version and the field facts from

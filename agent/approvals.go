@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/valetkit/valet/approval"
 	"github.com/valetkit/valet/llm"
@@ -105,11 +106,11 @@ func (r *run) resolve(id string, d approval.Decision) error {
 	if e, err = o.pendingApproval(ctx, r.msg.TenantID, id); err != nil {
 		return err
 	}
-	a := o.agents[e.AgentName]
+	a := r.agentOf(e.AgentName)
 	switch {
 	case e.Paused:
 		return fmt.Errorf("%w: %s", ErrPaused, id)
-	case a == nil || a.version != e.SchemaVersion:
+	case a == nil || a.version != e.SchemaVersion || o.staleSub(e):
 		r.log().WarnContext(ctx, "agent: discarding a pooled agent made from another schema version", "agent", e.AgentName, "id", id)
 		r.discard(ctx, e)
 		return fmt.Errorf("%w: %s (%s)", ErrStaleAgent, id, e.AgentName)
@@ -209,7 +210,9 @@ func (o *Orchestrator) setPaused(ctx context.Context, tenantID, id string, pause
 }
 
 // CancelAgent removes a pooled agent without running it; its conversation
-// records that the user cancelled it, so the model knows. Errors:
+// records that the user cancelled it, so the model knows. An Agent-Tool a
+// sub-agent called is removed with the sub-agent: it does not go on, and
+// the conversation records that its spawn_agent call ended so. Errors:
 // pool.ErrNotFound.
 func (o *Orchestrator) CancelAgent(ctx context.Context, tenantID, id string) error {
 	if err := checkTenant(tenantID); err != nil {
@@ -231,9 +234,13 @@ func (o *Orchestrator) CancelAgent(ctx context.Context, tenantID, id string) err
 		return fmt.Errorf("agent: cancel %s: %w", id, err)
 	}
 	callID := resumeCallID(taken)
+	name, args, text := strings.TrimPrefix(taken.AgentName, RiskToolPrefix), taken.Fields, cancelledText
+	if taken.SubAgent != nil { // the sub-agent that called it is stopped with it (spawn_park.go)
+		name, args, text = SpawnAgentTool, subArgs(taken), subCancelledText(taken)
+	}
 	err = o.mem.Append(ctx, tenantID, conv,
-		llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: callID, Name: taken.AgentName, Arguments: taken.Fields}}},
-		llm.Message{Role: llm.RoleTool, ToolCallID: callID, Name: taken.AgentName, Content: cancelledText, IsError: true},
+		llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: callID, Name: name, Arguments: args}}},
+		llm.Message{Role: llm.RoleTool, ToolCallID: callID, Name: name, Content: text, IsError: true},
 	)
 	if err != nil {
 		// The agent is cancelled all the same; only the note is missing.

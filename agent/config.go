@@ -145,6 +145,19 @@ type LoopConfig struct {
 	DoomMaxInterventions int
 	// NoDoomLoop turns the doom-loop detector off.
 	NoDoomLoop bool
+	// RiskPolicy refines the risk of each plain tool call before it runs:
+	// it gets the call and the tool's declared risk (tool.WithRisk;
+	// tool.RiskLow when none) and returns the call's risk. Nil (the
+	// default) keeps the declared risk. A low call runs; a medium one
+	// runs and is logged (INFO, the tool's name only); a high one waits
+	// for the user's approval as a pending request (see "Risk" in the
+	// package documentation); a critical one is not run: the model reads
+	// that the risk policy denied it. A policy that returns an error or
+	// panics denies the call the same way, and the loop goes on. It is
+	// called on the loop's goroutine, in call order, before the turn's
+	// calls start; calls of Agent-Tools and spawn_agent are not
+	// classified (an Agent-Tool asks for approval itself).
+	RiskPolicy func(ctx context.Context, call llm.ToolCall, declared tool.Risk) (tool.Risk, error)
 	// RouteWhileRunning routes a user's message (SourceUser) that arrives
 	// while its conversation's loop runs (Config.Control's marker), instead
 	// of having it wait its turn: a bare "stop" or "cancel" cancels the

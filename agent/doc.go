@@ -160,9 +160,8 @@
 // The model calls spawn_agent(task, context, budget_share). The sub-agent
 // runs its own loop on a fresh context: the worker prompt, and the task
 // and context as its one message — nothing of the conversation. It has the
-// run's plain tools (no Agent-Tools: one called anyway is refused with an
-// error result), loads and appends no history, recalls nothing and runs
-// no fact extraction. Its final message, with its turns, tokens, tool
+// run's tools and exposed Agent-Tools, loads and appends no history,
+// recalls nothing and runs no fact extraction. Its final message, with its turns, tokens, tool
 // calls and duration, is the tool result; several spawns of one reply run
 // concurrently, as tool calls do. Sub-agents nest down to
 // SubAgentOptions.MaxDepth (2): at that depth spawn_agent is not among a
@@ -199,8 +198,8 @@
 // specialist's requests, and a call of it anyway is an "unknown tool"
 // error result that runs nothing — the scope is structural, not an
 // instruction. spawn_agent is among its tools only when the skill lists
-// it and the depth allows it; Agent-Tools a skill lists are not offered to
-// a specialist yet. A sub-agent a specialist starts without a skill gets
+// it and the depth allows it; an Agent-Tool it lists is offered (one
+// needing approval parks the specialist: see below). A sub-agent a specialist starts without a skill gets
 // the specialist's tools at most, at any depth, never the coordinator's;
 // with a skill, that skill's tools (so listing spawn_agent lets a
 // specialist delegate to the other skills). A skill's model runs the
@@ -216,6 +215,47 @@
 // a tool not found there may be a source's: it is looked for when a spawn
 // starts the skill, and one the run's tools lack makes the spawn an error
 // result naming it.
+//
+// # Approvals inside sub-agents
+//
+// A sub-agent cannot ask the user anything itself: an Agent-Tool it calls
+// with missing or invalid fields is an error result naming them (it must
+// supply them), and one that is complete and needs no approval runs at
+// once. One that needs approval parks the sub-agent: its loop stops after
+// the turn, and its state — the spawn call, depth, path, model, what its
+// budget has left and what it used, its window (task, turns, the results
+// of the turn's other calls) and the call that waits — goes into the
+// Agent-Tool's pool entry (pool.Entry.SubAgent, one level per nesting
+// level, outermost first, versioned), which is otherwise made as for the
+// coordinator's own call: same approval request, same fingerprint rules,
+// in the coordinator's conversation. The coordinator's spawn_agent call
+// waits like a parked Agent-Tool, so its run ends with
+// StatusWaitingForApproval and Result.PendingApprovals holding the request
+// the user sees; Waiting.Path tells it came from a sub-agent. Only one
+// approval waits per sub-agent: when one turn has several calls needing
+// approval, the first in call order parks and the others are error
+// results telling the sub-agent to call them again after the decision.
+// Two sub-agents of one reply may each park: two requests, decided apart.
+//
+// The decision (ResolveApproval, or the user's reply) takes the entry
+// exactly once across replicas, as for any approval. Approve or Edit runs
+// the action once, inside the innermost sub-agent (its events and steps
+// carry its path), and its result answers that sub-agent's waiting call;
+// Cancel answers it with "User cancelled this action.". The sub-agent's
+// loop goes on — its prompt and tools rebuilt from the configuration (its
+// skill's, for a specialist), its remaining budget — and its answer is its parent
+// sub-agent's spawn result, and so up to the coordinator, into whose
+// conversation it enters as a resumed spawn_agent call with its result;
+// the coordinator's loop then goes on. A sub-agent that needs another
+// approval parks again: a new request, and the run waits again. What the
+// resumed sub-agents use counts in the deciding run's Result. Entries
+// survive restarts with a shared pool (pool/redispool). An entry this
+// orchestrator cannot resume (sub-agents disabled or shallower, another
+// state format) is discarded like one of a stale schema (ErrStaleAgent);
+// CancelAgent stops the sub-agent with its action; Forget removes the
+// conversation's pending agents, so a later decision is
+// approval.ErrNotFound and nothing runs.
+//
 // # Plans
 //
 // With Config.Plan enabled the model is offered update_plan
@@ -260,6 +300,106 @@
 // answer). After each intervention the detector starts afresh. Observers
 // see each intervention as StepDoomLoop, and the run's span gets a
 // valet.doom_loop event. LoopConfig.NoDoomLoop turns it off.
+//
+// # Risk
+//
+// Every plain tool call is classified before it runs. Its risk is the
+// tool's declared one (tool.WithRisk; tool.RiskLow when none; an MCP tool's
+// comes from its annotations, and one without is tool.RiskHigh), refined
+// by LoopConfig.RiskPolicy, which gets the call and may decide from its
+// arguments: the same shell tool can run `ls` freely, wait for the user
+// on `rm` and refuse `rm -rf` or `sudo`. Without a RiskPolicy (the
+// default) the declared risk stands. The policy runs on the loop's
+// goroutine, in call order, before the turn's calls start.
+//
+//   - RiskLow: the call runs.
+//   - RiskMedium: it runs, and an INFO line names the tool (never its
+//     arguments).
+//   - RiskHigh: it waits for the user's approval, like an Agent-Tool's
+//     (see "Agent-Tools"): a pool entry named RiskToolPrefix + the tool's
+//     name ("tool:shell") holds the call's arguments; its request's
+//     ActionSummary and Details show the tool and its arguments with
+//     secrets masked (RedactArguments), each on one line; its options are
+//     approve and cancel (no edit). The model reads that the call waits.
+//     The user's reply or ResolveApproval decides it with the same
+//     fingerprint rules, across replicas and restarts: approved, it runs
+//     once, with the arguments the model gave, without being classified
+//     again, and its result enters the conversation as a resumed call;
+//     cancelled, the model reads "User cancelled this action.". The tool
+//     is looked up by name when the decision comes: a tool gone, or whose
+//     description or schema changed, makes the request stale
+//     (ErrStaleAgent) and nothing runs. Arguments that are not a JSON
+//     object or fail the tool's schema are an error result, never a
+//     request.
+//   - RiskCritical (or any level above): the call is not run; the model
+//     reads that the risk policy denied it (ErrRiskDenied, ResultStatus
+//     "denied").
+//
+// A RiskPolicy that returns an error or panics denies the call the same
+// way; the loop goes on, and the error or panic value is logged masked,
+// never shown to the model. Calls of Agent-Tools and of spawn_agent are
+// not classified: an Agent-Tool asks for approval itself.
+//
+// Inside a sub-agent a high-risk call reaches the user the way an
+// Agent-Tool's approval there does (see "Approvals inside sub-agents"):
+// the sub-agent parks, the coordinator waits, and once approved the call
+// runs inside the sub-agent, which goes on. Only the first call of a turn
+// that needs approval parks it; the others are told to call again.
+//
+// Observers see StepRisk for each call classified by a RiskPolicy or of a
+// tool declared above low (its Risk and RiskDecision); the call's
+// execute_tool span gets valet.tool.risk and valet.tool.risk.decision.
+//
+// # Delegation: durable results and background task graphs
+//
+// Every sub-agent's result is stored in SubAgentOptions.Engine's Results
+// (agent/delegate; default an in-memory engine) before the spawn's tool
+// result goes to the coordinator, and the tool result names it:
+// "[stored as [agent_result:ID]: …]". When the write fails the tool result
+// still carries the text, says it has no reference, and is no error. A
+// spawn's task or context may hold [agent_result:ID] references instead
+// of the text: each is read from the Results of the run's tenant and
+// appended to the sub-agent's context in an <agent_result id="…"
+// status="…"> block introduced as untrusted data; the text's line breaks
+// are normalised, its control characters replaced, every "<" that would
+// open or close an agent_result tag (any case, spaces or slashes between)
+// written "&lt;", and it is cut at MaxInlinedResultBytes, saying so. A
+// reference to no stored result — another tenant's included — or more
+// than MaxResultRefs of them is an error result: nothing starts, no model
+// call is made.
+//
+// The coordinator (depth 0) may also start background work:
+// spawn_agent(task, background: true) or spawn_agent(tasks: [{id, skill,
+// task, context, depends_on}, …]) submits a delegate.Graph to the engine
+// and returns at once with the graph's id and its tasks' result ids
+// ([agent_result:<graph>.<task>]). A graph that cannot run — a cycle,
+// an unknown dependency or skill, a reference to a missing result — is an
+// error result and nothing is stored; inside a sub-agent, background and
+// tasks are error results. The graph's Budget is budget_share of what the
+// run's budget had left, fixed at spawn; its Model is the message's. Its
+// tasks run as sub-agents at depth 1 when their dependencies completed
+// (in parallel up to the engine's limit), where [agent_result:<task id>]
+// names a dependency's result; a failed task blocks its dependants. When
+// the graph ends its end is delivered to the conversation as a new
+// message, the path a triggered run takes, listing the tasks' outcomes
+// and their results framed as data; the coordinator's reaction goes to
+// SubAgentOptions.OnBackground, so the user hears of it without asking.
+// Delivery is at least once (see Orchestrator.TaskExecutor). A background
+// task has no run of the coordinator to wait in: its specialist calling
+// an Agent-Tool that needs approval is not parked, the action is not
+// taken, and the task fails saying so — the coordinator can run it in the
+// foreground, where the user is asked (a resumed sub-agent's result is
+// stored like any other).
+//
+// The default engine is in memory and run by the orchestrator from the
+// first background spawn until Close. An engine given in
+// SubAgentOptions.Engine (delegate/pgdelegate keeps results and graphs in
+// PostgreSQL, so a restart delivers what was left) is run by the host:
+//
+//	var eng delegate.Engine = … // a durable one, e.g. from agent/delegate/pgdelegate
+//	o, err := agent.NewOrchestrator(agent.Config{…, SubAgents: agent.SubAgentOptions{Enabled: true, Engine: eng,
+//		OnBackground: func(ctx context.Context, res *agent.Result) { notify(res.Response) }}})
+//	go eng.Run(ctx, o.TaskExecutor())
 //
 // # Steering
 //

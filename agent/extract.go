@@ -411,8 +411,12 @@ func (o *Orchestrator) forgottenSince(key convKey, epoch uint64) bool {
 // Close stops starting background work (fact extraction) and waits for
 // what runs to finish, or for ctx to end: then it cancels what is left and
 // returns ctx's error. Messages may still be handled after Close; their
-// facts are not extracted.
+// facts are not extracted. It also stops the default delegation engine
+// (SubAgentOptions.Engine nil), cancelling the background tasks and
+// deliveries it runs: later spawns with background or tasks are error
+// results. An engine the host gave is the host's to stop.
 func (o *Orchestrator) Close(ctx context.Context) error {
+	engineErr := o.stopEngine(ctx) // delegation.go
 	o.bg.mu.Lock()
 	o.bg.closed = true
 	o.bg.mu.Unlock()
@@ -421,7 +425,7 @@ func (o *Orchestrator) Close(ctx context.Context) error {
 	select {
 	case <-done:
 		o.bg.cancel()
-		return nil
+		return engineErr
 	case <-ctx.Done():
 		o.bg.cancel()
 		<-done

@@ -9,6 +9,7 @@ import (
 	"github.com/valetkit/valet/approval"
 	"github.com/valetkit/valet/llm"
 	"github.com/valetkit/valet/memory"
+	"github.com/valetkit/valet/tool"
 )
 
 // Observer hears every step of every run (Config.Observer): what Stream
@@ -106,6 +107,12 @@ const (
 	// the last call's when the run is stopped (ErrDoomLoop); Count is
 	// the intervention (1, 2, ...).
 	StepDoomLoop
+	// StepRisk: a plain tool call was classified before it ran, by
+	// LoopConfig.RiskPolicy or by a declared risk above low (ToolCall;
+	// Risk: its risk; RiskDecision: what became of it; Err: the risk
+	// policy's error or panic, when it failed). A call of a low-risk tool
+	// without a RiskPolicy has none.
+	StepRisk
 	// StepInject: the loop took a message injected while it ran
 	// (Orchestrator.Inject) at a turn boundary (Text: the user's text).
 	StepInject
@@ -133,6 +140,7 @@ var stepNames = [...]string{
 	StepModelFallback:    "model_fallback",
 	StepPlan:             "plan",
 	StepDoomLoop:         "doom_loop",
+	StepRisk:             "risk",
 	StepInject:           "inject",
 	StepCancel:           "cancel",
 	StepPause:            "pause",
@@ -239,6 +247,10 @@ type Step struct {
 	// Skill is set on the steps of a specialist: the skill (Config.Skills)
 	// its spawn_agent call named. "" otherwise.
 	Skill string
+	// Risk is the call's risk and RiskDecision what became of the call
+	// (StepRisk).
+	Risk         tool.Risk
+	RiskDecision RiskDecision
 }
 
 // observing is the observer state of a run.

@@ -3,6 +3,7 @@ package agent
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"github.com/valetkit/valet/clock"
 	"iter"
@@ -46,6 +47,7 @@ type Orchestrator struct {
 	agents   map[string]*agentTool // every registered Agent-Tool
 	callable map[string]*agentTool // those the model sees as tools
 	spawn    *spawner              // Config.SubAgents; nil when off (spawn.go)
+	riskPark bool                  // a plain tool call may wait for approval (risk.go)
 	pool     pool.Store
 	locker   pool.Locker
 
@@ -170,6 +172,7 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 		mem:      cfg.Memory,
 		memOpts:  memOpts,
 	}
+	o.riskPark = mayParkRisky(cfg, reg) // risk.go
 	if o.mem == nil {
 		m, err := memory.NewInMemory(memory.Config{Clock: o.clock})
 		if err != nil {
@@ -191,6 +194,9 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 		return nil, err
 	}
 	if err := o.checkSkills(); err != nil { // spawn_skill.go
+		return nil, err
+	}
+	if err := o.initDelegation(); err != nil { // delegation.go
 		return nil, err
 	}
 	if o.pool == nil {
@@ -346,9 +352,12 @@ func (o *Orchestrator) History(ctx context.Context, tenantID, conversationID str
 func (o *Orchestrator) Tools() []llm.ToolSpec { return append([]llm.ToolSpec(nil), o.specs...) }
 
 // Forget erases a conversation (for example when the user deletes it):
-// its history, the long-term items it wrote (memory.Provider.Forget
-// with its ID) and the texts injected for its next message (Inject). It
-// waits for a running message of that conversation.
+// its history, the long-term items it wrote (memory.Provider.Forget with
+// its ID), its Agent-Tools waiting in the pool (for input or approval,
+// also those a sub-agent called): a decision on one of them afterwards is
+// approval.ErrNotFound, and nothing runs; and the texts injected for its
+// next message (Inject). It waits for a running message of that
+// conversation.
 // Facts still being extracted from its turns (MemoryOptions.Extract) are
 // dropped when the extraction ends, even when the conversation has new
 // messages by then, also when the extraction runs on another replica
@@ -370,10 +379,13 @@ func (o *Orchestrator) Forget(ctx context.Context, tenantID, conversationID stri
 	if _, err := o.control.Drain(ctx, tenantID, conversationID); err != nil {
 		o.log.WarnContext(ctx, "agent: dropping the conversation's injected messages failed", "tenant", tenantID, "conversation", conversationID, "err", err)
 	}
+	// The pending agents, then the history, which goes too when the pool
+	// fails: the user asked.
+	perr := o.forgetPending(ctx, tenantID, conversationID)
 	if _, err := o.mem.Forget(ctx, tenantID, memory.Provenance{ConversationID: conversationID}); err != nil {
-		return fmt.Errorf("agent: forgetting the conversation: %w", err)
+		return errors.Join(fmt.Errorf("agent: forgetting the conversation: %w", err), perr)
 	}
-	return nil
+	return perr
 }
 
 // now reads the orchestrator's clock (Config.Clock).

@@ -67,7 +67,7 @@ func (r *run) park(a *agentTool, callID string, col collected, req *approval.Req
 	o := r.o
 	e := &pool.Entry{
 		ID:             newID(),
-		AgentName:      a.name,
+		AgentName:      a.poolName(),
 		TenantID:       r.msg.TenantID,
 		ConversationID: r.msg.ConversationID,
 		Status:         pool.StatusWaitingForInput,
@@ -135,7 +135,7 @@ func (r *run) fillApproval(e *pool.Entry, req *approval.Request, now time.Time) 
 }
 
 func (o *Orchestrator) waitingOf(e *pool.Entry) Waiting {
-	w := Waiting{AgentID: e.ID, AgentName: e.AgentName, Status: StatusWaitingForInput, Missing: e.Missing, Problems: e.Problems, created: e.CreatedAt}
+	w := Waiting{AgentID: e.ID, AgentName: e.AgentName, Status: StatusWaitingForInput, Missing: e.Missing, Problems: e.Problems, Path: subPath(e), created: e.CreatedAt}
 	if e.Status == pool.StatusWaitingForApproval && e.Approval != nil {
 		w.Status = StatusWaitingForApproval
 		w.Approval = o.shownRequest(e)
@@ -236,6 +236,9 @@ func (a *agentTool) fieldList(names []string) string {
 // runAgent runs a complete agent with its own timeout and returns the tool
 // result. Panics are recovered into an error result.
 func (r *run) runAgent(a *agentTool, callID string, fields json.RawMessage) (content string, isErr bool) {
+	if a.plain != nil {
+		return r.runPlain(a, callID, fields) // risk.go
+	}
 	o := r.o
 	timeout := a.opts.timeout
 	if timeout <= 0 {

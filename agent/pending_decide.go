@@ -17,7 +17,7 @@ import (
 // error: another reply decided it.
 func (r *run) applyDecision(e *pool.Entry, d approval.Decision) error {
 	o := r.o
-	a := o.agents[e.AgentName]
+	a := r.agentOf(e.AgentName)
 	taken, err := r.takeChecked(e, d.Fingerprint)
 	if err != nil || taken == nil {
 		return err
@@ -73,7 +73,7 @@ func (r *run) applyDecision(e *pool.Entry, d approval.Decision) error {
 func (r *run) takeChecked(e *pool.Entry, fingerprint string) (*pool.Entry, error) {
 	o := r.o
 	for range 3 {
-		a := o.agents[e.AgentName]
+		a := r.agentOf(e.AgentName)
 		if e.Status != pool.StatusWaitingForApproval || e.Approval == nil || e.Paused || a == nil || e.SchemaVersion != a.version {
 			return nil, nil
 		}
@@ -160,12 +160,20 @@ func (r *run) failPooled(a *agentTool, e *pool.Entry, cause error) error {
 // (cancelled, or its own code failed): reason enters the conversation as
 // its error result.
 func (r *run) endTaken(a *agentTool, e *pool.Entry, reason string) {
+	if e.SubAgent != nil { // the sub-agent that called it reads reason and goes on
+		r.resumeSub(a, e, e.Fields, false, reason)
+		return
+	}
 	r.emitResumedStart(a, e, e.Fields)
 	r.addResumed(a, e, e.Fields, reason, true, 0)
 }
 
 // resume runs an agent taken from the pool and adds its outcome.
 func (r *run) resume(a *agentTool, e *pool.Entry, fields json.RawMessage) {
+	if e.SubAgent != nil { // it runs in the sub-agent that called it, which goes on
+		r.resumeSub(a, e, fields, true, "")
+		return
+	}
 	r.emitResumedStart(a, e, fields)
 	var tt toolTel // the approved action's span, linked to the run that raised it (telemetry.go)
 	if r.o.tel != nil {

@@ -89,8 +89,8 @@ func (r *run) servePending() (done bool, err error) {
 // entries are removed; the note tells the model.
 func (r *run) usable(e *pool.Entry, now time.Time) (note string, ok bool) {
 	o := r.o
-	a := o.agents[e.AgentName]
-	if a == nil || a.version != e.SchemaVersion {
+	a := r.agentOf(e.AgentName)
+	if a == nil || a.version != e.SchemaVersion || o.staleSub(e) {
 		r.log().WarnContext(r.ctx, "agent: discarding a pooled agent made from another schema version",
 			"agent", e.AgentName, "id", e.ID, "version", e.SchemaVersion)
 		r.discard(r.ctx, e)

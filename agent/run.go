@@ -73,6 +73,8 @@ type run struct {
 	spawned *spawnTally
 	doom    doomState // the doom-loop detector (doomloop.go)
 	plan    planState // the plan's call in the history (plan.go)
+	// graph: the run is a graph's task's parent (delegation_exec.go).
+	graph *graphTask
 	// steer: Config.Control's state for the run (steer.go); a sub-agent
 	// shares its parent's. steerSt holds a top run's.
 	steer   *steering
@@ -236,7 +238,7 @@ func (r *run) credentials() credentials.Store {
 // serveThenLoop serves the conversation's waiting Agent-Tools first, then
 // runs the loop unless serving ended the run.
 func (r *run) serveThenLoop() error {
-	if len(r.o.agents) > 0 {
+	if len(r.o.agents) > 0 || r.o.riskPark {
 		done, err := r.servePending()
 		if err != nil || done {
 			return err
@@ -359,6 +361,10 @@ func (r *run) loop() error {
 		if len(r.parked) > 0 {
 			// An Agent-Tool waits for the user: the loop ends here.
 			return r.replyWaiting()
+		}
+		if r.sub != nil && r.sub.park != nil {
+			// A sub-agent waits for the user's approval (spawn_park.go).
+			return r.stopParked()
 		}
 		if !o.loop.NoDoomLoop {
 			if err := r.watchDoom(m.ToolCalls, base); err != nil { // doomloop.go

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/valetkit/valet/agent/delegate"
 	"github.com/valetkit/valet/agent/skill"
 	"github.com/valetkit/valet/llm"
 	"github.com/valetkit/valet/tool"
@@ -30,9 +31,10 @@ const (
 // SubAgentOptions offers the model the spawn_agent tool (SpawnAgentTool):
 // a sub-agent that runs its own loop on a fresh context — the worker
 // prompt as its system prompt, the task and context as its one message —
-// with the run's plain tools (no Agent-Tools), and whose final message is
-// the tool result. Several spawns of one reply run concurrently, like any
-// tool calls. A sub-agent loads and appends no history, recalls nothing
+// with the run's tools and exposed Agent-Tools (one needing approval parks
+// the sub-agent until the user decides; see the package documentation),
+// and whose final message is the tool result. Several spawns of one reply
+// run concurrently, like any tool calls. A sub-agent loads and appends no history, recalls nothing
 // and runs no fact extraction. The zero value offers no tool.
 type SubAgentOptions struct {
 	// Enabled offers spawn_agent to the model. Default false.
@@ -50,6 +52,24 @@ type SubAgentOptions struct {
 	// what it wrote so far is returned, marked. Default
 	// DefaultSubAgentTimeout (5m).
 	Timeout time.Duration
+	// Engine keeps sub-agents' results (each stored before the spawn's
+	// tool result is returned, and named there as [agent_result:ID]) and
+	// runs background task graphs (spawn_agent's background and tasks
+	// arguments). Default nil: an in-memory engine (delegate.NewMemory)
+	// the orchestrator runs itself once background work is started,
+	// stopped by Orchestrator.Close; it keeps results for
+	// delegate.DefaultRetention (24h) in process memory and loses them,
+	// and unfinished graphs, with the process. An engine given here (such
+	// as agent/delegate/pgdelegate's) is run by the host:
+	// go engine.Run(ctx, o.TaskExecutor()).
+	Engine delegate.Engine
+	// OnBackground is handed the coordinator's Result of each delivery:
+	// the run a background graph's end started in its conversation (a
+	// new message, the path a triggered run takes), so the host can tell
+	// the user what came of it without being asked. Called after the
+	// Result is saved, on the engine's goroutine; at least once per
+	// graph (see Orchestrator.TaskExecutor). Optional.
+	OnBackground func(ctx context.Context, res *Result)
 }
 
 func (s SubAgentOptions) withDefaults() (SubAgentOptions, error) {
@@ -70,25 +90,29 @@ func (s SubAgentOptions) withDefaults() (SubAgentOptions, error) {
 
 // spawnArgs are spawn_agent's arguments.
 type spawnArgs struct {
-	Task        string  `json:"task" jsonschema:"description=The task for the sub-agent: what to do and what to answer with"`
-	Context     string  `json:"context,omitempty" jsonschema:"description=What the sub-agent needs to know: it sees nothing of this conversation"`
-	BudgetShare float64 `json:"budget_share,omitempty" jsonschema:"description=Share (0 to 1) of what is left of this request's budget the sub-agent may use; default all of it,minimum=0,maximum=1"`
+	Task        string          `json:"task,omitempty" jsonschema:"description=The task for the sub-agent: what to do and what to answer with; required unless tasks is given"`
+	Context     string          `json:"context,omitempty" jsonschema:"description=What the sub-agent needs to know: it sees nothing of this conversation"`
+	BudgetShare float64         `json:"budget_share,omitempty" jsonschema:"description=Share (0 to 1) of what is left of this request's budget the sub-agent may use; default all of it,minimum=0,maximum=1"`
+	Background  bool            `json:"background,omitempty" jsonschema:"description=Run the task in the background: the call returns at once and the result comes to this conversation as a new message when it is done"`
+	Tasks       []spawnTaskArgs `json:"tasks,omitempty" jsonschema:"description=Instead of task: several tasks run in the background as a graph; a task starts when the tasks it depends_on completed and its context may refer to their results as [agent_result:<task id>]"`
 }
 
 // spawner is the orchestrator's sub-agent state; nil when SubAgents is
 // not enabled.
 type spawner struct {
 	opts SubAgentOptions
+	del  delegation // results and background graphs (delegation.go)
 }
 
 // newSpawner adds spawn_agent to reg when opts enable it, with the skill
 // argument when skills are configured (spawn_skill.go).
 func newSpawner(opts SubAgentOptions, reg *tool.Registry, skills *skill.Set) (*spawner, error) {
 	if !opts.Enabled {
-		if opts != (SubAgentOptions{}) {
-			if _, err := opts.withDefaults(); err != nil {
-				return nil, err
-			}
+		if _, err := opts.withDefaults(); err != nil {
+			return nil, err
+		}
+		if opts.Engine != nil || opts.OnBackground != nil {
+			return nil, fmt.Errorf("%w: SubAgents: Engine and OnBackground need Enabled", ErrInvalidConfig)
 		}
 		return nil, nil
 	}
@@ -122,6 +146,16 @@ type subRun struct {
 	tokens int    // of specs
 	prompt string // its system prompt
 	skill  string // the skill it runs; "" for a worker
+
+	// Approvals inside sub-agents (spawn_park.go, spawn_resume.go).
+	callID string          // the spawn_agent call that started it
+	args   json.RawMessage // its arguments
+	plan   *subPlan        // the current turn's Agent-Tool calls
+	park   *subPark        // set when it parked for an approval
+	prior  *subLevel       // when resumed: its state when it parked
+	// resume, when set, fills the window of a resumed sub-agent and runs
+	// its loop, in place of the task message.
+	resume func(*run) error
 }
 
 // path returns the run's path: nil for a top run.
@@ -210,7 +244,7 @@ func (r *run) spawnCall(parent context.Context, c llm.ToolCall) callOutcome {
 		return out
 	}
 	if c.Name != SpawnAgentTool {
-		return fail("tool %q is an Agent-Tool; Agent-Tools cannot run inside a sub-agent", c.Name)
+		return r.subAgentTool(o.callable[c.Name], c) // spawn_park.go
 	}
 	depth := 1
 	if r.sub != nil {
@@ -222,6 +256,9 @@ func (r *run) spawnCall(parent context.Context, c llm.ToolCall) callOutcome {
 	var in spawnSkillArgs
 	if err := json.Unmarshal([]byte(c.Arguments), &in); err != nil {
 		return fail("spawn_agent: invalid arguments: %s", maskText(err.Error()))
+	}
+	if in.Background || in.Tasks != nil {
+		return r.spawnBackground(parent, in) // delegation_graph.go
 	}
 	if strings.TrimSpace(in.Task) == "" {
 		return fail("spawn_agent: task is required")
@@ -238,11 +275,16 @@ func (r *run) spawnCall(parent context.Context, c llm.ToolCall) callOutcome {
 		return fail("spawn_agent: this request's budget is spent; no sub-agent was started")
 	}
 
+	refs, refusal := r.resolveRefs(parent, in.Task, in.Context) // delegation_refs.go
+	if refusal != "" {
+		return fail("%s", refusal)
+	}
+
 	ctx, cancel := context.WithTimeout(parent, o.spawn.opts.Timeout)
 	defer cancel()
 	text := in.Task
-	if strings.TrimSpace(in.Context) != "" {
-		text = "Task:\n" + in.Task + "\n\nContext:\n" + in.Context
+	if strings.TrimSpace(in.Context) != "" || refs != "" {
+		text = "Task:\n" + in.Task + "\n\nContext:\n" + in.Context + refs
 	}
 	msg := Message{
 		TenantID: r.msg.TenantID, ConversationID: r.msg.ConversationID, Text: text,
@@ -259,6 +301,7 @@ func (r *run) spawnCall(parent context.Context, c llm.ToolCall) callOutcome {
 	copy(path, r.path())
 	path[len(path)-1] = textsafe.Line(c.ID) // the model wrote it; a UI shows it on one line
 	sub.path = path
+	sub.callID, sub.args = c.ID, c.Arguments
 	ch.sub = &sub
 	if emit := r.emit; emit != nil {
 		ch.emit = func(ev Event) bool {
@@ -271,28 +314,16 @@ func (r *run) spawnCall(parent context.Context, c llm.ToolCall) callOutcome {
 	var partial string
 	res, err := ch.execute(func(ch *run) error { return ch.handleSub(&partial) })
 	r.spawned.add(res)
-	var out callOutcome
-	stats := fmt.Sprintf("[sub-agent: %d model turns, %d tokens, %d tool calls, %s]",
-		res.Turns, res.Consumed.Tokens, res.Consumed.ToolCalls, res.Duration.Round(time.Millisecond))
-	switch {
-	case err == nil && res.BudgetExceeded:
-		out.result.Content = res.Response + "\n\n[stopped: the sub-agent's budget share ran out; this answer may be partial]\n" + stats
-		out.status = resultBudgetSpent
-	case err == nil:
-		out.result.Content = res.Response + "\n\n" + stats
-	case errors.Is(err, ErrBudgetExceeded):
-		out.result.Content = partialText(partial) + "[stopped: the sub-agent's budget share ran out before it answered]\n" + stats
-		out.result.IsError, out.status = true, resultBudgetSpent
-	case ctx.Err() == context.DeadlineExceeded && r.ctx.Err() == nil && r.toolCtx.Err() == nil:
-		out.result.Content = partialText(partial) + fmt.Sprintf("[stopped: the sub-agent timed out after %s]\n", o.spawn.opts.Timeout) + stats
-		out.result.IsError = true
-		out.result.Err = err
-	default:
-		out.result.Content = partialText(partial) + "sub-agent failed: " + maskText(err.Error()) + "\n" + stats
-		out.result.IsError = true
-		out.result.Err = err
+	if p := ch.sub.park; p != nil && err == nil { // it waits for the user's approval (spawn_park.go)
+		if r.sub != nil {
+			return callOutcome{result: tool.Result{Content: "The sub-agent waits for the user's confirmation."}, status: string(StatusWaitingForApproval), wait: &Waiting{sub: p}}
+		}
+		if r.graph != nil { // a background task cannot wait for the user (delegation_exec.go)
+			return r.graphParkRefused(p)
+		}
+		return r.parkSub(p, o.now())
 	}
-	return out
+	return r.subResult(ctx, ch, res, err, partial)
 }
 
 // partialText introduces what a stopped sub-agent had written, if anything.
@@ -338,8 +369,8 @@ func (r *run) childBudget(share float64) (b Budget, ok bool) {
 }
 
 // childSpecs are the tools of a sub-agent at depth: those skill sk lists,
-// in its order, or without sk the run's; of them, the plain tools, and
-// spawn_agent below MaxDepth.
+// in its order, or without sk the run's; of them, the tools and exposed
+// Agent-Tools, and spawn_agent below MaxDepth.
 func (r *run) childSpecs(depth int, sk *skill.Skill) []llm.ToolSpec {
 	all := r.specs()
 	if sk != nil {
@@ -353,7 +384,7 @@ func (r *run) childSpecs(depth int, sk *skill.Skill) []llm.ToolSpec {
 	}
 	out := make([]llm.ToolSpec, 0, len(all))
 	for _, sp := range all {
-		if r.o.callable[sp.Name] != nil || sp.Name == SpawnAgentTool && depth >= r.o.spawn.opts.MaxDepth {
+		if sp.Name == SpawnAgentTool && depth >= r.o.spawn.opts.MaxDepth {
 			continue
 		}
 		out = append(out, sp)
@@ -391,6 +422,9 @@ func (r *run) handleSub(partial *string) error {
 	}()
 	p := r.sub.prompt
 	r.setSystem(p, r.o.ctxm.MessageTokens(llm.Message{Role: llm.RoleSystem, Content: p}))
+	if r.sub.resume != nil { // a parked sub-agent the user's decision resumes (spawn_resume.go)
+		return r.sub.resume(r)
+	}
 	r.push(llm.UserMessage(r.msg.Text))
 	r.commit()
 	return r.loop()

@@ -323,48 +323,6 @@ func TestSpawnAgentNoBudgetLeft(t *testing.T) {
 	}
 }
 
-// A sub-agent calling an Agent-Tool gets an error result (approvals do
-// not reach the user from a sub-agent yet), and is not offered any.
-func TestSpawnAgentRefusesAgentTools(t *testing.T) {
-	var got llm.Message
-	var offered bool
-	model := llmtest.NewScriptFunc(func(req llm.Request) llmtest.Reply {
-		if isWorker(req) {
-			if r, ok := toolResults(req)["e"]; ok {
-				got = r
-				return llmtest.Text("cannot")
-			}
-			offered = hasTool(req, "send_email")
-			return llmtest.Calls(llm.ToolCall{ID: "e", Name: "send_email", Arguments: []byte(`{"to":"a@b.c"}`)})
-		}
-		if len(toolResults(req)) > 0 {
-			return llmtest.Text("ok")
-		}
-		return llmtest.Calls(spawnCall("sp", map[string]any{"task": "email"}))
-	})
-	reg := agent.NewRegistry()
-	if err := agent.Register(reg, "send_email", "Send an email", sendEmail{}); err != nil {
-		t.Fatal(err)
-	}
-	o := newOrch(t, model, agent.Config{Agents: reg, SubAgents: subAgents(agent.SubAgentOptions{})})
-	if _, err := o.HandleMessage(context.Background(), msg("Go.")); err != nil {
-		t.Fatal(err)
-	}
-	if offered || !got.IsError || !strings.Contains(got.Content, "Agent-Tool") {
-		t.Fatalf("offered %v, result %+v", offered, got)
-	}
-}
-
-type sendEmailIn struct {
-	To string `json:"to"`
-}
-
-type sendEmail struct{}
-
-func (sendEmail) Run(context.Context, sendEmailIn) (agent.Reply, error) {
-	return agent.Reply{}, errors.New("must not run")
-}
-
 // Bad SubAgentOptions are refused.
 func TestSubAgentOptionsRejected(t *testing.T) {
 	_, err := agent.NewOrchestrator(agent.Config{LLM: llmtest.NewScript(), SubAgents: agent.SubAgentOptions{Enabled: true, MaxDepth: -1}})

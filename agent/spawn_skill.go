@@ -20,10 +20,12 @@ import (
 // spawnSkillArgs are spawn_agent's arguments when skills are configured;
 // spawnCall reads every call's arguments as these.
 type spawnSkillArgs struct {
-	Task        string  `json:"task" jsonschema:"description=The task for the sub-agent: what to do and what to answer with"`
-	Context     string  `json:"context,omitempty" jsonschema:"description=What the sub-agent needs to know: it sees nothing of this conversation"`
-	Skill       string  `json:"skill,omitempty" jsonschema:"description=The name of a skill from the Skills list: the sub-agent runs as that skill's specialist; leave it out for a general worker"`
-	BudgetShare float64 `json:"budget_share,omitempty" jsonschema:"description=Share (0 to 1) of what is left of this request's budget the sub-agent may use; default all of it,minimum=0,maximum=1"`
+	Task        string          `json:"task,omitempty" jsonschema:"description=The task for the sub-agent: what to do and what to answer with; required unless tasks is given"`
+	Context     string          `json:"context,omitempty" jsonschema:"description=What the sub-agent needs to know: it sees nothing of this conversation"`
+	Skill       string          `json:"skill,omitempty" jsonschema:"description=The name of a skill from the Skills list: the sub-agent runs as that skill's specialist; leave it out for a general worker"`
+	BudgetShare float64         `json:"budget_share,omitempty" jsonschema:"description=Share (0 to 1) of what is left of this request's budget the sub-agent may use; default all of it,minimum=0,maximum=1"`
+	Background  bool            `json:"background,omitempty" jsonschema:"description=Run the task in the background: the call returns at once and the result comes to this conversation as a new message when it is done"`
+	Tasks       []spawnTaskArgs `json:"tasks,omitempty" jsonschema:"description=Instead of task: several tasks run in the background as a graph; a task starts when the tasks it depends_on completed and its context may refer to their results as [agent_result:<task id>]"`
 }
 
 // skillSpawnTool is spawn_agent with the skill argument.

@@ -129,3 +129,14 @@ func TestSkillToolFromSourceCheckedAtSpawn(t *testing.T) {
 		t.Fatalf("specialist calls %d, result %+v", specCalls.Load(), result)
 	}
 }
+
+type sendEmailIn struct {
+	To string `json:"to"`
+}
+
+// sendEmail is an Agent-Tool that must not run.
+type sendEmail struct{}
+
+func (sendEmail) Run(context.Context, sendEmailIn) (agent.Reply, error) {
+	return agent.Reply{}, errors.New("must not run")
+}

@@ -15,8 +15,18 @@ import (
 type callOutcome struct {
 	result tool.Result
 	dur    time.Duration
-	status string   // ResultStatus of an Agent-Tool; "" for plain tools
-	wait   *Waiting // an Agent-Tool parked in the pool
+	status string // ResultStatus of an Agent-Tool; "" for plain tools
+	// wait is an Agent-Tool parked in the pool, or, with wait.sub set, a
+	// sub-agent waiting for approval, not parked yet (spawn_park.go).
+	wait *Waiting
+}
+
+// park is the sub-agent waiting for approval that out holds, if any.
+func (out *callOutcome) park() *subPark {
+	if out.wait == nil {
+		return nil
+	}
+	return out.wait.sub
 }
 
 // runTools runs every call of a turn concurrently, each with its own
@@ -66,6 +76,13 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage) {
 	if o.spawn != nil {
 		r.prepareSpawns(calls) // spawn.go
 		defer r.addSpawned()
+		if r.sub != nil && len(o.callable) > 0 {
+			r.planSubAgentTools(calls[:allowed]) // spawn_park.go
+		}
+	}
+	r.classifyCalls(t, calls[:allowed]) // risk.go
+	if t.risks != nil && t.at.IsZero() {
+		t.at = o.now()
 	}
 	// The last call runs here, on the loop's goroutine; each other call
 	// runs on a goroutine of its own, at most MaxParallelTools-1 at once, so
@@ -113,7 +130,11 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage) {
 	}
 	for i, c := range calls {
 		if w := outs[i].wait; w != nil {
-			r.addParked(*w)
+			if w.sub != nil {
+				r.notePark(base, calls, outs, i) // spawn_park.go
+			} else {
+				r.addParked(*w)
+			}
 		}
 		r.push(llm.Message{
 			Role: llm.RoleTool, ToolCallID: c.ID, Name: c.Name,
@@ -136,6 +157,9 @@ type turn struct {
 	// allowed is how many calls the budget lets run, the first ones in
 	// call order; the others get an error result.
 	allowed int
+	// risks are the risk checks of the allowed calls (risk.go); nil when
+	// all are low risk.
+	risks []riskVerdict
 }
 
 // spawned runs call i on its own goroutine.
@@ -176,6 +200,9 @@ func (t *turn) exec(i int) {
 			r.markInterrupted(c, out)
 			return
 		}
+	}
+	if t.risks != nil && t.riskGate(i, c, tt, out) {
+		return // denied, or waiting for the user's approval (risk.go)
 	}
 	parent := t.ctx
 	if tl, ok := r.tools().Get(c.Name); ok && tool.SettingsOf(tl).Timeout > 0 {

@@ -152,9 +152,14 @@ type Waiting struct {
 	Missing   []string          // required fields not given yet
 	Problems  []string          // why given values were rejected
 	Approval  *approval.Request // set when Status is StatusWaitingForApproval
+	// Path is set when a sub-agent called the Agent-Tool (Config.SubAgents):
+	// the path of that sub-agent, as Step.Path and Event.Path. Nil when the
+	// coordinator called it.
+	Path []string
 
 	created time.Time // the entry's CreatedAt: waits are listed in the pool's order
 	changed bool      // an approval whose action changed since a reply last showed it
+	sub     *subPark  // a sub-agent's park on its way up, in a callOutcome (spawn_park.go)
 }
 
 // ToolCallRecord is the telemetry of one tool call. It never holds secrets:

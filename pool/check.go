@@ -16,7 +16,7 @@ func (s Status) Valid() bool {
 // Check reports whether e can be stored: it needs ID, TenantID, AgentName,
 // a valid Status and a non-zero ExpiresAt; TenantID, and ConversationID
 // and TaskID when set, must be valid UTF-8 without NUL of at most MaxIDLen
-// bytes; Fields and State, when set, must be valid JSON. The error wraps
+// bytes; Fields, State and SubAgent, when set, must be valid JSON. The error wraps
 // ErrInvalidEntry
 // and names the first problem. Stores call it in Create and Update.
 func (e *Entry) Check() error {
@@ -44,6 +44,8 @@ func (e *Entry) Check() error {
 		return fmt.Errorf("%w: Fields is not valid JSON (entry %q)", ErrInvalidEntry, e.ID)
 	case len(e.State) > 0 && !json.Valid(e.State):
 		return fmt.Errorf("%w: State is not valid JSON (entry %q)", ErrInvalidEntry, e.ID)
+	case len(e.SubAgent) > 0 && !json.Valid(e.SubAgent):
+		return fmt.Errorf("%w: SubAgent is not valid JSON (entry %q)", ErrInvalidEntry, e.ID)
 	}
 	return nil
 }

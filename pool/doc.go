@@ -1,7 +1,11 @@
 // Package pool keeps the Agent-Tools that are waiting: for the user's
 // missing input, or for the user's approval. An [Entry] records one such
 // agent — its tenant, its collected fields, its pending approval request —
-// until the agent resumes, is cancelled, or its wait ends.
+// until the agent resumes, is cancelled, or its wait ends. When the
+// Agent-Tool was called inside a sub-agent, Entry.SubAgent holds the loop
+// state of the sub-agents it was called in (opaque JSON the orchestrator
+// writes and reads; stores keep it as given), so the decision resumes
+// them where they stopped, on any replica and after a restart.
 //
 // # Stores
 //

@@ -49,6 +49,10 @@ type Entry struct {
 	Problems []string `json:"problems,omitempty"`
 	// State is the agent's own state between steps, opaque to the pool.
 	State json.RawMessage `json:"state,omitempty"`
+	// SubAgent is the loop state of the sub-agents the Agent-Tool was
+	// called in, outermost first, so a decision resumes them where they
+	// stopped; opaque to the pool; nil when the coordinator called it.
+	SubAgent json.RawMessage `json:"sub_agent,omitempty"`
 	// Approval is the pending request when Status is StatusWaitingForApproval.
 	Approval *approval.Request `json:"approval,omitempty"`
 	// ToolCallID is the model's tool call that started the agent.
@@ -80,6 +84,7 @@ func (e *Entry) Clone() *Entry {
 	c := *e
 	c.Fields = clone(e.Fields)
 	c.State = clone(e.State)
+	c.SubAgent = clone(e.SubAgent)
 	c.Missing = append([]string(nil), e.Missing...)
 	c.Problems = append([]string(nil), e.Problems...)
 	if e.Approval != nil {

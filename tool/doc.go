@@ -43,8 +43,10 @@
 // wrap ErrInvalidTool.
 //
 // Options adjust a tool: WithTimeout overrides the caller's timeout,
-// WithRisk sets a Risk level for approval policies, and WithRetries retries
-// transient failures. SettingsOf reads them back for any Tool.
+// WithRisk declares the tool's Risk (RiskLow by default; RiskMedium,
+// RiskHigh, RiskCritical), which the orchestrator acts on before each call
+// (see agent's "Risk"), and WithRetries retries transient failures.
+// SettingsOf reads them back for any Tool.
 //
 // # Validation
 //

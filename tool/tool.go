@@ -23,18 +23,24 @@ type Tool interface {
 	Call(ctx context.Context, args json.RawMessage) (string, error)
 }
 
-// Risk is how much harm a tool can do; the orchestrator may ask for approval
-// before running risky tools.
+// Risk is how much harm a tool call can do. The orchestrator classifies
+// every call before it runs, from the tool's declared risk (WithRisk,
+// Settings.Risk) refined by its risk policy (agent.LoopConfig.RiskPolicy):
+// a low call runs, a medium one runs and is logged, a high one waits for
+// the user's approval and a critical one is denied.
 type Risk int
 
-// Risk levels.
+// Risk levels, in increasing order of harm.
 const (
 	RiskLow Risk = iota
 	RiskMedium
 	RiskHigh
+	// RiskCritical is never run: the call is denied with an error result
+	// the model reads.
+	RiskCritical
 )
 
-// String returns "low", "medium" or "high".
+// String returns "low", "medium", "high" or "critical".
 func (r Risk) String() string {
 	switch r {
 	case RiskLow:
@@ -43,6 +49,8 @@ func (r Risk) String() string {
 		return "medium"
 	case RiskHigh:
 		return "high"
+	case RiskCritical:
+		return "critical"
 	}
 	return "Risk(" + strconv.Itoa(int(r)) + ")"
 }

@@ -341,7 +341,7 @@ func TestSpecAndSettings(t *testing.T) {
 	if got := SettingsOf(plainTool{}); got != (Settings{}) {
 		t.Errorf("plain tool settings = %+v", got)
 	}
-	for r, s := range map[Risk]string{RiskLow: "low", RiskMedium: "medium", RiskHigh: "high", Risk(9): "Risk(9)"} {
+	for r, s := range map[Risk]string{RiskLow: "low", RiskMedium: "medium", RiskHigh: "high", RiskCritical: "critical", Risk(9): "Risk(9)"} {
 		if r.String() != s {
 			t.Errorf("%d.String() = %q", int(r), r.String())
 		}

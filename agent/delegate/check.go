@@ -133,7 +133,7 @@ func checkName(what, s string, required bool) error {
 
 // Check reports, wrapping ErrInvalid, what makes r unfit to store: a
 // malformed ID, an empty TenantID, an unknown Status, a negative Usage, a
-// Text over MaxResultBytes or not UTF-8.
+// Text over MaxResultBytes, not UTF-8 or holding a NUL byte.
 func (r *Result) Check() error {
 	if !validResultID(r.ID) {
 		return fmt.Errorf("%w: result id %q is not 1 to %d characters of [A-Za-z0-9._-]", ErrInvalid, clip(r.ID), 2*MaxIDLen+1)
@@ -155,6 +155,9 @@ func (r *Result) Check() error {
 	if !utf8.ValidString(r.Text) {
 		return fmt.Errorf("%w: result text is not UTF-8", ErrInvalid)
 	}
+	if strings.IndexByte(r.Text, 0) >= 0 {
+		return fmt.Errorf("%w: result text holds a NUL byte (Output.Clean replaces them)", ErrInvalid)
+	}
 	if err := r.Usage.Check(); err != nil {
 		return fmt.Errorf("%w: result usage: %w", ErrInvalid, err)
 	}
@@ -173,7 +176,7 @@ func clip(s string) string {
 // empty or malformed ID, TenantID or ConversationID; no task, or more
 // than MaxTasks; a task id not 1 to MaxIDLen characters of [a-z0-9_-],
 // or given twice; an empty Task; a Task or Context over MaxTaskBytes or
-// not UTF-8; a dependency on an unknown task or on itself, or given
+// not UTF-8 or holding a NUL byte; a dependency on an unknown task or on itself, or given
 // twice; a reference [agent_result:ID] in a task's Task or Context naming
 // a task of the graph it does not depend on; an invalid Budget; and
 // depends_on edges that make a cycle (ErrCycle, naming a task on it).
@@ -224,6 +227,9 @@ func (g *Graph) Check() error {
 			}
 			if !utf8.ValidString(f[1]) {
 				return fmt.Errorf("%w: %s text of task %q is not UTF-8", ErrInvalid, f[0], t.ID)
+			}
+			if strings.IndexByte(f[1], 0) >= 0 {
+				return fmt.Errorf("%w: %s text of task %q holds a NUL byte", ErrInvalid, f[0], t.ID)
 			}
 		}
 		for j, d := range t.DependsOn {
@@ -308,7 +314,8 @@ func Spent(l budget.Limits, c budget.Consumed) string {
 // Clean returns o fit to store as a result: an empty Status made
 // ResultCompleted, an unknown one ResultFailed; a Text over
 // MaxResultBytes cut there (at a rune's start) and its Status made
-// ResultPartial when it was ResultCompleted; bytes not UTF-8 replaced;
+// ResultPartial when it was ResultCompleted; bytes not UTF-8, and NUL
+// bytes, replaced by U+FFFD;
 // an invalid Usage zeroed.
 func (o Output) Clean() Output {
 	switch {
@@ -318,6 +325,9 @@ func (o Output) Clean() Output {
 		o.Status = ResultFailed
 	}
 	o.Text = strings.ToValidUTF8(o.Text, "\uFFFD")
+	if strings.IndexByte(o.Text, 0) >= 0 { // PostgreSQL's text cannot hold it
+		o.Text = strings.ReplaceAll(o.Text, "\x00", "\uFFFD")
+	}
 	if len(o.Text) > MaxResultBytes {
 		cut := MaxResultBytes
 		for cut > 0 && !utf8.RuneStart(o.Text[cut]) {

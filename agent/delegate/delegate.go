@@ -224,13 +224,17 @@ type Output struct {
 }
 
 // Executor runs a graph's tasks and tells the coordinator's conversation
-// of a graph's end. agent.Orchestrator implements it.
+// of a graph's end. agent.Orchestrator.TaskExecutor returns one.
 type Executor interface {
 	// RunTask runs task t of graph g, whose dependencies completed; deps
 	// are their results by task id. g and t are copies: changing them
-	// changes nothing. An error is a failure of the run itself: a
+	// changes nothing. g.Tasks holds at least t (a durable engine does
+	// not load every task of the graph for each run); g.Budget and
+	// g.Consumed say what the graph has left. An error is a failure of the run itself: a
 	// durable engine may run the task again. A sub-agent that ran and
-	// failed returns Output{Status: ResultFailed}, with no error.
+	// failed returns Output{Status: ResultFailed}, with no error. The
+	// engines recover a panic of RunTask or Deliver and take it for an
+	// error.
 	RunTask(ctx context.Context, g *Graph, t *Task, deps map[string]Result) (Output, error)
 	// Deliver tells g's conversation that g ended (it becomes a new
 	// message there). It is called at least once per ended graph, again

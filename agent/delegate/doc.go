@@ -17,7 +17,7 @@
 // [MaxTaskBytes].
 //
 // An [Engine] stores graphs and works them through an [Executor]
-// (agent.Orchestrator implements it): every task whose dependencies
+// (agent.Orchestrator.TaskExecutor returns one): every task whose dependencies
 // completed starts, up to a parallel limit; its output is stored as the
 // result [ResultID](graph, task) before the task is marked completed and
 // before any dependant starts, which gets the results of its

@@ -47,6 +47,7 @@ func TestCheckRefusesBadGraphs(t *testing.T) {
 		"empty task":        {"t", []delegate.TaskSpec{{ID: "a", Task: "  \n"}}, false},
 		"task too big":      {"t", []delegate.TaskSpec{{ID: "a", Task: strings.Repeat("x", delegate.MaxTaskBytes+1)}}, false},
 		"context not utf8":  {"t", []delegate.TaskSpec{{ID: "a", Task: "x", Context: "\xff"}}, false},
+		"task with NUL":     {"t", []delegate.TaskSpec{{ID: "a", Task: "x\x00"}}, false},
 		"ref not a dep":     {"t", []delegate.TaskSpec{{ID: "a", Task: "x"}, {ID: "b", Task: "use [agent_result:a]"}}, false},
 		"skill with escape": {"t", []delegate.TaskSpec{{ID: "a", Task: "x", Skill: "r\x1b[2J"}}, false},
 	}

@@ -321,7 +321,7 @@ func (m *Memory) dispatch(ctx context.Context, exec Executor, wg *sync.WaitGroup
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := exec.Deliver(ctx, &g)
+			err := deliver(ctx, exec, &g)
 			m.delivered(ctx, k, err)
 		}()
 	}
@@ -366,7 +366,7 @@ func (m *Memory) dispatch(ctx context.Context, exec Executor, wg *sync.WaitGroup
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out, err := exec.RunTask(ctx, &g, &tc, deps)
+			out, err := runTask(ctx, exec, &g, &tc, deps)
 			m.finish(ctx, ref, out, err)
 		}()
 	}
@@ -513,4 +513,24 @@ func (m *Memory) prune(now time.Time) {
 		}
 		delete(m.results, k)
 	}
+}
+
+// runTask calls exec.RunTask, making a panic an error of the run.
+func runTask(ctx context.Context, exec Executor, g *Graph, t *Task, deps map[string]Result) (out Output, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = Output{}, fmt.Errorf("delegate: the executor panicked: %v", p)
+		}
+	}()
+	return exec.RunTask(ctx, g, t, deps)
+}
+
+// deliver calls exec.Deliver, making a panic an error of the delivery.
+func deliver(ctx context.Context, exec Executor, g *Graph) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("delegate: the executor panicked: %v", p)
+		}
+	}()
+	return exec.Deliver(ctx, g)
 }

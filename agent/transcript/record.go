@@ -57,6 +57,10 @@ type Record struct {
 	// ErrorKind is the kind of the failure that caused it.
 	FallbackFrom string `json:"fallback_from,omitempty"`
 	FallbackTo   string `json:"fallback_to,omitempty"`
+	// Risk and RiskDecision: a classified tool call's risk and what became
+	// of it (risk; ToolCall is the call).
+	Risk         string `json:"risk,omitempty"`
+	RiskDecision string `json:"risk_decision,omitempty"`
 	// ToolCall is the call as the model made it (tool_call, tool_result).
 	ToolCall *ToolCall `json:"tool_call,omitempty"`
 	// ToolRecord is the call's outcome (tool_result).
@@ -222,6 +226,9 @@ func (x redactor) record(s agent.Step) Record {
 		r.FallbackFrom, r.FallbackTo, r.ErrorKind = agent.RedactText(s.From), agent.RedactText(s.To), s.ErrorKind.String()
 	case agent.StepToolCall:
 		r.ToolCall = toolCall(s.ToolCall)
+	case agent.StepRisk:
+		r.ToolCall = toolCall(s.ToolCall)
+		r.Risk, r.RiskDecision = s.Risk.String(), string(s.RiskDecision)
 	case agent.StepToolResult:
 		r.ToolCall = toolCall(s.ToolCall)
 		tr := toolRecord(s.Record)

@@ -144,6 +144,7 @@ func testCopies(t *testing.T, newStore NewStore) {
 		x.AgentName = "changed"
 		x.Fields[2] = 'X'
 		x.State[2] = 'X'
+		x.SubAgent[2] = 'X'
 		x.Missing[0] = "changed"
 		x.Problems[0] = "changed"
 		x.Approval.ActionSummary = "changed"

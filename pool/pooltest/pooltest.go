@@ -84,6 +84,7 @@ func NewEntry(tenantID, id string) *pool.Entry {
 		Missing:        []string{"body"},
 		Problems:       []string{"to: must be a valid email", "ünïcødé ✓"},
 		State:          json.RawMessage(`{"step":2,"seen":["a","b"]}`),
+		SubAgent:       json.RawMessage(`[{"v":1,"call_id":"sp_1","window":[{"role":"user","content":"T\u00e2che <x> & \"y\""}],"budget":{"max_tokens":1200}}]`),
 		Approval: &approval.Request{
 			ID:            id,
 			AgentName:     "send_email",
@@ -176,6 +177,7 @@ func Diff(want, got *pool.Entry) []string {
 	strs("Missing", want.Missing, got.Missing)
 	strs("Problems", want.Problems, got.Problems)
 	js("State", want.State, got.State)
+	js("SubAgent", want.SubAgent, got.SubAgent)
 	str("ToolCallID", want.ToolCallID, got.ToolCallID)
 	str("Source", want.Source, got.Source)
 	str("TaskID", want.TaskID, got.TaskID)

@@ -87,6 +87,7 @@ func testInvalid(t *testing.T, newStore NewStore) {
 		"no ExpiresAt":  func(e *pool.Entry) { e.ExpiresAt = time.Time{} },
 		"bad Fields":    func(e *pool.Entry) { e.Fields = json.RawMessage(`{"to":`) },
 		"bad State":     func(e *pool.Entry) { e.State = json.RawMessage(`nope`) },
+		"bad SubAgent":  func(e *pool.Entry) { e.SubAgent = json.RawMessage(`[{"v":`) },
 		// One ID limit across valet (memory.MaxIDLen): an entry that
 		// memory would refuse is not parked.
 		"long TenantID":       func(e *pool.Entry) { e.TenantID = strings.Repeat("t", pool.MaxIDLen+1) },

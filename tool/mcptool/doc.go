@@ -54,7 +54,10 @@
 // The server's annotations give the tool's tool.Risk (tool.SettingsOf):
 // a read-only tool is low, one that says it is not destructive medium,
 // any other high — MCP's defaults make a tool without hints
-// destructive. Annotations are the server's claims, not guarantees.
+// destructive. Annotations are the server's claims, not guarantees. The
+// orchestrator acts on the risk (see "Risk" in package agent): a high-risk
+// call waits for the user's approval unless agent.LoopConfig.RiskPolicy
+// lowers it.
 //
 // # Results
 //

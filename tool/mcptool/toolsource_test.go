@@ -9,6 +9,7 @@ import (
 	"github.com/valetkit/valet/agent"
 	"github.com/valetkit/valet/llm"
 	"github.com/valetkit/valet/llm/llmtest"
+	"github.com/valetkit/valet/tool"
 )
 
 // Through agent.Config.ToolSources: a list the server changes during a
@@ -21,7 +22,11 @@ func TestServerListChangeReachesNextRun(t *testing.T) {
 		llmtest.Text("done"),
 		llmtest.Text("again"),
 	)
-	o, err := agent.NewOrchestrator(agent.Config{LLM: model, ToolSources: []agent.ToolSource{s}, Logger: slog.New(slog.DiscardHandler)})
+	// The helper's tools have no annotations, so they are high risk and
+	// would wait for approval: this test is about the list, so every
+	// call runs.
+	lowRisk := func(context.Context, llm.ToolCall, tool.Risk) (tool.Risk, error) { return tool.RiskLow, nil }
+	o, err := agent.NewOrchestrator(agent.Config{LLM: model, ToolSources: []agent.ToolSource{s}, Logger: slog.New(slog.DiscardHandler), Loop: agent.LoopConfig{RiskPolicy: lowRisk}})
 	if err != nil {
 		t.Fatal(err)
 	}

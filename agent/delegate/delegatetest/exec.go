@@ -25,6 +25,12 @@ type Step struct {
 	// received from it or the run's ctx ends (then the run returns
 	// ctx's error).
 	Gate chan struct{}
+	// FinishAfterStop makes a gated run wait for its ctx to end, then for
+	// its Gate, and return its output: a sub-agent finishing its last
+	// step after its engine began to stop.
+	FinishAfterStop bool
+	// Panic makes every run panic, as a buggy executor would.
+	Panic bool
 }
 
 // TaskRun is one recorded run of a task.
@@ -110,12 +116,18 @@ func (e *ScriptedExecutor) RunTask(ctx context.Context, g *delegate.Graph, t *de
 		e.notify()
 		e.mu.Unlock()
 	}()
-	if step.Gate != nil {
+	if step.Gate != nil && step.FinishAfterStop {
+		<-ctx.Done()
+		<-step.Gate
+	} else if step.Gate != nil {
 		select {
 		case <-step.Gate:
 		case <-ctx.Done():
 			return delegate.Output{}, ctx.Err()
 		}
+	}
+	if step.Panic {
+		panic("scripted executor panic in task " + t.ID)
 	}
 	if fail {
 		if step.Err != nil {
