@@ -158,6 +158,16 @@ type LoopConfig struct {
 	// calls start; calls of Agent-Tools and spawn_agent are not
 	// classified (an Agent-Tool asks for approval itself).
 	RiskPolicy func(ctx context.Context, call llm.ToolCall, declared tool.Risk) (tool.Risk, error)
+	// RouteWhileRunning routes a user's message (SourceUser) that arrives
+	// while its conversation's loop runs (Config.Control's marker), instead
+	// of having it wait its turn: a bare "stop" or "cancel" cancels the
+	// loop (Orchestrator.Cancel), "pause" pauses it, anything else is
+	// classified by one model call (llm.PurposeRoute) as a correction
+	// (injected into the loop, Orchestrator.Inject), stop, pause, or a
+	// new request, which waits its turn as without this option. A routed
+	// message returns at once with StatusInjected and Result.Steered; its
+	// run saves nothing. Default false.
+	RouteWhileRunning bool
 	// DirectAgentPrompts makes the reply of a run that ends with agents
 	// waiting the agents' own prompt (the missing fields, the approval
 	// listing) instead of a text the model phrases in the persona with one
@@ -340,6 +350,11 @@ type Config struct {
 	// SystemPrompt is the persona; the orchestrator adds the current time,
 	// the tenant's time zone and the list of capabilities after it.
 	SystemPrompt string
+	// Control steers running loops (Orchestrator.Inject, Cancel, Pause):
+	// their running markers, inject queues and signals. Replicas share one
+	// (redispool.NewControl) so that a replica reaches the loop another
+	// runs. Default nil: a MemoryControl of this orchestrator's own.
+	Control Control
 	// Tools are the plain tools the model may call.
 	Tools []tool.Tool
 	// ToolSources supply more tools, read once at the start of each run,

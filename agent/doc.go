@@ -412,6 +412,52 @@
 //		OnBackground: func(ctx context.Context, res *agent.Result) { notify(res.Response) }}})
 //	go eng.Run(ctx, o.TaskExecutor())
 //
+// # Steering
+//
+// A user can correct, stop or pause a loop while it runs, from the same
+// process or from another replica:
+//
+//   - [Orchestrator.Inject] hands the user's text to the conversation's
+//     running loop, which sees it at its next turn boundary (once the tool
+//     calls under way have returned) as a user message framed as written
+//     while it worked, saved in the history in order. With no loop running
+//     the text is queued, and the conversation's next message sees it
+//     before its own text. The queue is bounded (16 texts, 64 KiB by
+//     default); a full one fails with ErrQueueFull. Forget drops it.
+//   - [Orchestrator.Cancel] stops the loop now: its ctx is cancelled, so
+//     the model call or the tools under way end (a tool's result reads
+//     interrupted), sub-agents stop with it, the completed turns are saved
+//     with every call paired with its result, and the run's HandleMessage
+//     returns StatusCancelled with an error wrapping ErrCancelled.
+//   - [Orchestrator.Pause] stops it at the next turn boundary:
+//     StatusPaused, a nil error, no Response, the turns (and the plan)
+//     saved. The conversation's next message continues from them with a
+//     note (LoopConfig.NoteRole, not saved) saying the task was paused.
+//     Sub-agents stop at their own next boundary.
+//
+// Cancel and Pause with no loop running fail with ErrNotRunning. All three
+// go through Config.Control: a running marker per conversation, the
+// inject queue, and signals the running loop hears at once (it reads a
+// local flag at its turn boundaries: no round trip on the hot path). The
+// default, NewMemoryControl, serves one process; replicas share
+// redispool.NewControl, on which a marker whose process died expires. A
+// Control that fails when a loop starts leaves that loop unsteerable
+// (logged), not failed. Runs of ResolveApproval are not steerable.
+//
+// With LoopConfig.RouteWhileRunning, a user's message for a conversation
+// whose loop runs is routed instead of waiting its turn: a bare "stop" or
+// "cancel" (any case, punctuation aside) becomes Cancel and "pause" Pause,
+// anything else is classified by one model call (llm.PurposeRoute,
+// answered with one word: correction, stop, pause or new); a correction is
+// injected. A routed message returns at once with StatusInjected and
+// Result.Steered (SignalInject, SignalCancel or SignalPause), and saves
+// nothing itself; a new request waits its turn as without the option,
+// and so does a message whose classification call fails (logged). The
+// label is never streamed to the user. A
+// message only ever acts on its own tenant's conversation. Observers see
+// StepInject (with the text), StepCancel and StepPause; the run's span
+// gets a valet.steer event.
+//
 // # History and memory
 //
 // Each conversation's history lives in Config.Memory, a memory.Provider:
@@ -497,7 +543,10 @@
 //     forcing [CompactToolName] (compact_conversation);
 //   - llm.PurposeRememberFacts: fact extraction (MemoryOptions.Extract),
 //     forcing [RememberToolName] (remember_facts), in the background after
-//     the reply: [Orchestrator.Close] waits for it.
+//     the reply: [Orchestrator.Close] waits for it;
+//   - llm.PurposeRoute: the classification of a message that arrives
+//     while its conversation's loop runs (LoopConfig.RouteWhileRunning),
+//     without tools, answered with one word.
 //
 // The arguments the model answers each forced tool with:
 //

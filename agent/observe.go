@@ -113,6 +113,13 @@ const (
 	// policy's error or panic, when it failed). A call of a low-risk tool
 	// without a RiskPolicy has none.
 	StepRisk
+	// StepInject: the loop took a message injected while it ran
+	// (Orchestrator.Inject) at a turn boundary (Text: the user's text).
+	StepInject
+	// StepCancel: Orchestrator.Cancel stopped the run.
+	StepCancel
+	// StepPause: Orchestrator.Pause stopped the run at a turn boundary.
+	StepPause
 )
 
 var stepNames = [...]string{
@@ -134,6 +141,9 @@ var stepNames = [...]string{
 	StepPlan:             "plan",
 	StepDoomLoop:         "doom_loop",
 	StepRisk:             "risk",
+	StepInject:           "inject",
+	StepCancel:           "cancel",
+	StepPause:            "pause",
 }
 
 // String is the kind's snake_case name ("model_request").
@@ -217,7 +227,8 @@ type Step struct {
 	Recalled []memory.Item
 	// Text: the result the model reads (StepToolResult), a note
 	// (StepNote), a summary (StepCompaction), a defence
-	// (StepContextShortened), a refusal's reason (StepSpendRefused).
+	// (StepContextShortened), a refusal's reason (StepSpendRefused), an
+	// injected text (StepInject).
 	Text string
 	// Count: messages folded (StepCompaction) or left
 	// (StepContextShortened); the intervention (StepDoomLoop).

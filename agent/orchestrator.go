@@ -75,6 +75,8 @@ type Orchestrator struct {
 
 	mu    sync.Mutex
 	convs map[convKey]*conversation // those with a message running or waiting
+
+	control Control // Config.Control, or a MemoryControl (steer.go)
 }
 
 type convKey struct{ tenant, conv string }
@@ -208,6 +210,9 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 	}
 	if o.log == nil {
 		o.log = slog.Default()
+	}
+	if o.control = cfg.Control; o.control == nil {
+		o.control, _ = NewMemoryControl(MemoryControlConfig{}) // the zero config cannot fail
 	}
 	if o.loc == nil {
 		o.loc = time.UTC
@@ -348,9 +353,11 @@ func (o *Orchestrator) Tools() []llm.ToolSpec { return append([]llm.ToolSpec(nil
 
 // Forget erases a conversation (for example when the user deletes it):
 // its history, the long-term items it wrote (memory.Provider.Forget with
-// its ID) and its Agent-Tools waiting in the pool (for input or approval,
+// its ID), its Agent-Tools waiting in the pool (for input or approval,
 // also those a sub-agent called): a decision on one of them afterwards is
-// approval.ErrNotFound, and nothing runs. It waits for a running message of that conversation.
+// approval.ErrNotFound, and nothing runs; and the texts injected for its
+// next message (Inject). It waits for a running message of that
+// conversation.
 // Facts still being extracted from its turns (MemoryOptions.Extract) are
 // dropped when the extraction ends, even when the conversation has new
 // messages by then, also when the extraction runs on another replica
@@ -368,6 +375,10 @@ func (o *Orchestrator) Forget(ctx context.Context, tenantID, conversationID stri
 	}
 	defer o.release(key, c)
 	o.forgetExtractions(key) // also when the provider's Forget fails: the user asked
+	// The texts injected for its next message (steer.go).
+	if _, err := o.control.Drain(ctx, tenantID, conversationID); err != nil {
+		o.log.WarnContext(ctx, "agent: dropping the conversation's injected messages failed", "tenant", tenantID, "conversation", conversationID, "err", err)
+	}
 	// The pending agents, then the history, which goes too when the pool
 	// fails: the user asked.
 	perr := o.forgetPending(ctx, tenantID, conversationID)

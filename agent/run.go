@@ -75,6 +75,10 @@ type run struct {
 	plan    planState // the plan's call in the history (plan.go)
 	// graph: the run is a graph's task's parent (delegation_exec.go).
 	graph *graphTask
+	// steer: Config.Control's state for the run (steer.go); a sub-agent
+	// shares its parent's. steerSt holds a top run's.
+	steer   *steering
+	steerSt steering
 }
 
 func (o *Orchestrator) newRun(ctx context.Context, msg Message, emit func(Event) bool) *run {
@@ -112,7 +116,7 @@ func (r *run) execute(body func(*run) error) (*Result, error) {
 	}
 	switch {
 	case err == nil, r.saveErr != nil && err == r.saveErr: // answered; only saving failed
-	case r.ctx.Err() != nil: // the caller's ctx ended (or a Stream consumer left)
+	case r.ctx.Err() != nil, errors.Is(err, ErrCancelled): // the caller's ctx ended (or a Stream consumer left), or Orchestrator.Cancel
 		res.Status = StatusCancelled
 	case res.Status == StatusRefused && errors.Is(err, ErrSpendRefused): // Response says why
 	default:
@@ -132,7 +136,10 @@ func (r *run) execute(body func(*run) error) (*Result, error) {
 	return res, err
 }
 
-func (r *run) handle() error {
+func (r *run) handle() (err error) {
+	parent := r.ctx
+	r.steerStart() // steer.go
+	defer func() { err = r.steerFinish(parent, err) }()
 	o, ctx, msg := r.o, r.ctx, r.msg
 	res := &r.res
 	if err := checkMessage(&msg); err != nil {
@@ -163,6 +170,11 @@ func (r *run) handle() error {
 	if err := r.checkSpend(); err != nil {
 		return err
 	}
+	if o.loop.RouteWhileRunning && msg.Source == SourceUser {
+		if done, err := r.routeRunning(); done { // steer.go
+			return err
+		}
+	}
 
 	key := convKey{msg.TenantID, msg.ConversationID}
 	c, err := o.acquire(ctx, key)
@@ -170,6 +182,8 @@ func (r *run) handle() error {
 		return err
 	}
 	defer o.release(key, c)
+	begun := r.beginSteer()
+	defer r.endSteer()
 
 	// Prepare the context: persona + time + capabilities + recalled items,
 	// history, the message.
@@ -177,6 +191,10 @@ func (r *run) handle() error {
 		return r.end(err)
 	}
 	r.setSystem(r.systemPrompt())
+	for _, t := range begun.Queued { // injected while no loop ran
+		r.steerEvent(SignalInject, t)
+		r.push(injected(t))
+	}
 	user := llm.UserMessage(msg.Text)
 	if msg.Source != SourceUser {
 		user.Name = TriggerMessageName // the history tells it from the user's words
@@ -193,8 +211,17 @@ func (r *run) handle() error {
 		r.setWindow(w)
 	}
 	r.commit()
+	if begun.Paused {
+		r.addNote(pausedNote)
+	}
 
 	err = r.serveThenLoop()
+	if err == errPaused {
+		r.steer.paused = true
+		err = r.end(nil)
+		r.res.Status, r.res.Response = StatusPaused, ""
+		return err
+	}
 	return r.end(err)
 }
 
@@ -285,6 +312,11 @@ func (r *run) loop() error {
 		r.restorePlan() // plan.go
 	}
 	for r.res.Turns < o.loop.MaxTurns {
+		if st := r.steer; st != nil && st.flags.Load() != 0 {
+			if err := r.atBoundary(); err != nil { // steer.go
+				return err
+			}
+		}
 		r.trim()
 		req := llm.Request{Messages: r.window, Tools: r.specs(), Purpose: llm.PurposeLoop}
 		if r.meter != nil && !r.budgetAllows(&req) {

@@ -299,6 +299,7 @@ func (r *run) spawnCall(parent context.Context, c llm.ToolCall) callOutcome {
 	}
 	ch := o.newRun(ctx, msg, nil)
 	ch.toolset = r.toolset
+	ch.steer = r.steer // paused with its parent (cancelled through ctx)
 	path := make([]string, len(r.path())+1)
 	copy(path, r.path())
 	path[len(path)-1] = textsafe.Line(c.ID) // the model wrote it; a UI shows it on one line

@@ -79,6 +79,14 @@ const (
 	// nil error), or the SpendGuard refused the run (with an error
 	// wrapping ErrSpendRefused); Result.Response says why, for the user.
 	StatusRefused Status = "refused"
+	// StatusPaused: Orchestrator.Pause stopped the run at a turn boundary;
+	// its turns are saved and the conversation's next message continues
+	// the task. Response is empty.
+	StatusPaused Status = "paused"
+	// StatusInjected: the message was handed to its conversation's
+	// running loop (LoopConfig.RouteWhileRunning) as Result.Steered says:
+	// injected as a correction, or a Cancel or Pause. Response is empty.
+	StatusInjected Status = "injected"
 )
 
 // Result reports what handling one message did. It is returned also when
@@ -131,6 +139,9 @@ type Result struct {
 	// the request's, else the client's. With an llm.Fallback it shows
 	// which calls a fallback answered; StepModelFallback says why.
 	Models []string
+	// Steered is set with StatusInjected: what the message did to the
+	// running loop (SignalInject, SignalCancel or SignalPause).
+	Steered Signal
 }
 
 // Waiting describes an Agent-Tool parked in the pool.

@@ -46,4 +46,8 @@ const (
 	// PurposeRememberFacts extracts the durable facts of a turn, in the
 	// background after the reply; it forces the remember_facts tool.
 	PurposeRememberFacts Purpose = "remember_facts"
+	// PurposeRoute classifies a user's message that arrives while the
+	// conversation's loop runs (agent.LoopConfig.RouteWhileRunning): the
+	// model answers one word, correction, stop, pause or new.
+	PurposeRoute Purpose = "route"
 )

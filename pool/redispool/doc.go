@@ -1,4 +1,5 @@
-// Package redispool implements pool.Store and pool.Locker on Redis, with
+// Package redispool implements pool.Store, pool.Locker and agent.Control
+// (NewControl: steering a running loop from any replica) on Redis, with
 // github.com/redis/go-redis/v9. Entries survive restarts and are shared by
 // every replica that uses the same key prefix; Take is atomic across them,
 // so of replicas racing to resume one entry exactly one wins.
@@ -20,6 +21,16 @@
 //	prefix + "pool:{" + len(T) + ":" + T + "}:e:" + I   the entry, as JSON
 //	prefix + "pool:{" + len(T) + ":" + T + "}:idx"      the tenant's IDs, scored by ExpiresAt (Unix ms)
 //	prefix + "lock:" + key                              a Locker's lock
+//
+// A Control's, with C the conversation and K = "{" + len(T) + ":" + T +
+// "}:" + len(C) + ":" + C:
+//
+//	prefix + "ctl:" + K + ":run"      the running marker: the run's ID, with TTL
+//	prefix + "ctl:" + K + ":paused"   the last run ended paused (QueueTTL)
+//	prefix + "ctl:" + K + ":q"        the inject queue, a list (QueueTTL)
+//	prefix + "ctl:" + K + ":qb"       its bytes
+//	prefix + "ctl:" + K + ":sig"      signals recorded for the running loop (hash of run ID:signal, TTL)
+//	prefix + "ctl:sig:" + K           the channel of the conversation's signals
 //
 // The length keeps tenants and IDs that contain ':' or braces from
 // colliding; the braces make a tenant's keys one Redis Cluster hash slot.
@@ -51,6 +62,22 @@
 // most one lease; release stops the renewal and deletes the key only if
 // it still holds the holder's token. A waiting Lock polls every
 // RetryDelay until it gets the key or its ctx ends.
+//
+// # Control
+//
+// NewControl subscribes once to the pattern prefix + "ctl:sig:*" (the
+// subscription is confirmed before it returns) and hands each signal to
+// the loops of that conversation running in the process. Publish is one
+// script: PUBLISH, and a record of the signal for the run whose marker
+// is set. Begin (set the marker, take the paused flag and the queue),
+// End (delete the marker if still the run's, set the paused flag), Push
+// (check the bounds, append) and Drain are each one Lua script. The
+// markers of the loops a Control began are refreshed every TTL/3 in one
+// pipeline (set again if Redis lost them), which also hands each loop the
+// signals recorded for it: a signal whose message was lost while the
+// subscription's connection was down (go-redis reconnects and subscribes
+// again) reaches the loop within TTL/3 all the same. A process that dies
+// stops refreshing, and its markers expire after TTL.
 //
 // Requires Redis 6.2 or later.
 package redispool
