@@ -12,7 +12,10 @@ import (
 // errors.Is.
 //
 // Every method that reads or writes one task takes its tenant id; a task
-// of another tenant is ErrNotFound. trigger/triggertest.RunStore is the
+// of another tenant is ErrNotFound. A tenant or task id no task can have
+// (empty, longer than MaxIDLen bytes, not UTF-8, holding a NUL byte) is
+// ErrInvalid wherever a method takes one, never an error of the store's
+// database. trigger/triggertest.RunStore is the
 // conformance suite every Store passes.
 type Store interface {
 	// Create adds t, which must pass Check (ErrInvalid), and fails with

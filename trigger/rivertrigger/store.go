@@ -20,6 +20,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
 
+	"github.com/valetkit/valet/internal/ids"
 	"github.com/valetkit/valet/trigger"
 )
 
@@ -373,8 +374,23 @@ func (s *Store) Create(ctx context.Context, t *trigger.Task) error {
 	return nil
 }
 
+// checkIDs refuses, with trigger.ErrInvalid, an id no task can have
+// (trigger.MaxIDLen bytes of UTF-8 without NUL), before PostgreSQL
+// answers it with an error of its own.
+func checkIDs(what ...string) error {
+	for i := 0; i+1 < len(what); i += 2 {
+		if !ids.Valid(what[i+1]) {
+			return fmt.Errorf("%w: rivertrigger: %v", trigger.ErrInvalid, ids.Check(what[i], what[i+1]))
+		}
+	}
+	return nil
+}
+
 // Get implements [trigger.Store.Get].
 func (s *Store) Get(ctx context.Context, tenantID, id string) (*trigger.Task, error) {
+	if err := checkIDs("tenant ID", tenantID, "task ID", id); err != nil {
+		return nil, err
+	}
 	var data []byte
 	err := s.pool.QueryRow(ctx, s.sql(`SELECT task FROM {tasks} WHERE tenant_id = $1 AND id = $2`),
 		tenantID, id).Scan(&data)
@@ -397,6 +413,9 @@ func decodeTask(data []byte) (*trigger.Task, error) {
 
 // List implements [trigger.Store.List].
 func (s *Store) List(ctx context.Context, tenantID string, statuses ...trigger.Status) ([]*trigger.Task, error) {
+	if err := checkIDs("tenant ID", tenantID); err != nil {
+		return nil, err
+	}
 	var sts []string
 	for _, st := range statuses {
 		if err := st.Check(); err != nil {
@@ -515,6 +534,9 @@ func (s *Store) update(ctx context.Context, op string, t *trigger.Task, also fun
 // Delete implements [trigger.Store.Delete]. A queued run of the task is
 // dropped when it comes up.
 func (s *Store) Delete(ctx context.Context, tenantID, id string) error {
+	if err := checkIDs("tenant ID", tenantID, "task ID", id); err != nil {
+		return err
+	}
 	tag, err := s.pool.Exec(ctx, s.sql(`DELETE FROM {tasks} WHERE tenant_id = $1 AND id = $2`), tenantID, id)
 	if err != nil {
 		return s.fail(ctx, "delete", err)
@@ -590,6 +612,9 @@ func (s *Store) updateRun(ctx context.Context, db execer, r trigger.Run) error {
 func (s *Store) Runs(ctx context.Context, tenantID, taskID string, limit int) ([]trigger.Run, error) {
 	if limit < 0 {
 		return nil, fmt.Errorf("%w: negative limit %d", trigger.ErrInvalid, limit)
+	}
+	if err := checkIDs("tenant ID", tenantID, "task ID", taskID); err != nil {
+		return nil, err
 	}
 	var exists bool
 	if err := s.pool.QueryRow(ctx, s.sql(`SELECT EXISTS (SELECT 1 FROM {tasks} WHERE tenant_id = $1 AND id = $2)`),
