@@ -112,7 +112,11 @@ func (e *Engine) HandleDue(ctx context.Context, d Due) error {
 	defer e.releaseSlot()
 
 	r := e.dueRun(t, RunID(t.ID, d.DueAt), d)
-	if _, retry := e.findRun(ctx, t, r.ID); t.Trigger.Kind == KindCondition && !retry {
+	_, retry := e.findRun(ctx, t, r.ID)
+	if skip, err := e.skipMissed(ctx, t, d, retry || d.Attempt > 1); skip || err != nil {
+		return err
+	}
+	if t.Trigger.Kind == KindCondition && !retry {
 		// A poll; a run follows on a false→true edge, and its later
 		// attempts do not poll again.
 		if edge, err := e.pollEdge(ctx, t, d.DueAt); !edge {
@@ -128,6 +132,39 @@ func (e *Engine) HandleDue(ctx context.Context, d Due) error {
 		e.scheduled(moved)
 	}
 	return err
+}
+
+// skipMissed applies the Skip policy to a scheduled run a Dispatcher
+// delivers a grace or more after its time (every replica was down, or
+// the queue stalled), as the polling scheduler does: the run does not
+// happen, and the task moves on to the first of its times still on time
+// (less than the grace ago), else to its next time, else, with none left,
+// ends EXPIRED. It reports whether it skipped the run. A later attempt of
+// a run that started (retry) is not a missed time.
+func (e *Engine) skipMissed(ctx context.Context, t *Task, d Due, retry bool) (bool, error) {
+	now := e.clock.Now()
+	if t.Trigger.Kind != KindSchedule || t.Trigger.Missed != Skip || retry || now.Sub(d.DueAt) < e.grace {
+		return false, nil
+	}
+	runAt, ok, next := t.Trigger.Schedule.Due(d.DueAt.Add(-time.Nanosecond), now, Skip, e.grace)
+	if ok {
+		next = runAt
+	}
+	moved, err := e.mutate(ctx, t.TenantID, t.ID, func(t *Task) error {
+		if t.Status != StatusActive || !t.NextRun.Equal(d.DueAt) {
+			return nil // changed meanwhile; a no-op update is harmless
+		}
+		t.NextRun = next
+		if next.IsZero() {
+			t.Status = StatusExpired
+		}
+		return nil
+	})
+	if err != nil {
+		return true, err
+	}
+	e.scheduled(moved)
+	return true, nil
 }
 
 // dueRun is the run of t with id that d delivers, starting now.

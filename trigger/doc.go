@@ -120,6 +120,10 @@
 // A time handled less than a grace after it ([DefaultGrace], a minute)
 // is on time, not missed. Either way the schedule carries on from now,
 // so a daily task down for a week runs at most once when it comes back.
+// A Dispatcher's run is judged the same way when it is delivered: on
+// River, a job a grace or more late under Skip runs nothing, and its
+// task moves on (a one-time task ends EXPIRED); a later attempt of a run
+// that started on time is no missed time and runs.
 //
 // # Engine
 //
