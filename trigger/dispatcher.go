@@ -307,7 +307,10 @@ func (e *Engine) recentRun(ctx context.Context, t *Task, match func(Run) bool) (
 
 // HandleLost makes the task of a run the dispatcher gave up DEAD, with the
 // run dead and its error reason, if the task is still ACTIVE and due at
-// d.DueAt.
+// d.DueAt, and tells it as any DEAD task: LifecycleDead to the Observer,
+// NotifyFailure to the task's channel. A run recorded as ended, and an
+// event's or a chained run with no record older than the task's recorded
+// runs (a task revived since), change nothing.
 func (e *Engine) HandleLost(ctx context.Context, d Due, reason string) error {
 	disp, ok := e.store.(Dispatcher)
 	if !ok {
@@ -322,6 +325,7 @@ func (e *Engine) HandleLost(ctx context.Context, d Due, reason string) error {
 	}
 	id := RunID(t.ID, d.DueAt)
 	due := t.NextRun.Equal(d.DueAt)
+	oneOff := d.Event != nil || d.Previous != nil
 	switch {
 	case d.Event != nil:
 		id, due = EventRunID(t.ID, d.Event.ID), t.Trigger.Kind == KindEvent
@@ -331,9 +335,32 @@ func (e *Engine) HandleLost(ctx context.Context, d Due, reason string) error {
 	if t.Status != StatusActive || !due || e.isRunning(taskKey{t.TenantID, t.ID}) {
 		return nil
 	}
-	old, found := e.findRun(ctx, t, id)
-	if found && old.Status != RunRunning && old.Status != RunFailed {
+	// The whole kept history, not a page of it: a dispatcher reads an old
+	// discarded job again (rivertrigger's reconciler after a restart) when
+	// the task has run many times since.
+	runs, err := e.store.Runs(ctx, t.TenantID, t.ID, 0)
+	if err != nil {
+		return err
+	}
+	var old Run
+	found, newer := false, false
+	for _, r := range runs {
+		if r.ID == id {
+			old, found = r, true
+			break
+		}
+		newer = newer || r.DueAt.After(d.DueAt)
+	}
+	switch {
+	case found && old.Status != RunRunning && old.Status != RunFailed:
 		return nil // it ended after all
+	case !found && oneOff && newer:
+		// An event's or a chained run with no record while later runs
+		// have one: a task that has run since (revived with Retry, or
+		// its history turned over) is not made DEAD for an old loss.
+		e.log.Warn("trigger: a lost run older than the task's history; the task is left as it is",
+			"tenant", t.TenantID, "task", t.ID, "run", id, "reason", clip(reason))
+		return nil
 	}
 	now := e.clock.Now()
 	r := Run{
