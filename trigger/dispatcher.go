@@ -383,10 +383,16 @@ func (e *Engine) HandleLost(ctx context.Context, d Due, reason string) error {
 	if now.Before(r.StartedAt) {
 		r.FinishedAt = r.StartedAt
 	}
-	_, err = e.finishTask(ctx, disp, t, r, func(t *Task) {
+	dead, err := e.finishTask(ctx, disp, t, r, func(t *Task) {
 		t.Status, t.NextRun = StatusDead, time.Time{}
 	})
-	return err
+	if err != nil || dead == nil {
+		return err // not recorded, or rescheduled meanwhile: the task is not DEAD
+	}
+	// Told as any DEAD task: the Observer hears it, the channel is told
+	// (NotifyFailure).
+	e.ended(ctx, dead, r, ExecResult{}, d.Previous)
+	return nil
 }
 
 // finishTask records r and applies f to t in one Finish, reading t again
