@@ -128,6 +128,37 @@
 // default cooldown ran 158 runs a second, against 80 for one
 // (BenchmarkRunsPerSecond).
 //
+// # Leader loss
+//
+// One replica at a time is River's leader, and only the leader moves
+// scheduled runs to available. When the leader process is killed
+// (SIGKILL, a crash, a lost machine: it does not resign), scheduled runs
+// wait until another replica is elected: the dead leader's term (15 s,
+// renewed every 5 s) runs out 10–15 s after the kill, the other replicas
+// bid every 5–6 s, the new leader's maintenance starts within a second and
+// makes the due runs available at once, and a worker fetches them at once
+// or within FetchPollInterval. So a run due while the leader is gone starts
+// at most about 22 s plus FetchPollInterval after the kill (measured: 16.6–18.7 s,
+// TestLeaderKilledScheduleRunsOnAnotherReplica, which checks the bound).
+// These intervals are River's own (v0.51: not settable through
+// river.Config); what bounds the stall on valet's side is:
+//
+//   - stopping replicas gracefully: an engine whose context ends
+//     (trigger.Engine.Run, on SIGTERM) stops River, which resigns, and
+//     another replica is elected at once; a run due then starts within
+//     River's scheduler tick, 5 s, plus a fetch (measured: 25–62 ms late,
+//     TestLeaderStoppedHandsOverAtOnce);
+//   - FetchPollInterval, the last step of either bound;
+//   - the Skip policy's grace (trigger.Config.Grace, default a minute),
+//     which must stay above the kill's bound, or a Skip task's run
+//     delayed by a leader loss is taken for a missed one and dropped.
+//
+// Runs queued to start at once (an event's, a chained run) and runs
+// already available do not wait for a leader: every replica's workers
+// fetch them. The runs the killed process had under way come back after
+// RescueStuckJobsAfter (see Runs as River jobs), through the new leader's
+// rescuer.
+//
 // # Testing the River path
 //
 // A test of a daily 08:00 task on this store cannot wait for River, which
