@@ -215,7 +215,16 @@
 // [RunExpired] and the task ACTIVE again, and the channel is told that
 // nothing was done ([NotifyExpired]). The
 // sweeper knows the runs that went waiting in its own process; after a
-// restart an expired approval is settled when the user answers it.
+// restart an expired approval is settled when the user answers it. A
+// Store that is an [ExpiryDispatcher] (trigger/rivertrigger) replaces the
+// sweeper: the expiry is queued with the waiting run's record and
+// [Engine.HandleExpiry] is called at its time on whichever replica is
+// dispatching then, restarts or not. On a [RunSwapper] (rivertrigger)
+// a settlement is a compare and set on the run: replicas settling one
+// run at once write it once, and its outcome is delivered once. An
+// approval settled before its run is recorded waiting is kept in a
+// [SettlementKeeper] store (rivertrigger) for whichever replica records
+// the run, else in the memory of the engine that heard it.
 //
 // # Refusals
 //

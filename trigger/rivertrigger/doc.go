@@ -60,8 +60,9 @@
 //
 // Task definitions and run histories live in valet's tables,
 // valet_trigger_tasks and valet_trigger_runs, beside River's (river_job
-// and the others), and the instance id in valet_trigger_instance (one
-// row), all in Config.Schema. [Store.Migrate] creates them, River's
+// and the others), approvals settled before their run was recorded in
+// valet_trigger_settled, and the instance id in valet_trigger_instance
+// (one row), all in Config.Schema. [Store.Migrate] creates them, River's
 // migrations included, under an advisory lock: run it at start from every
 // process (an engine on a schema it has not migrated fails to start, the
 // instance id missing). Times are kept to the microsecond, in UTC.
@@ -128,6 +129,23 @@
 // default cooldown ran 158 runs a second, against 80 for one
 // (BenchmarkRunsPerSecond).
 //
+// # Approvals of triggered runs
+//
+// A Store is a trigger.ExpiryDispatcher and a trigger.RunSwapper. A run
+// recorded waiting for approvals that expire has, in the same
+// transaction, a River job of kind [ExpiryJobKind] queued at the first
+// expiry (unique by run and time); whichever replica works it calls the
+// engine's HandleExpiry, which settles what expired by then and ends the
+// run when nothing is left, so an approval nobody answers expires on
+// time across restarts of every replica. Settling an approval replaces
+// the run's record only while it is the one the settlement read
+// ([Store.SwapRun], a compare and set): of two replicas settling one run
+// at once, one writes and delivers it, the other reads it settled. A
+// Store is also a trigger.SettlementKeeper: an approval settled before its
+// run is recorded waiting (the user answered while the run finished) is
+// kept in valet_trigger_settled, at most 1,024 per task, and the replica
+// that records the run takes and applies it, whichever replica heard it.
+//
 // # Leader loss
 //
 // One replica at a time is River's leader, and only the leader moves
@@ -137,9 +155,10 @@
 // renewed every 5 s) runs out 10–15 s after the kill, the other replicas
 // bid every 5–6 s, the new leader's maintenance starts within a second and
 // makes the due runs available at once, and a worker fetches them at once
-// or within FetchPollInterval. So a run due while the leader is gone starts
-// at most about 22 s plus FetchPollInterval after the kill (measured: 16.6–18.7 s,
-// TestLeaderKilledScheduleRunsOnAnotherReplica, which checks the bound).
+// or within FetchPollInterval. So a run due while the leader is gone
+// starts at most about 22 s plus FetchPollInterval after the kill
+// (measured: 16.6–18.7 s, TestLeaderKilledScheduleRunsOnAnotherReplica,
+// which checks the bound).
 // These intervals are River's own (v0.51: not settable through
 // river.Config); what bounds the stall on valet's side is:
 //

@@ -165,8 +165,11 @@ type Store struct {
 }
 
 var (
-	_ trigger.Dispatcher = (*Store)(nil)
-	_ trigger.Namespaced = (*Store)(nil)
+	_ trigger.Dispatcher       = (*Store)(nil)
+	_ trigger.ExpiryDispatcher = (*Store)(nil)
+	_ trigger.RunSwapper       = (*Store)(nil)
+	_ trigger.SettlementKeeper = (*Store)(nil)
+	_ trigger.Namespaced       = (*Store)(nil)
 )
 
 // New returns a Store on pool, which the caller configured and closes. It
@@ -189,9 +192,13 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 		return pgx.Identifier{cfg.Schema, name}.Sanitize()
 	}
 	s.names = strings.NewReplacer("{tasks}", table("valet_trigger_tasks"), "{runs}", table("valet_trigger_runs"),
-		"{river_job}", table("river_job"), "{instance}", table("valet_trigger_instance"))
+		"{river_job}", table("river_job"), "{instance}", table("valet_trigger_instance"),
+		"{settled}", table("valet_trigger_settled"))
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, &worker{s: s}); err != nil {
+		return nil, fmt.Errorf("rivertrigger: %w", err)
+	}
+	if err := river.AddWorkerSafely(workers, &expiryWorker{s: s}); err != nil {
 		return nil, fmt.Errorf("rivertrigger: %w", err)
 	}
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
@@ -295,6 +302,15 @@ var tables = []string{
 		FOREIGN KEY (tenant_id, task_id) REFERENCES {tasks} (tenant_id, id) ON DELETE CASCADE
 	)`,
 	`CREATE INDEX IF NOT EXISTS valet_trigger_runs_seq ON {runs} (tenant_id, task_id, seq DESC)`,
+	`CREATE TABLE IF NOT EXISTS {settled} (
+		tenant_id   text   NOT NULL,
+		task_id     text   NOT NULL,
+		approval_id text   NOT NULL,
+		seq         bigserial,
+		settled     json   NOT NULL,
+		PRIMARY KEY (tenant_id, task_id, approval_id),
+		FOREIGN KEY (tenant_id, task_id) REFERENCES {tasks} (tenant_id, id) ON DELETE CASCADE
+	)`,
 }
 
 // pgTime is t as PostgreSQL keeps it: UTC, to the microsecond.
@@ -579,33 +595,71 @@ func (s *Store) AddRun(ctx context.Context, r trigger.Run) error {
 	return s.fail(ctx, "add run", err)
 }
 
-// UpdateRun implements [trigger.Store.UpdateRun].
+// UpdateRun implements [trigger.Store.UpdateRun]. A run recorded waiting
+// for approvals that expire has its expiry queued in the same transaction
+// (see Approvals of triggered runs).
 func (s *Store) UpdateRun(ctx context.Context, r trigger.Run) error {
 	if err := r.Check(); err != nil {
 		return err
 	}
-	return s.fail(ctx, "update run", s.updateRun(ctx, s.pool, r))
+	return s.fail(ctx, "update run", s.inTx(ctx, func(tx pgx.Tx) error { return s.updateRun(ctx, tx, r) }))
 }
 
-type execer interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+// SwapRun implements [trigger.RunSwapper]: it replaces the run old.ID with
+// r only while the stored run is old, in one statement, so that of two
+// replicas settling one run's approval at once one writes it and the
+// other gets trigger.ErrConflict (and reads it again).
+func (s *Store) SwapRun(ctx context.Context, old, r trigger.Run) error {
+	if err := r.Check(); err != nil {
+		return err
+	}
+	if old.ID != r.ID || old.TenantID != r.TenantID || old.TaskID != r.TaskID {
+		return fmt.Errorf("%w: rivertrigger: swapping run %q for run %q", trigger.ErrInvalid, old.ID, r.ID)
+	}
+	return s.fail(ctx, "swap run", s.inTx(ctx, func(tx pgx.Tx) error { return s.writeRun(ctx, tx, r, &old) }))
 }
 
-func (s *Store) updateRun(ctx context.Context, db execer, r trigger.Run) error {
+func (s *Store) updateRun(ctx context.Context, tx pgx.Tx, r trigger.Run) error {
+	return s.writeRun(ctx, tx, r, nil)
+}
+
+// writeRun writes r in tx, when old is set only over a stored run equal
+// to it, and queues the expiry of r's approvals when it waits.
+func (s *Store) writeRun(ctx context.Context, tx pgx.Tx, r trigger.Run, old *trigger.Run) error {
 	normRun(&r)
 	data, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}
-	tag, err := db.Exec(ctx, s.sql(`UPDATE {runs} SET run = $4
-		WHERE tenant_id = $1 AND task_id = $2 AND id = $3`), r.TenantID, r.TaskID, r.ID, string(data))
+	q, args := `UPDATE {runs} SET run = $4 WHERE tenant_id = $1 AND task_id = $2 AND id = $3`,
+		[]any{r.TenantID, r.TaskID, r.ID, string(data)}
+	if old != nil {
+		o := *old
+		normRun(&o)
+		od, err := json.Marshal(o)
+		if err != nil {
+			return err
+		}
+		q, args = q+` AND run::jsonb = $5::jsonb`, append(args, string(od))
+	}
+	tag, err := tx.Exec(ctx, s.sql(q), args...)
 	if err != nil {
 		return err
 	}
 	if tag.RowsAffected() == 0 {
+		var exists bool
+		if old != nil {
+			if err := tx.QueryRow(ctx, s.sql(`SELECT EXISTS (SELECT 1 FROM {runs}
+				WHERE tenant_id = $1 AND task_id = $2 AND id = $3)`), r.TenantID, r.TaskID, r.ID).Scan(&exists); err != nil {
+				return err
+			}
+		}
+		if exists {
+			return fmt.Errorf("%w: tenant %q, task %q: run %q changed meanwhile", trigger.ErrConflict, r.TenantID, r.TaskID, r.ID)
+		}
 		return fmt.Errorf("%w: tenant %q, task %q: run %q", trigger.ErrNotFound, r.TenantID, r.TaskID, r.ID)
 	}
-	return nil
+	return s.queueExpiry(ctx, tx, r)
 }
 
 // Runs implements [trigger.Store.Runs].
