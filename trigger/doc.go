@@ -194,7 +194,8 @@
 // second then two apart; then the failure is logged and kept in
 // [Run.RouteError], and the run's status and result stand. Delivery
 // follows the run's record: a process that dies between the two loses
-// the notification, not the result. CreateTask refuses a route the
+// the notification, not the result; on trigger/rivertrigger a chained
+// run is queued with the record, in its transaction, and is not lost. CreateTask refuses a route the
 // engine cannot deliver.
 //
 // # Approvals

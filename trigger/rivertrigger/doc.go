@@ -129,6 +129,19 @@
 // default cooldown ran 158 runs a second, against 80 for one
 // (BenchmarkRunsPerSecond).
 //
+// # Chained runs
+//
+// When a run succeeds and its task's route chains to another task
+// (trigger.RouteChain) that is ACTIVE, the next task's run is queued in
+// the transaction that records the run, as the River job the engine's
+// delivery queues (unique by the run it follows): a process that dies
+// between the record and the delivery loses no chained run, and the
+// delivery finds it queued. A chain past trigger.MaxChainDepth, or to a
+// task that is not ACTIVE, is left to the delivery, which records why on
+// the run. A run that succeeds when its approvals are settled is chained
+// by the delivery alone. Notifications and event acknowledgements still
+// follow the record in steps of their own.
+//
 // # Approvals of triggered runs
 //
 // A Store is a trigger.ExpiryDispatcher and a trigger.RunSwapper. A run
@@ -137,7 +150,8 @@
 // expiry (unique by run and time); whichever replica works it calls the
 // engine's HandleExpiry, which settles what expired by then and ends the
 // run when nothing is left, so an approval nobody answers expires on
-// time across restarts of every replica. Settling an approval replaces
+// time across restarts of every replica. Dispatch works these jobs;
+// WorkDue does not (they are timed by the database's clock). Settling an approval replaces
 // the run's record only while it is the one the settlement read
 // ([Store.SwapRun], a compare and set): of two replicas settling one run
 // at once, one writes and delivers it, the other reads it settled. A

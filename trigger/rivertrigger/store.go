@@ -472,9 +472,11 @@ func (s *Store) Update(ctx context.Context, t *trigger.Task) error {
 }
 
 // Finish implements [trigger.Dispatcher.Finish]: the run's record, the
-// task, the task's next run and, when r succeeded or was refused (not
-// to be tried again) and ctx is the one River (or WorkDue) gave the run's
-// job, the job's completion, in one transaction.
+// task, the task's next run, the run of the next task when r succeeded
+// and t's route chains (RouteChain, see Chained runs) and, when r
+// succeeded or was refused (not to be tried again) and ctx is the one
+// River (or WorkDue) gave the run's job, the job's completion, in one
+// transaction.
 func (s *Store) Finish(ctx context.Context, r trigger.Run, t *trigger.Task) error {
 	if err := r.Check(); err != nil {
 		return err
@@ -485,6 +487,9 @@ func (s *Store) Finish(ctx context.Context, r trigger.Run, t *trigger.Task) erro
 	return s.update(ctx, "finish", t, func(tx pgx.Tx) error {
 		if err := s.updateRun(ctx, tx, r); err != nil {
 			return err
+		}
+		if err := s.chainInTx(ctx, tx, r, t); err != nil {
+			return fmt.Errorf("queueing the chained run: %w", err)
 		}
 		if job := jobFrom(ctx); job != nil && (r.Status == trigger.RunSucceeded || r.Status == trigger.RunRefused) &&
 			job.Args.TenantID == r.TenantID && job.Args.TaskID == r.TaskID && job.Args.DueAt.Equal(pgTime(r.DueAt)) {
