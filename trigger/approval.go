@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -100,9 +101,20 @@ func (e *Engine) ApprovalSettled(ctx context.Context, s Settled) (err error) {
 }
 
 // settle records s under settleMu and reports whether it ended its run.
+// A run another replica wrote meanwhile (ErrConflict of a RunSwapper) is
+// read again: s is applied to what it wrote, or found settled already.
 func (e *Engine) settle(ctx context.Context, s Settled) (*Task, Run, bool, error) {
 	e.settleMu.Lock()
 	defer e.settleMu.Unlock()
+	for i := 0; ; i++ {
+		t, r, ended, err := e.settleOnce(ctx, s)
+		if !errors.Is(err, ErrConflict) || i >= conflictRetries {
+			return t, r, ended, err
+		}
+	}
+}
+
+func (e *Engine) settleOnce(ctx context.Context, s Settled) (*Task, Run, bool, error) {
 	t, err := e.store.Get(ctx, s.TenantID, s.TaskID)
 	if errors.Is(err, ErrNotFound) {
 		return nil, Run{}, false, nil
@@ -126,6 +138,8 @@ func (e *Engine) settle(ctx context.Context, s Settled) (*Task, Run, bool, error
 			for _, a := range r.Approvals {
 				first = first && a.Outcome == ""
 			}
+			old := r
+			old.Approvals = slices.Clone(r.Approvals)
 			r.Approvals[i].Outcome = s.Outcome
 			switch {
 			case s.Result != "":
@@ -135,20 +149,28 @@ func (e *Engine) settle(ctx context.Context, s Settled) (*Task, Run, bool, error
 				// the question the run waited with is no outcome.
 				r.Result = ""
 			}
-			return e.settleRun(ctx, t, r)
+			return e.settleRun(ctx, t, old, r)
 		}
 	}
-	e.keepEarly(s)
-	return nil, Run{}, false, nil
+	return e.keepEarly(ctx, s)
 }
 
-// settleRun records the outcome just set on the waiting run r, and ends
-// r when all its approvals have one.
-func (e *Engine) settleRun(ctx context.Context, t *Task, r Run) (*Task, Run, bool, error) {
+// settleRun records the outcome just set on the waiting run r, which was
+// old, and ends r when all its approvals have one. On a RunSwapper the
+// record is a compare and set: when another replica wrote the run first,
+// it writes nothing and returns ErrConflict, so the run ends, and its
+// outcome is delivered, once.
+func (e *Engine) settleRun(ctx context.Context, t *Task, old, r Run) (*Task, Run, bool, error) {
+	write := func(r Run) error {
+		if sw, ok := e.store.(RunSwapper); ok {
+			return sw.SwapRun(ctx, old, r) // ErrConflict: settle reads it again
+		}
+		return e.store.UpdateRun(ctx, r)
+	}
 	expired := true
 	for _, a := range r.Approvals {
 		if a.Outcome == "" {
-			return nil, Run{}, false, e.store.UpdateRun(ctx, r)
+			return nil, Run{}, false, write(r)
 		}
 		expired = expired && a.Outcome == OutcomeExpired
 	}
@@ -163,7 +185,7 @@ func (e *Engine) settleRun(ctx context.Context, t *Task, r Run) (*Task, Run, boo
 	} else if r.Result == "" {
 		r.Result = settledText(t, r)
 	}
-	if err := e.store.UpdateRun(ctx, r); err != nil {
+	if err := write(r); err != nil {
 		return nil, Run{}, false, err
 	}
 	t, err := e.mutate(ctx, t.TenantID, t.ID, func(t *Task) error {
@@ -181,8 +203,41 @@ func (e *Engine) settleRun(ctx context.Context, t *Task, r Run) (*Task, Run, boo
 	return t, r, true, nil
 }
 
-// keepEarly keeps s for a run not yet recorded as waiting.
-func (e *Engine) keepEarly(s Settled) {
+// keepEarly keeps s for a run not yet recorded as waiting: on a
+// SettlementKeeper in the store, for whichever replica records the run,
+// else in this engine's memory. Kept in the store, s is then looked for
+// again: a run recorded waiting meanwhile, whose recorder took nothing,
+// is settled here (the settlement taken back first, so once).
+func (e *Engine) keepEarly(ctx context.Context, s Settled) (*Task, Run, bool, error) {
+	k, ok := e.store.(SettlementKeeper)
+	if !ok {
+		e.keepEarlyHere(s)
+		return nil, Run{}, false, nil
+	}
+	if err := k.KeepSettled(ctx, s); err != nil {
+		return nil, Run{}, false, err
+	}
+	runs, err := e.store.Runs(ctx, s.TenantID, s.TaskID, 0)
+	if err != nil {
+		return nil, Run{}, false, err
+	}
+	for _, r := range runs {
+		for _, a := range r.Approvals {
+			if a.ID != s.ApprovalID || r.Status != RunWaiting || a.Outcome != "" {
+				continue
+			}
+			taken, err := k.TakeSettled(ctx, s.TenantID, s.TaskID, []string{s.ApprovalID})
+			if err != nil || len(taken) == 0 {
+				return nil, Run{}, false, err // the run's recorder took it
+			}
+			return e.settleOnce(ctx, taken[0])
+		}
+	}
+	return nil, Run{}, false, nil
+}
+
+// keepEarlyHere keeps s in the engine's memory.
+func (e *Engine) keepEarlyHere(s Settled) {
 	k := s.TenantID + "\x00" + s.TaskID + "\x00" + s.ApprovalID
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -197,12 +252,14 @@ func (e *Engine) keepEarly(s Settled) {
 	e.early[k] = s
 }
 
-// applyEarly settles the approvals of the waiting run r that were
-// settled before it was recorded, and reports whether that ended r.
-func (e *Engine) applyEarly(ctx context.Context, t *Task, r Run) bool {
+// takeEarly removes and returns the settlements kept for the approvals
+// of run r of t: from the store when it keeps them, and from memory.
+func (e *Engine) takeEarly(ctx context.Context, t *Task, r Run) []Settled {
 	var found []Settled
+	ids := make([]string, 0, len(r.Approvals))
 	e.mu.Lock()
 	for _, a := range r.Approvals {
+		ids = append(ids, a.ID)
 		k := t.TenantID + "\x00" + t.ID + "\x00" + a.ID
 		if s, ok := e.early[k]; ok {
 			found = append(found, s)
@@ -210,6 +267,21 @@ func (e *Engine) applyEarly(ctx context.Context, t *Task, r Run) bool {
 		}
 	}
 	e.mu.Unlock()
+	if k, ok := e.store.(SettlementKeeper); ok {
+		kept, err := k.TakeSettled(ctx, t.TenantID, t.ID, ids)
+		if err != nil {
+			e.log.Error("trigger: taking the settlements kept for a waiting run", "tenant", t.TenantID, "task", t.ID,
+				"run", r.ID, "err", err)
+		}
+		found = append(found, kept...)
+	}
+	return found
+}
+
+// applyEarly settles the approvals of the waiting run r that were
+// settled before it was recorded, and reports whether that ended r.
+func (e *Engine) applyEarly(ctx context.Context, t *Task, r Run) bool {
+	found := e.takeEarly(ctx, t, r)
 	ended := false
 	for _, s := range found {
 		t2, r2, done, err := e.settle(ctx, s)
@@ -239,6 +311,9 @@ func (e *Engine) background(ctx context.Context) context.Context {
 // watch notes a waiting run for the sweeper, due at its approvals'
 // earliest expiry.
 func (e *Engine) watch(t *Task, r Run) {
+	if e.expiryDispatched() {
+		return // the store queued the expiry with the run's record
+	}
 	var first time.Time
 	for _, a := range r.Approvals {
 		if a.Outcome == "" && !a.ExpiresAt.IsZero() && (first.IsZero() || a.ExpiresAt.Before(first)) {
@@ -366,4 +441,29 @@ func settledText(t *Task, r Run) string {
 		lines = append(lines, "- "+textsafe.Line(a.Summary)+": "+what)
 	}
 	return clip(fmt.Sprintf("%q went on with what you decided:\n%s", t.Name, strings.Join(lines, "\n")))
+}
+
+// expiryDispatched reports whether the store times approvals' expiry
+// itself (ExpiryDispatcher), in place of the sweeper.
+func (e *Engine) expiryDispatched() bool {
+	d, ok := e.store.(ExpiryDispatcher)
+	return ok && d.DispatchesExpiry()
+}
+
+// HandleExpiry implements [ExpiryHandler]: it settles, as expired, the
+// approvals of the tenant's waiting run runID of task taskID that expire
+// by at, or by the engine's clock when it is later (a database's clock
+// that timed the call may be ahead of this process's), ending the run
+// when none is left (the task's channel told, NotifyExpired, and the
+// Observer, LifecycleExpired), on whichever replica an ExpiryDispatcher
+// calls it. A run that is not waiting, and an approval settled already,
+// are left as they are.
+func (e *Engine) HandleExpiry(ctx context.Context, tenantID, taskID, runID string, at time.Time) error {
+	if err := checkTask(tenantID, taskID); err != nil {
+		return err
+	}
+	if now := e.clock.Now(); now.After(at) {
+		at = now
+	}
+	return e.expireRun(ctx, waitKey{tenantID, taskID, runID}, at)
 }

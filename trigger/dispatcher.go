@@ -112,7 +112,11 @@ func (e *Engine) HandleDue(ctx context.Context, d Due) error {
 	defer e.releaseSlot()
 
 	r := e.dueRun(t, RunID(t.ID, d.DueAt), d)
-	if _, retry := e.findRun(ctx, t, r.ID); t.Trigger.Kind == KindCondition && !retry {
+	_, retry := e.findRun(ctx, t, r.ID)
+	if skip, err := e.skipMissed(ctx, t, d, retry || d.Attempt > 1); skip || err != nil {
+		return err
+	}
+	if t.Trigger.Kind == KindCondition && !retry {
 		// A poll; a run follows on a false→true edge, and its later
 		// attempts do not poll again.
 		if edge, err := e.pollEdge(ctx, t, d.DueAt); !edge {
@@ -128,6 +132,39 @@ func (e *Engine) HandleDue(ctx context.Context, d Due) error {
 		e.scheduled(moved)
 	}
 	return err
+}
+
+// skipMissed applies the Skip policy to a scheduled run a Dispatcher
+// delivers a grace or more after its time (every replica was down, or
+// the queue stalled), as the polling scheduler does: the run does not
+// happen, and the task moves on to the first of its times still on time
+// (less than the grace ago), else to its next time, else, with none left,
+// ends EXPIRED. It reports whether it skipped the run. A later attempt of
+// a run that started (retry) is not a missed time.
+func (e *Engine) skipMissed(ctx context.Context, t *Task, d Due, retry bool) (bool, error) {
+	now := e.clock.Now()
+	if t.Trigger.Kind != KindSchedule || t.Trigger.Missed != Skip || retry || now.Sub(d.DueAt) < e.grace {
+		return false, nil
+	}
+	runAt, ok, next := t.Trigger.Schedule.Due(d.DueAt.Add(-time.Nanosecond), now, Skip, e.grace)
+	if ok {
+		next = runAt
+	}
+	moved, err := e.mutate(ctx, t.TenantID, t.ID, func(t *Task) error {
+		if t.Status != StatusActive || !t.NextRun.Equal(d.DueAt) {
+			return nil // changed meanwhile; a no-op update is harmless
+		}
+		t.NextRun = next
+		if next.IsZero() {
+			t.Status = StatusExpired
+		}
+		return nil
+	})
+	if err != nil {
+		return true, err
+	}
+	e.scheduled(moved)
+	return true, nil
 }
 
 // dueRun is the run of t with id that d delivers, starting now.
@@ -270,7 +307,10 @@ func (e *Engine) recentRun(ctx context.Context, t *Task, match func(Run) bool) (
 
 // HandleLost makes the task of a run the dispatcher gave up DEAD, with the
 // run dead and its error reason, if the task is still ACTIVE and due at
-// d.DueAt.
+// d.DueAt, and tells it as any DEAD task: LifecycleDead to the Observer,
+// NotifyFailure to the task's channel. A run recorded as ended, and an
+// event's or a chained run with no record older than the task's recorded
+// runs (a task revived since), change nothing.
 func (e *Engine) HandleLost(ctx context.Context, d Due, reason string) error {
 	disp, ok := e.store.(Dispatcher)
 	if !ok {
@@ -285,6 +325,7 @@ func (e *Engine) HandleLost(ctx context.Context, d Due, reason string) error {
 	}
 	id := RunID(t.ID, d.DueAt)
 	due := t.NextRun.Equal(d.DueAt)
+	oneOff := d.Event != nil || d.Previous != nil
 	switch {
 	case d.Event != nil:
 		id, due = EventRunID(t.ID, d.Event.ID), t.Trigger.Kind == KindEvent
@@ -294,9 +335,32 @@ func (e *Engine) HandleLost(ctx context.Context, d Due, reason string) error {
 	if t.Status != StatusActive || !due || e.isRunning(taskKey{t.TenantID, t.ID}) {
 		return nil
 	}
-	old, found := e.findRun(ctx, t, id)
-	if found && old.Status != RunRunning && old.Status != RunFailed {
+	// The whole kept history, not a page of it: a dispatcher reads an old
+	// discarded job again (rivertrigger's reconciler after a restart) when
+	// the task has run many times since.
+	runs, err := e.store.Runs(ctx, t.TenantID, t.ID, 0)
+	if err != nil {
+		return err
+	}
+	var old Run
+	found, newer := false, false
+	for _, r := range runs {
+		if r.ID == id {
+			old, found = r, true
+			break
+		}
+		newer = newer || r.DueAt.After(d.DueAt)
+	}
+	switch {
+	case found && old.Status != RunRunning && old.Status != RunFailed:
 		return nil // it ended after all
+	case !found && oneOff && newer:
+		// An event's or a chained run with no record while later runs
+		// have one: a task that has run since (revived with Retry, or
+		// its history turned over) is not made DEAD for an old loss.
+		e.log.Warn("trigger: a lost run older than the task's history; the task is left as it is",
+			"tenant", t.TenantID, "task", t.ID, "run", id, "reason", clip(reason))
+		return nil
 	}
 	now := e.clock.Now()
 	r := Run{
@@ -319,10 +383,16 @@ func (e *Engine) HandleLost(ctx context.Context, d Due, reason string) error {
 	if now.Before(r.StartedAt) {
 		r.FinishedAt = r.StartedAt
 	}
-	_, err = e.finishTask(ctx, disp, t, r, func(t *Task) {
+	dead, err := e.finishTask(ctx, disp, t, r, func(t *Task) {
 		t.Status, t.NextRun = StatusDead, time.Time{}
 	})
-	return err
+	if err != nil || dead == nil {
+		return err // not recorded, or rescheduled meanwhile: the task is not DEAD
+	}
+	// Told as any DEAD task: the Observer hears it, the channel is told
+	// (NotifyFailure).
+	e.ended(ctx, dead, r, ExecResult{}, d.Previous)
+	return nil
 }
 
 // finishTask records r and applies f to t in one Finish, reading t again

@@ -120,6 +120,10 @@
 // A time handled less than a grace after it ([DefaultGrace], a minute)
 // is on time, not missed. Either way the schedule carries on from now,
 // so a daily task down for a week runs at most once when it comes back.
+// A Dispatcher's run is judged the same way when it is delivered: on
+// River, a job a grace or more late under Skip runs nothing, and its
+// task moves on (a one-time task ends EXPIRED); a later attempt of a run
+// that started on time is no missed time and runs.
 //
 // # Engine
 //
@@ -190,7 +194,8 @@
 // second then two apart; then the failure is logged and kept in
 // [Run.RouteError], and the run's status and result stand. Delivery
 // follows the run's record: a process that dies between the two loses
-// the notification, not the result. CreateTask refuses a route the
+// the notification, not the result; on trigger/rivertrigger a chained
+// run is queued with the record, in its transaction, and is not lost. CreateTask refuses a route the
 // engine cannot deliver.
 //
 // # Approvals
@@ -211,7 +216,16 @@
 // [RunExpired] and the task ACTIVE again, and the channel is told that
 // nothing was done ([NotifyExpired]). The
 // sweeper knows the runs that went waiting in its own process; after a
-// restart an expired approval is settled when the user answers it.
+// restart an expired approval is settled when the user answers it. A
+// Store that is an [ExpiryDispatcher] (trigger/rivertrigger) replaces the
+// sweeper: the expiry is queued with the waiting run's record and
+// [Engine.HandleExpiry] is called at its time on whichever replica is
+// dispatching then, restarts or not. On a [RunSwapper] (rivertrigger)
+// a settlement is a compare and set on the run: replicas settling one
+// run at once write it once, and its outcome is delivered once. An
+// approval settled before its run is recorded waiting is kept in a
+// [SettlementKeeper] store (rivertrigger) for whichever replica records
+// the run, else in the memory of the engine that heard it.
 //
 // # Refusals
 //

@@ -54,6 +54,9 @@ func (m *MemoryStore) maxRuns() int {
 
 // find returns the tenant's task; the caller holds m.mu.
 func (m *MemoryStore) find(tenantID, id string) (*memTask, error) {
+	if err := checkTask(tenantID, id); err != nil {
+		return nil, err
+	}
 	mt, ok := m.tenants[tenantID][id]
 	if !ok {
 		return nil, fmt.Errorf("%w: tenant %q, task %q", ErrNotFound, tenantID, id)
@@ -109,6 +112,9 @@ func (m *MemoryStore) Get(ctx context.Context, tenantID, id string) (*Task, erro
 // List implements [Store.List].
 func (m *MemoryStore) List(ctx context.Context, tenantID string, statuses ...Status) ([]*Task, error) {
 	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := checkID("tenant ID", tenantID); err != nil {
 		return nil, err
 	}
 	for _, s := range statuses {

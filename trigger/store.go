@@ -12,7 +12,10 @@ import (
 // errors.Is.
 //
 // Every method that reads or writes one task takes its tenant id; a task
-// of another tenant is ErrNotFound. trigger/triggertest.RunStore is the
+// of another tenant is ErrNotFound. A tenant or task id no task can have
+// (empty, longer than MaxIDLen bytes, not UTF-8, holding a NUL byte) is
+// ErrInvalid wherever a method takes one, never an error of the store's
+// database. trigger/triggertest.RunStore is the
 // conformance suite every Store passes.
 type Store interface {
 	// Create adds t, which must pass Check (ErrInvalid), and fails with
@@ -53,4 +56,56 @@ type Store interface {
 	// by TenantID and ID; at most limit of them, which must be positive
 	// (ErrInvalid).
 	Due(ctx context.Context, now time.Time, limit int) ([]*Task, error)
+}
+
+// RunSwapper is a Store whose run records can be replaced by compare and
+// set, so that replicas settling one run's approval at once write it
+// once: [Engine.ApprovalSettled] uses it when the Store has it (rivertrigger
+// does), and otherwise relies on its own lock, which holds in one process.
+type RunSwapper interface {
+	// SwapRun replaces the run old.ID of its task with r when the stored
+	// run is still old (every field as Runs returned it), or returns
+	// ErrConflict when another writer changed it first, ErrNotFound when
+	// it is gone. r must pass Check and have old's ID, TenantID and
+	// TaskID (ErrInvalid).
+	SwapRun(ctx context.Context, old, r Run) error
+}
+
+// ExpiryDispatcher is a Dispatcher that times the expiry of waiting runs'
+// approvals itself, durably: when a run is recorded waiting with an
+// approval that expires, it queues, with the record, a call of the
+// engine's [Engine.HandleExpiry] at that time, which whichever replica
+// is dispatching then makes, after restarts too. The engine then keeps no
+// sweeper of its own for them. trigger/rivertrigger is one.
+type ExpiryDispatcher interface {
+	Dispatcher
+	// DispatchesExpiry reports that the store queues the expiries.
+	DispatchesExpiry() bool
+}
+
+// ExpiryHandler handles the expiries an ExpiryDispatcher delivers. The
+// Engine is one.
+type ExpiryHandler interface {
+	// HandleExpiry settles, as expired, the approvals of the tenant's
+	// waiting run runID of task taskID that expire by at (the time the
+	// dispatcher was asked to call at) or by the handler's clock if that
+	// is later; it does nothing for a run that is no longer waiting, so it
+	// may be called more than once.
+	HandleExpiry(ctx context.Context, tenantID, taskID, runID string, at time.Time) error
+}
+
+// SettlementKeeper is a Store that keeps the settlements of approvals
+// whose run is not yet recorded waiting (the user answered while the run
+// was finishing), so that the replica recording the run applies them
+// whichever replica heard them. [Engine.ApprovalSettled] uses it when the
+// Store has it (rivertrigger does), and otherwise keeps them in its own
+// memory.
+type SettlementKeeper interface {
+	// KeepSettled keeps s, once per (tenant, task, approval): the task
+	// must exist (ErrNotFound). A store keeps a bounded number per task.
+	KeepSettled(ctx context.Context, s Settled) error
+	// TakeSettled removes and returns the settlements kept for the
+	// tenant's task among approvalIDs: each is returned to one caller
+	// only, however many take at once.
+	TakeSettled(ctx context.Context, tenantID, taskID string, approvalIDs []string) ([]Settled, error)
 }

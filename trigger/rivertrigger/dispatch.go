@@ -358,3 +358,49 @@ func (s *Store) reconcileOnce(ctx context.Context, h trigger.DueHandler, since t
 		}
 	}
 }
+
+// chainInTx queues in tx, when r succeeded and t's route chains to an
+// ACTIVE task, that task's run after r: the job Enqueue queues for it
+// (unique by the run it follows), so that a process dying between the
+// record and the engine's delivery along the route loses no chained run,
+// and the delivery's own Enqueue finds it queued. A chain past
+// trigger.MaxChainDepth, or to a task that is not ACTIVE, queues nothing
+// here: the engine's delivery records why on the run (Run.RouteError).
+func (s *Store) chainInTx(ctx context.Context, tx pgx.Tx, r trigger.Run, t *trigger.Task) error {
+	if r.Status != trigger.RunSucceeded || t.RouteKind() != trigger.RouteChain {
+		return nil
+	}
+	depth := 0
+	if job := jobFrom(ctx); job != nil && job.Args.Previous != nil && job.Args.TaskID == t.ID {
+		depth = job.Args.Previous.Depth
+	}
+	prev := trigger.Previous{TaskID: t.ID, RunID: r.ID, Depth: depth + 1}
+	if prev.Depth > trigger.MaxChainDepth {
+		return nil
+	}
+	if t.Route.PassOutput {
+		prev.Output = r.Result
+	}
+	var data []byte
+	err := tx.QueryRow(ctx, s.sql(`SELECT task FROM {tasks} WHERE tenant_id = $1 AND id = $2 AND status = 'ACTIVE'`),
+		t.TenantID, t.Route.Next).Scan(&data)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	next, err := decodeTask(data)
+	if err != nil {
+		return err
+	}
+	_, err = s.client.InsertTx(ctx, tx, runArgs{
+		TenantID: next.TenantID, TaskID: next.ID, PrevRunID: prev.RunID, Previous: &prev, Backoff: next.Retry.Backoff,
+	}, &river.InsertOpts{
+		Queue:       s.cfg.Queue,
+		Priority:    Priority(next.Priority),
+		MaxAttempts: next.Retry.Attempts(),
+		UniqueOpts:  river.UniqueOpts{ByArgs: true},
+	})
+	return err
+}

@@ -60,8 +60,9 @@
 //
 // Task definitions and run histories live in valet's tables,
 // valet_trigger_tasks and valet_trigger_runs, beside River's (river_job
-// and the others), and the instance id in valet_trigger_instance (one
-// row), all in Config.Schema. [Store.Migrate] creates them, River's
+// and the others), approvals settled before their run was recorded in
+// valet_trigger_settled, and the instance id in valet_trigger_instance
+// (one row), all in Config.Schema. [Store.Migrate] creates them, River's
 // migrations included, under an advisory lock: run it at start from every
 // process (an engine on a schema it has not migrated fails to start, the
 // instance id missing). Times are kept to the microsecond, in UTC.
@@ -127,6 +128,69 @@
 // PostgreSQL. Replicas add their caps: 2 engines with 8 workers at the
 // default cooldown ran 158 runs a second, against 80 for one
 // (BenchmarkRunsPerSecond).
+//
+// # Chained runs
+//
+// When a run succeeds and its task's route chains to another task
+// (trigger.RouteChain) that is ACTIVE, the next task's run is queued in
+// the transaction that records the run, as the River job the engine's
+// delivery queues (unique by the run it follows): a process that dies
+// between the record and the delivery loses no chained run, and the
+// delivery finds it queued. A chain past trigger.MaxChainDepth, or to a
+// task that is not ACTIVE, is left to the delivery, which records why on
+// the run. A run that succeeds when its approvals are settled is chained
+// by the delivery alone. Notifications and event acknowledgements still
+// follow the record in steps of their own.
+//
+// # Approvals of triggered runs
+//
+// A Store is a trigger.ExpiryDispatcher and a trigger.RunSwapper. A run
+// recorded waiting for approvals that expire has, in the same
+// transaction, a River job of kind [ExpiryJobKind] queued at the first
+// expiry (unique by run and time); whichever replica works it calls the
+// engine's HandleExpiry, which settles what expired by then and ends the
+// run when nothing is left, so an approval nobody answers expires on
+// time across restarts of every replica. Dispatch works these jobs;
+// WorkDue does not (they are timed by the database's clock). Settling an approval replaces
+// the run's record only while it is the one the settlement read
+// ([Store.SwapRun], a compare and set): of two replicas settling one run
+// at once, one writes and delivers it, the other reads it settled. A
+// Store is also a trigger.SettlementKeeper: an approval settled before its
+// run is recorded waiting (the user answered while the run finished) is
+// kept in valet_trigger_settled, at most 1,024 per task, and the replica
+// that records the run takes and applies it, whichever replica heard it.
+//
+// # Leader loss
+//
+// One replica at a time is River's leader, and only the leader moves
+// scheduled runs to available. When the leader process is killed
+// (SIGKILL, a crash, a lost machine: it does not resign), scheduled runs
+// wait until another replica is elected: the dead leader's term (15 s,
+// renewed every 5 s) runs out 10–15 s after the kill, the other replicas
+// bid every 5–6 s, the new leader's maintenance starts within a second and
+// makes the due runs available at once, and a worker fetches them at once
+// or within FetchPollInterval. So a run due while the leader is gone
+// starts at most about 22 s plus FetchPollInterval after the kill
+// (measured: 16.6–18.7 s, TestLeaderKilledScheduleRunsOnAnotherReplica,
+// which checks the bound).
+// These intervals are River's own (v0.51: not settable through
+// river.Config); what bounds the stall on valet's side is:
+//
+//   - stopping replicas gracefully: an engine whose context ends
+//     (trigger.Engine.Run, on SIGTERM) stops River, which resigns, and
+//     another replica is elected at once; a run due then starts within
+//     River's scheduler tick, 5 s, plus a fetch (measured: 25–62 ms late,
+//     TestLeaderStoppedHandsOverAtOnce);
+//   - FetchPollInterval, the last step of either bound;
+//   - the Skip policy's grace (trigger.Config.Grace, default a minute),
+//     which must stay above the kill's bound, or a Skip task's run
+//     delayed by a leader loss is taken for a missed one and dropped.
+//
+// Runs queued to start at once (an event's, a chained run) and runs
+// already available do not wait for a leader: every replica's workers
+// fetch them. The runs the killed process had under way come back after
+// RescueStuckJobsAfter (see Runs as River jobs), through the new leader's
+// rescuer.
 //
 // # Testing the River path
 //

@@ -20,6 +20,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
 
+	"github.com/valetkit/valet/internal/ids"
 	"github.com/valetkit/valet/trigger"
 )
 
@@ -164,8 +165,11 @@ type Store struct {
 }
 
 var (
-	_ trigger.Dispatcher = (*Store)(nil)
-	_ trigger.Namespaced = (*Store)(nil)
+	_ trigger.Dispatcher       = (*Store)(nil)
+	_ trigger.ExpiryDispatcher = (*Store)(nil)
+	_ trigger.RunSwapper       = (*Store)(nil)
+	_ trigger.SettlementKeeper = (*Store)(nil)
+	_ trigger.Namespaced       = (*Store)(nil)
 )
 
 // New returns a Store on pool, which the caller configured and closes. It
@@ -188,9 +192,13 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 		return pgx.Identifier{cfg.Schema, name}.Sanitize()
 	}
 	s.names = strings.NewReplacer("{tasks}", table("valet_trigger_tasks"), "{runs}", table("valet_trigger_runs"),
-		"{river_job}", table("river_job"), "{instance}", table("valet_trigger_instance"))
+		"{river_job}", table("river_job"), "{instance}", table("valet_trigger_instance"),
+		"{settled}", table("valet_trigger_settled"))
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, &worker{s: s}); err != nil {
+		return nil, fmt.Errorf("rivertrigger: %w", err)
+	}
+	if err := river.AddWorkerSafely(workers, &expiryWorker{s: s}); err != nil {
 		return nil, fmt.Errorf("rivertrigger: %w", err)
 	}
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
@@ -294,6 +302,15 @@ var tables = []string{
 		FOREIGN KEY (tenant_id, task_id) REFERENCES {tasks} (tenant_id, id) ON DELETE CASCADE
 	)`,
 	`CREATE INDEX IF NOT EXISTS valet_trigger_runs_seq ON {runs} (tenant_id, task_id, seq DESC)`,
+	`CREATE TABLE IF NOT EXISTS {settled} (
+		tenant_id   text   NOT NULL,
+		task_id     text   NOT NULL,
+		approval_id text   NOT NULL,
+		seq         bigserial,
+		settled     json   NOT NULL,
+		PRIMARY KEY (tenant_id, task_id, approval_id),
+		FOREIGN KEY (tenant_id, task_id) REFERENCES {tasks} (tenant_id, id) ON DELETE CASCADE
+	)`,
 }
 
 // pgTime is t as PostgreSQL keeps it: UTC, to the microsecond.
@@ -373,8 +390,23 @@ func (s *Store) Create(ctx context.Context, t *trigger.Task) error {
 	return nil
 }
 
+// checkIDs refuses, with trigger.ErrInvalid, an id no task can have
+// (trigger.MaxIDLen bytes of UTF-8 without NUL), before PostgreSQL
+// answers it with an error of its own.
+func checkIDs(what ...string) error {
+	for i := 0; i+1 < len(what); i += 2 {
+		if !ids.Valid(what[i+1]) {
+			return fmt.Errorf("%w: rivertrigger: %v", trigger.ErrInvalid, ids.Check(what[i], what[i+1]))
+		}
+	}
+	return nil
+}
+
 // Get implements [trigger.Store.Get].
 func (s *Store) Get(ctx context.Context, tenantID, id string) (*trigger.Task, error) {
+	if err := checkIDs("tenant ID", tenantID, "task ID", id); err != nil {
+		return nil, err
+	}
 	var data []byte
 	err := s.pool.QueryRow(ctx, s.sql(`SELECT task FROM {tasks} WHERE tenant_id = $1 AND id = $2`),
 		tenantID, id).Scan(&data)
@@ -397,6 +429,9 @@ func decodeTask(data []byte) (*trigger.Task, error) {
 
 // List implements [trigger.Store.List].
 func (s *Store) List(ctx context.Context, tenantID string, statuses ...trigger.Status) ([]*trigger.Task, error) {
+	if err := checkIDs("tenant ID", tenantID); err != nil {
+		return nil, err
+	}
 	var sts []string
 	for _, st := range statuses {
 		if err := st.Check(); err != nil {
@@ -437,9 +472,11 @@ func (s *Store) Update(ctx context.Context, t *trigger.Task) error {
 }
 
 // Finish implements [trigger.Dispatcher.Finish]: the run's record, the
-// task, the task's next run and, when r succeeded or was refused (not
-// to be tried again) and ctx is the one River (or WorkDue) gave the run's
-// job, the job's completion, in one transaction.
+// task, the task's next run, the run of the next task when r succeeded
+// and t's route chains (RouteChain, see Chained runs) and, when r
+// succeeded or was refused (not to be tried again) and ctx is the one
+// River (or WorkDue) gave the run's job, the job's completion, in one
+// transaction.
 func (s *Store) Finish(ctx context.Context, r trigger.Run, t *trigger.Task) error {
 	if err := r.Check(); err != nil {
 		return err
@@ -450,6 +487,9 @@ func (s *Store) Finish(ctx context.Context, r trigger.Run, t *trigger.Task) erro
 	return s.update(ctx, "finish", t, func(tx pgx.Tx) error {
 		if err := s.updateRun(ctx, tx, r); err != nil {
 			return err
+		}
+		if err := s.chainInTx(ctx, tx, r, t); err != nil {
+			return fmt.Errorf("queueing the chained run: %w", err)
 		}
 		if job := jobFrom(ctx); job != nil && (r.Status == trigger.RunSucceeded || r.Status == trigger.RunRefused) &&
 			job.Args.TenantID == r.TenantID && job.Args.TaskID == r.TaskID && job.Args.DueAt.Equal(pgTime(r.DueAt)) {
@@ -515,6 +555,9 @@ func (s *Store) update(ctx context.Context, op string, t *trigger.Task, also fun
 // Delete implements [trigger.Store.Delete]. A queued run of the task is
 // dropped when it comes up.
 func (s *Store) Delete(ctx context.Context, tenantID, id string) error {
+	if err := checkIDs("tenant ID", tenantID, "task ID", id); err != nil {
+		return err
+	}
 	tag, err := s.pool.Exec(ctx, s.sql(`DELETE FROM {tasks} WHERE tenant_id = $1 AND id = $2`), tenantID, id)
 	if err != nil {
 		return s.fail(ctx, "delete", err)
@@ -557,39 +600,80 @@ func (s *Store) AddRun(ctx context.Context, r trigger.Run) error {
 	return s.fail(ctx, "add run", err)
 }
 
-// UpdateRun implements [trigger.Store.UpdateRun].
+// UpdateRun implements [trigger.Store.UpdateRun]. A run recorded waiting
+// for approvals that expire has its expiry queued in the same transaction
+// (see Approvals of triggered runs).
 func (s *Store) UpdateRun(ctx context.Context, r trigger.Run) error {
 	if err := r.Check(); err != nil {
 		return err
 	}
-	return s.fail(ctx, "update run", s.updateRun(ctx, s.pool, r))
+	return s.fail(ctx, "update run", s.inTx(ctx, func(tx pgx.Tx) error { return s.updateRun(ctx, tx, r) }))
 }
 
-type execer interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+// SwapRun implements [trigger.RunSwapper]: it replaces the run old.ID with
+// r only while the stored run is old, in one statement, so that of two
+// replicas settling one run's approval at once one writes it and the
+// other gets trigger.ErrConflict (and reads it again).
+func (s *Store) SwapRun(ctx context.Context, old, r trigger.Run) error {
+	if err := r.Check(); err != nil {
+		return err
+	}
+	if old.ID != r.ID || old.TenantID != r.TenantID || old.TaskID != r.TaskID {
+		return fmt.Errorf("%w: rivertrigger: swapping run %q for run %q", trigger.ErrInvalid, old.ID, r.ID)
+	}
+	return s.fail(ctx, "swap run", s.inTx(ctx, func(tx pgx.Tx) error { return s.writeRun(ctx, tx, r, &old) }))
 }
 
-func (s *Store) updateRun(ctx context.Context, db execer, r trigger.Run) error {
+func (s *Store) updateRun(ctx context.Context, tx pgx.Tx, r trigger.Run) error {
+	return s.writeRun(ctx, tx, r, nil)
+}
+
+// writeRun writes r in tx, when old is set only over a stored run equal
+// to it, and queues the expiry of r's approvals when it waits.
+func (s *Store) writeRun(ctx context.Context, tx pgx.Tx, r trigger.Run, old *trigger.Run) error {
 	normRun(&r)
 	data, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}
-	tag, err := db.Exec(ctx, s.sql(`UPDATE {runs} SET run = $4
-		WHERE tenant_id = $1 AND task_id = $2 AND id = $3`), r.TenantID, r.TaskID, r.ID, string(data))
+	q, args := `UPDATE {runs} SET run = $4 WHERE tenant_id = $1 AND task_id = $2 AND id = $3`,
+		[]any{r.TenantID, r.TaskID, r.ID, string(data)}
+	if old != nil {
+		o := *old
+		normRun(&o)
+		od, err := json.Marshal(o)
+		if err != nil {
+			return err
+		}
+		q, args = q+` AND run::jsonb = $5::jsonb`, append(args, string(od))
+	}
+	tag, err := tx.Exec(ctx, s.sql(q), args...)
 	if err != nil {
 		return err
 	}
 	if tag.RowsAffected() == 0 {
+		var exists bool
+		if old != nil {
+			if err := tx.QueryRow(ctx, s.sql(`SELECT EXISTS (SELECT 1 FROM {runs}
+				WHERE tenant_id = $1 AND task_id = $2 AND id = $3)`), r.TenantID, r.TaskID, r.ID).Scan(&exists); err != nil {
+				return err
+			}
+		}
+		if exists {
+			return fmt.Errorf("%w: tenant %q, task %q: run %q changed meanwhile", trigger.ErrConflict, r.TenantID, r.TaskID, r.ID)
+		}
 		return fmt.Errorf("%w: tenant %q, task %q: run %q", trigger.ErrNotFound, r.TenantID, r.TaskID, r.ID)
 	}
-	return nil
+	return s.queueExpiry(ctx, tx, r)
 }
 
 // Runs implements [trigger.Store.Runs].
 func (s *Store) Runs(ctx context.Context, tenantID, taskID string, limit int) ([]trigger.Run, error) {
 	if limit < 0 {
 		return nil, fmt.Errorf("%w: negative limit %d", trigger.ErrInvalid, limit)
+	}
+	if err := checkIDs("tenant ID", tenantID, "task ID", taskID); err != nil {
+		return nil, err
 	}
 	var exists bool
 	if err := s.pool.QueryRow(ctx, s.sql(`SELECT EXISTS (SELECT 1 FROM {tasks} WHERE tenant_id = $1 AND id = $2)`),

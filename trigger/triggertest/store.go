@@ -32,6 +32,7 @@ func RunStore(t *testing.T, newStore NewStore) {
 	}{
 		{"RoundTrip", testRoundTrip},
 		{"Invalid", testInvalid},
+		{"InvalidIDs", testInvalidIDs},
 		{"Exists", testExists},
 		{"TenantIsolation", testTenantIsolation},
 		{"Copies", testCopies},
@@ -298,6 +299,43 @@ func testInvalid(t *testing.T, s trigger.Store) {
 	if err != nil || len(runs) != 1 || runs[0].Attempt != 1 || runs[0].AgentRunID != "run_0123456789abcdef01234567" {
 		t.Fatalf("after invalid runs: Runs = %v, %v; want the one valid run", runs, err)
 	}
+}
+
+// testInvalidIDs reads and deletes by ids no task can have (a NUL byte,
+// bytes that are not UTF-8, one byte over MaxIDLen): each is ErrInvalid,
+// never a database's own error, so that a host mapping ErrNotFound and
+// ErrInvalid to its answers never serves an internal error for them.
+func testInvalidIDs(t *testing.T, s trigger.Store) {
+	ctx := context.Background()
+	mustCreate(t, s, NewTask("t1", "a"))
+	long := make([]byte, trigger.MaxIDLen+1)
+	for i := range long {
+		long[i] = 'a'
+	}
+	for name, bad := range map[string]string{"NUL": "a\x00b", "not UTF-8": "a\xffb", "too long": string(long), "empty": ""} {
+		if _, err := s.Get(ctx, bad, "a"); !errors.Is(err, trigger.ErrInvalid) {
+			t.Errorf("Get with a tenant id %s: %v, want ErrInvalid", name, err)
+		}
+		if _, err := s.Get(ctx, "t1", bad); !errors.Is(err, trigger.ErrInvalid) {
+			t.Errorf("Get with a task id %s: %v, want ErrInvalid", name, err)
+		}
+		if _, err := s.List(ctx, bad); !errors.Is(err, trigger.ErrInvalid) {
+			t.Errorf("List with a tenant id %s: %v, want ErrInvalid", name, err)
+		}
+		if _, err := s.Runs(ctx, "t1", bad, 0); !errors.Is(err, trigger.ErrInvalid) {
+			t.Errorf("Runs with a task id %s: %v, want ErrInvalid", name, err)
+		}
+		if _, err := s.Runs(ctx, bad, "a", 0); !errors.Is(err, trigger.ErrInvalid) {
+			t.Errorf("Runs with a tenant id %s: %v, want ErrInvalid", name, err)
+		}
+		if err := s.Delete(ctx, "t1", bad); !errors.Is(err, trigger.ErrInvalid) {
+			t.Errorf("Delete with a task id %s: %v, want ErrInvalid", name, err)
+		}
+		if err := s.Delete(ctx, bad, "a"); !errors.Is(err, trigger.ErrInvalid) {
+			t.Errorf("Delete with a tenant id %s: %v, want ErrInvalid", name, err)
+		}
+	}
+	mustGet(t, s, "t1", "a")
 }
 
 func testExists(t *testing.T, s trigger.Store) {
