@@ -4,7 +4,8 @@ package main
 // delegation engine (results and task graphs) on PostgreSQL (pgdelegate,
 // its River jobs beside), with -redis the pool of waiting agents and the
 // conversation lock on Redis (redispool), so the background work and the
-// approval survive a restart.
+// approval survive a restart, and the loops are steered through Redis
+// (redispool.NewControl), as replicas would share them.
 
 import (
 	"context"
@@ -15,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/valetkit/valet/agent"
 	"github.com/valetkit/valet/agent/delegate"
 	"github.com/valetkit/valet/agent/delegate/pgdelegate"
 	"github.com/valetkit/valet/pool"
@@ -29,7 +31,10 @@ type storage struct {
 	engine delegate.Engine // nil: the orchestrator's own, in memory; else the host runs it
 	pool   pool.Store
 	locker pool.Locker
-	close  func()
+	// control steers running loops (Inject, Cancel, Pause, messages routed
+	// while a loop runs): in memory, or on Redis with -redis.
+	control agent.Control
+	close   func()
 }
 
 // openStorage connects what the flags name.
@@ -61,7 +66,13 @@ func openStorage(ctx context.Context, w io.Writer, opt options, log *slog.Logger
 		fmt.Fprintln(w, "results and task graphs: PostgreSQL (pgdelegate; tasks run as River jobs)")
 	}
 	if opt.redis == "" {
-		fmt.Fprintln(w, "pool of waiting agents: in memory (add -redis URL to keep approvals across restarts)")
+		fmt.Fprintln(w, "pool of waiting agents and steering: in memory (add -redis URL to keep approvals across restarts)")
+		ctl, err := agent.NewMemoryControl(agent.MemoryControlConfig{})
+		if err != nil {
+			st.close()
+			return nil, err
+		}
+		st.control = ctl
 		return st, nil
 	}
 	ro, err := redis.ParseURL(opt.redis)
@@ -82,10 +93,17 @@ func openStorage(ctx context.Context, w io.Writer, opt options, log *slog.Logger
 	if st.pool, err = redispool.New(rdb, redispool.Config{Prefix: prefix, Logger: log}); err == nil {
 		st.locker, err = redispool.NewLocker(rdb, redispool.LockerConfig{Prefix: prefix, Logger: log})
 	}
+	if err == nil {
+		var ctl *redispool.Control
+		if ctl, err = redispool.NewControl(rdb, redispool.ControlConfig{Prefix: prefix, Logger: log}); err == nil {
+			st.control = ctl
+			closers = append(closers, func() { _ = ctl.Close() })
+		}
+	}
 	if err != nil {
 		st.close()
 		return nil, fmt.Errorf("-redis: %w", err)
 	}
-	fmt.Fprintf(w, "pool of waiting agents: Redis at %s, keys %q…\n", ro.Addr, prefix)
+	fmt.Fprintf(w, "pool of waiting agents and steering: Redis at %s, keys %q…\n", ro.Addr, prefix)
 	return st, nil
 }

@@ -39,6 +39,33 @@
 //     goes on where it stopped, and its answer reaches the coordinator,
 //     which reports it.
 //
+// Then a longer task, kept safe and steerable (scenes.go, trip.go):
+//
+//  6. "Book Hotel Jardim for Ana and me, 5 nights from Monday, and pay the
+//     deposit." The coordinator keeps a plan (Config.Plan: update_plan) and
+//     calls reserve_room, which waits for the hotel's booking system.
+//  7. "Actually make it 4 nights." sent while reserve_room waits: with
+//     LoopConfig.RouteWhileRunning the message is classified (one cheap
+//     call) as a correction and routed into the running loop (it returns at
+//     once with StatusInjected); once reserve_room returns, the
+//     coordinator's next request ends with it, framed as written while it
+//     worked, and it reserves 4 nights instead.
+//  8. The coordinator pays the 250 EUR deposit with pay_deposit. The risk
+//     policy (LoopConfig.RiskPolicy, trip.go) decides from the amount: up
+//     to 100 EUR runs, up to 1000 EUR is HIGH and waits for the user's
+//     approval (a pool entry "tool:pay_deposit"), above is CRITICAL. "yes":
+//     the deposit is paid once, and the plan (Result.Plan) shows the steps
+//     done.
+//  9. "Also pay the whole stay for our group of 12 now: 5400 EUR." The call
+//     is CRITICAL: it is denied without running, and the model reads the
+//     denial and tells the user.
+//  10. "Is Casa do Rio free that week too?" The model asks
+//     check_availability the same question again and again: the doom-loop
+//     detector sends a note, then a firmer one, then stops the run with
+//     agent.ErrDoomLoop and the answer the model gives from what it found.
+//
+// The payments the demo made are listed at the end: the one deposit.
+//
 // # Durably
 //
 // With -postgres the results and task graphs live in PostgreSQL
@@ -46,7 +73,8 @@
 // the engine with Orchestrator.TaskExecutor), and with -redis the pool of
 // waiting agents and the conversation lock live in Redis
 // (pool/redispool), so background work and the pending approval survive a
-// restart:
+// restart; with -redis the loops are also steered through Redis
+// (redispool.NewControl), as replicas sharing it would be:
 //
 //	go run ./examples/specialists -postgres 'postgres://postgres@localhost:5432/valet?sslmode=disable' -redis redis://127.0.0.1:6379/0
 //

@@ -66,7 +66,7 @@ func main() {
 
 // run plays the demo, printing it to w.
 func run(ctx context.Context, w io.Writer, opt options) error {
-	level := slog.LevelWarn
+	level := slog.LevelError // the warnings of the later scenes are shown as scenes
 	if opt.verbose {
 		level = slog.LevelDebug
 	}
@@ -92,17 +92,27 @@ func run(ctx context.Context, w io.Writer, opt options) error {
 		return err
 	}
 	model := newScript()
+	desk, payments := newDesk(), &Payments{}
 	delivered := make(chan *agent.Result, 8)
 	o, err := agent.NewOrchestrator(agent.Config{
 		LLM:          model,
 		SystemPrompt: systemPrompt,
-		Tools:        []tool.Tool{searchTool()},
+		Tools:        []tool.Tool{searchTool(), desk.reserveTool(), payments.payTool(), availabilityTool()},
 		Agents:       agents,
 		Skills:       skills,
 		Pool:         st.pool,
 		Locker:       st.locker,
+		Control:      st.control,
+		Plan:         agent.PlanOptions{Enabled: true},
 		Logger:       log,
-		Loop:         agent.LoopConfig{DirectAgentPrompts: true},
+		Loop: agent.LoopConfig{
+			DirectAgentPrompts: true,
+			// pay_deposit: up to 100 EUR runs, up to 1000 waits for the
+			// user, above is refused.
+			RiskPolicy: riskPolicy,
+			// A message that arrives while the loop runs is routed to it.
+			RouteWhileRunning: true,
+		},
 		SubAgents: agent.SubAgentOptions{
 			Enabled: true,
 			Engine:  st.engine,
@@ -188,7 +198,7 @@ func run(ctx context.Context, w io.Writer, opt options) error {
 	for _, m := range outbox.Sent() {
 		fmt.Fprintf(w, "  to %s: %q\n%s\n", m.To, m.Subject, indent(m.Body))
 	}
-	return nil
+	return trip(ctx, w, o, st.control, conv, model, desk, payments)
 }
 
 // awaitDelivery waits for the coordinator's reaction to graph's end (an
@@ -217,10 +227,7 @@ func send(ctx context.Context, w io.Writer, o *agent.Orchestrator, conv, text st
 	if err != nil {
 		return res, err
 	}
-	for _, c := range res.ToolCalls {
-		fmt.Fprintf(w, "  → %s: %s\n", c.Name, c.ResultStatus)
-	}
-	fmt.Fprintf(w, "bot> %s\n", strings.ReplaceAll(res.Response, "\n", "\n     "))
+	printRun(w, res)
 	return res, nil
 }
 

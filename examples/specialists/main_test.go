@@ -50,6 +50,50 @@ func checkDemo(t *testing.T, got string) {
 	if strings.Contains(got, "Baixa Central") {
 		t.Errorf("the noisy hotel reached the research:\n%s", got)
 	}
+	checkTrip(t, got)
+}
+
+// checkTrip asserts the later scenes' outcomes: the booking keeps a plan;
+// the correction sent while reserve_room waits is routed into the loop and
+// is the coordinator's next message, which redoes the reservation; the
+// 250 EUR deposit (HIGH by its amount) waits for approval and is paid once
+// when approved; the 5400 EUR payment (CRITICAL) is denied and never
+// runs, the model saying so; the repeated check_availability gets two
+// notes and the run ends with ErrDoomLoop and a partial answer.
+func checkTrip(t *testing.T, got string) {
+	t.Helper()
+	_, trip, ok := strings.Cut(got, "you> "+bookMessage)
+	if !ok {
+		t.Fatalf("the booking scene did not run:\n%s", got)
+	}
+	_, tail, _ := strings.Cut(trip, "you> "+groupMessage)
+	for _, want := range []string{
+		"(routed into the running loop: status injected, signal inject)",
+		"ended with:\n  | [The user sent this while you were working on the request; take it into account from now on:]\n  | " + correctMessage,
+		"→ update_plan: completed\n  → reserve_room: completed\n  → reserve_room: completed\n  → update_plan: completed\n  → pay_deposit: waiting_for_approval",
+		`⏸ approval tool:pay_deposit: Run pay_deposit {"to":"Hotel Jardim","amount_eur":250,"booking":"JAR-4N"}`,
+		"→ pay_deposit: completed\n  → update_plan: completed\nbot> Booked: Hotel Jardim, 4 nights",
+		"- [x] reserve: Reserve Hotel Jardim from Monday (done)",
+		"- [x] deposit: Pay the deposit (done)",
+		"- [ ] tell: Tell Ana the dates (pending)",
+		"→ pay_deposit: denied\nbot> I did not pay it: payments above 1000 EUR are refused",
+		"↻ check_availability called 9 times; 2 notes, then stopped:",
+		`Note: you called "check_availability" with the same arguments 3 times`,
+		`Warning: you called "check_availability" with the same arguments 3 times`,
+		"run ended: agent: the run was stopped going round in circles",
+		"bot> I could not reach Casa do Rio",
+		"payments (what was really paid):\n  250 EUR to Hotel Jardim (booking JAR-4N)\n",
+	} {
+		if !strings.Contains(trip, want) {
+			t.Errorf("the later scenes lack %q:\n%s", want, trip)
+		}
+	}
+	if n := strings.Count(tail, " EUR to Hotel Jardim (booking"); n != 1 {
+		t.Errorf("%d payments made, want the one deposit:\n%s", n, tail)
+	}
+	if strings.Contains(tail, "5400 EUR to Hotel Jardim (booking") {
+		t.Errorf("the refused payment was made:\n%s", tail)
+	}
 }
 
 // The demo offline, in memory.

@@ -22,8 +22,18 @@ import (
 type script struct {
 	*llmtest.Script
 	mu     sync.Mutex
-	writer string // the writer specialist's message: its task and context
-	spawn  string // the coordinator's spawn_agent result
+	writer string   // the writer specialist's message: its task and context
+	spawn  string   // the coordinator's spawn_agent result
+	notes  []string // the doom-loop notes the coordinator was sent
+	// injected is the user message the correction became in the
+	// coordinator's next request.
+	injected string
+}
+
+func (s *script) injectedMessage() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.injected
 }
 
 func newScript() *script {
@@ -55,8 +65,19 @@ func (s *script) graphID() string {
 	return id
 }
 
+// doomNotes are the notes the coordinator was sent going round in circles.
+func (s *script) doomNotes() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.notes...)
+}
+
 func (s *script) reply(req llm.Request) llmtest.Reply {
-	if len(req.Messages) == 0 || req.Purpose != llm.PurposeLoop && req.Purpose != "" {
+	if req.Purpose == llm.PurposeRoute {
+		// A message sent while the loop runs: what is it?
+		return llmtest.Text("correction")
+	}
+	if len(req.Messages) == 0 || req.Purpose != llm.PurposeLoop && req.Purpose != llm.PurposeFinal && req.Purpose != "" {
 		return llmtest.Reply{Text: "OK."}
 	}
 	sys := req.Messages[0].Content
@@ -66,6 +87,9 @@ func (s *script) reply(req llm.Request) llmtest.Reply {
 		return s.research(last)
 	case strings.Contains(sys, "Instructions of skill writer:"):
 		return s.write(req)
+	}
+	if r, ok := s.trip(req, last); ok {
+		return r
 	}
 	return s.coordinate(req.Messages, last)
 }

@@ -107,9 +107,11 @@ redis.call('DEL', KEYS[3], KEYS[4])
 if p then return {1, q} end
 return {0, q}`
 
-	// KEYS: marker, paused; ARGV: run ID, paused ("1" or "0"), queue TTL ms.
+	// KEYS: marker, paused, signals; ARGV: run ID, paused ("1" or "0"),
+	// queue TTL ms. The signals recorded for the run are forgotten.
 	ctlEndScript = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+redis.call('HDEL', KEYS[3], ARGV[1] .. ':inject', ARGV[1] .. ':cancel', ARGV[1] .. ':pause')
 if ARGV[2] == '1' then redis.call('SET', KEYS[2], '1', 'PX', ARGV[3]) end
 return 1`
 
@@ -144,13 +146,15 @@ end
 return out`
 
 	// KEYS: marker, signals; ARGV: signal, channel, TTL ms. The signal is
-	// published, and recorded for the running loop (if any) so that the
-	// refresh hands it over should the published one be lost.
+	// published naming the running loop ("pause:<run ID>"; bare with no
+	// loop running), and recorded for that loop so that the refresh hands
+	// it over should the published one be lost.
 	ctlPublishScript = `
 local id = redis.call('GET', KEYS[1])
 if id then
   redis.call('HSET', KEYS[2], id .. ':' .. ARGV[1], '1')
   redis.call('PEXPIRE', KEYS[2], ARGV[3])
+  return redis.call('PUBLISH', ARGV[2], ARGV[1] .. ':' .. id)
 end
 return redis.call('PUBLISH', ARGV[2], ARGV[1])`
 )
@@ -276,7 +280,7 @@ func (c *Control) End(ctx context.Context, tenant, conversation, runID string, p
 	if paused {
 		p = "1"
 	}
-	if err := c.end.Run(ctx, c.rdb, []string{run, c.key(tenant, conversation, "paused")}, runID, p, c.cfg.QueueTTL.Milliseconds()).Err(); err != nil {
+	if err := c.end.Run(ctx, c.rdb, []string{run, c.key(tenant, conversation, "paused"), c.key(tenant, conversation, "sig")}, runID, p, c.cfg.QueueTTL.Milliseconds()).Err(); err != nil {
 		return fmt.Errorf("redispool: control end: %w", err)
 	}
 	return nil
@@ -321,7 +325,11 @@ func (c *Control) Drain(ctx context.Context, tenant, conversation string) ([]str
 // conversation's running loop, whose Control hands it over at its next
 // refresh (within TTL/3) should the published message be lost (the
 // subscription's connection was down); a loop may so hear a signal
-// twice, which changes nothing.
+// twice, which changes nothing. The signal names the loop that ran when
+// it was published: a Control hands it to the conversation's subscribers
+// only while that loop still runs (or, published with none running, while
+// none runs), so a signal heard late — after its loop ended and the
+// conversation's next run began — never stops that next run.
 func (c *Control) Publish(ctx context.Context, tenant, conversation string, sig agent.Signal) error {
 	keys := []string{c.key(tenant, conversation, "run"), c.key(tenant, conversation, "sig")}
 	if err := c.publish.Run(ctx, c.rdb, keys, string(sig), c.sigs+id(tenant, conversation), c.cfg.TTL.Milliseconds()).Err(); err != nil {
@@ -350,11 +358,13 @@ func (c *Control) Subscribe(tenant, conversation string, fn func(agent.Signal)) 
 	}
 }
 
-// dispatch hands each signal to the subscribers of its conversation.
+// dispatch hands each signal to the subscribers of its conversation
+// while the loop it was published for still runs.
 func (c *Control) dispatch(ch <-chan *redis.Message) {
 	defer c.wg.Done()
 	for m := range ch {
-		sig := agent.Signal(m.Payload)
+		p, runID, _ := strings.Cut(m.Payload, ":")
+		sig := agent.Signal(p)
 		switch sig {
 		case agent.SignalInject, agent.SignalCancel, agent.SignalPause:
 		default:
@@ -363,10 +373,38 @@ func (c *Control) dispatch(ch <-chan *redis.Message) {
 		c.mu.Lock()
 		subs := slices.Clone(c.subs[m.Channel])
 		c.mu.Unlock()
+		if len(subs) == 0 || !c.current(m.Channel, runID) {
+			continue
+		}
 		for _, s := range subs {
 			s.fn(sig)
 		}
 	}
+}
+
+// current reports whether the conversation of channel is still run by
+// runID ("" for none), as when its signal was published. The signal may
+// be heard long after (this Control's dispatching was slow): its loop may
+// have ended and the conversation's next run begun, which it is not for.
+// When Redis does not answer, a signal for a loop is dropped (the refresh
+// hands over the ones recorded for a loop running here) and one published
+// with none running is handed on.
+func (c *Control) current(channel, runID string) bool {
+	conv, ok := strings.CutPrefix(channel, c.sigs)
+	if !ok {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), max(c.cfg.TTL/3, time.Second))
+	defer cancel()
+	now, err := c.rdb.Get(ctx, c.cfg.Prefix+"ctl:"+conv+":run").Result()
+	if errors.Is(err, redis.Nil) {
+		now, err = "", nil
+	}
+	if err != nil {
+		c.cfg.Logger.Warn("redispool: reading the running marker for a signal failed", "err", err)
+		return runID == ""
+	}
+	return now == runID
 }
 
 // keep refreshes the markers of the loops begun here every TTL/3, until

@@ -3,6 +3,7 @@ package redispool
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -153,5 +154,66 @@ func TestControlPublishRecordsForTheRunningLoop(t *testing.T) {
 	}
 	if ok, _ := c.rdb.HExists(ctx, c.key("u1", "c1", "sig"), "run_7:cancel").Result(); !ok {
 		t.Fatal("the signal was not recorded for the running loop")
+	}
+}
+
+// A signal a replica hears late — its dispatching was held up until the
+// loop it was sent for had ended and the conversation's next run had
+// begun on that replica — does not reach the next run.
+func TestControlLateSignalDoesNotStopTheNextRun(t *testing.T) {
+	prefix := uniquePrefix()
+	ctx := context.Background()
+	c1 := newTestControl(t, prefix, ControlConfig{})
+	c2 := newTestControl(t, prefix, ControlConfig{})
+	// Hold up c2's dispatching: its goroutine blocks in a subscriber of
+	// another conversation until released.
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	stopHold := c2.Subscribe("u1", "other", func(agent.Signal) { once.Do(func() { close(held) }); <-release })
+	defer stopHold()
+	must(t, c1.Publish(ctx, "u1", "other", agent.SignalInject))
+	<-held
+
+	// The first run, on c1, is paused from c2; c1 hands it over.
+	first := make(chan agent.Signal, 4)
+	stopFirst := c1.Subscribe("u1", "c1", func(s agent.Signal) { first <- s })
+	if _, err := c1.Begin(ctx, "u1", "c1", "run_1"); err != nil {
+		t.Fatal(err)
+	}
+	must(t, c2.Publish(ctx, "u1", "c1", agent.SignalPause))
+	if s := <-first; s != agent.SignalPause {
+		t.Fatalf("the first run heard %q", s)
+	}
+	stopFirst()
+	must(t, c1.End(ctx, "u1", "c1", "run_1", true))
+
+	// The next run begins on c2, whose copy of the pause is still queued.
+	next := make(chan agent.Signal, 4)
+	stopNext := c2.Subscribe("u1", "c1", func(s agent.Signal) { next <- s })
+	defer stopNext()
+	if _, err := c2.Begin(ctx, "u1", "c1", "run_2"); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	// A signal for the next run, published after the stale one, comes
+	// after it: the first the next run hears must be this one.
+	must(t, c1.Publish(ctx, "u1", "c1", agent.SignalInject))
+	select {
+	case s := <-next:
+		if s != agent.SignalInject {
+			t.Fatalf("the next run heard %q, a signal sent for the run before it", s)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the next run heard nothing")
+	}
+	if ok, _ := c1.rdb.HExists(ctx, c1.key("u1", "c1", "sig"), "run_1:pause").Result(); ok {
+		t.Fatal("run_1's pause is still recorded after its End")
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

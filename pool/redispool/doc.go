@@ -30,7 +30,7 @@
 //	prefix + "ctl:" + K + ":q"        the inject queue, a list (QueueTTL)
 //	prefix + "ctl:" + K + ":qb"       its bytes
 //	prefix + "ctl:" + K + ":sig"      signals recorded for the running loop (hash of run ID:signal, TTL)
-//	prefix + "ctl:sig:" + K           the channel of the conversation's signals
+//	prefix + "ctl:sig:" + K           the channel of the conversation's signals ("pause:<run ID>"; bare with no loop running)
 //
 // The length keeps tenants and IDs that contain ':' or braces from
 // colliding; the braces make a tenant's keys one Redis Cluster hash slot.
@@ -68,9 +68,13 @@
 // NewControl subscribes once to the pattern prefix + "ctl:sig:*" (the
 // subscription is confirmed before it returns) and hands each signal to
 // the loops of that conversation running in the process. Publish is one
-// script: PUBLISH, and a record of the signal for the run whose marker
-// is set. Begin (set the marker, take the paused flag and the queue),
-// End (delete the marker if still the run's, set the paused flag), Push
+// script: PUBLISH of the signal naming the run whose marker is set, and a
+// record of the signal for that run. A signal is handed on only while
+// the run it names still holds the marker (one GET when it is heard), so
+// one heard late — after its run ended and the conversation's next run
+// began — never reaches the next run. Begin (set the marker, take the
+// paused flag and the queue), End (delete the marker if still the run's,
+// forget the run's recorded signals, set the paused flag), Push
 // (check the bounds, append) and Drain are each one Lua script. The
 // markers of the loops a Control began are refreshed every TTL/3 in one
 // pipeline (set again if Redis lost them), which also hands each loop the
