@@ -372,9 +372,9 @@
 // of the text: each is read from the Results of the run's tenant and
 // appended to the sub-agent's context in an <agent_result id="…"
 // status="…"> block introduced as untrusted data; the text's line breaks
-// are normalised, its control characters replaced, every "<" that would
-// open or close an agent_result tag (any case, spaces or slashes between)
-// written "&lt;", and it is cut at MaxInlinedResultBytes, saying so. A
+// are normalised, its control characters replaced, every "<" written
+// "&lt;" (so no spacing, invisible character or case lets it open or
+// close a tag), and it is cut at MaxInlinedResultBytes, saying so. A
 // reference to no stored result — another tenant's included — or more
 // than MaxResultRefs of them is an error result: nothing starts, no model
 // call is made.
