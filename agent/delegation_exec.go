@@ -36,7 +36,9 @@ const (
 // runs the task again); a refusal (an unknown skill, a missing result)
 // and a sub-agent stopped by its budget or timeout are outputs, failed or
 // partial. The task's steps reach the Observer with Step.Path
-// ["<graph id>/<task id>"].
+// ["<graph id>/<task id>"]. Each task is a run for Config.SpendGuard
+// (RunInfo Source SourceTrigger, TaskID "graph:" and the graph's id):
+// refused, it fails without a model call; what it used is recorded.
 //
 // Its Deliver hands the graph's end to the coordinator's conversation as
 // a new message, the path a triggered run takes (Message.Source
@@ -77,6 +79,15 @@ func (x taskExecutor) RunTask(ctx context.Context, g *delegate.Graph, t *delegat
 		TenantID: g.TenantID, ConversationID: g.ConversationID, Model: g.Model,
 		Source: SourceTrigger, TaskID: graphTaskID(g.ID),
 	}, nil)
+	// A background task is a run like any other for the SpendGuard:
+	// refused, it makes no model call; allowed, what it used is recorded.
+	if err := r.checkSpend(); err != nil {
+		if ctx.Err() != nil {
+			return delegate.Output{}, err
+		}
+		return delegate.Output{Status: delegate.ResultFailed, Text: "The spending limits refused the task: " + textsafe.Line(r.res.Response)}, nil
+	}
+	defer r.recordSpend()
 	r.loadSources()
 	if !b.IsZero() {
 		r.meter = &meter{b: b, start: r.start, used: &r.res.Consumed, price: o.price}
@@ -86,7 +97,9 @@ func (x taskExecutor) RunTask(ctx context.Context, g *delegate.Graph, t *delegat
 	if err != nil {
 		return delegate.Output{}, err
 	}
+	r.spawned = new(spawnTally)
 	out := r.spawnCall(ctx, llm.ToolCall{ID: g.ID + "/" + t.ID, Name: SpawnAgentTool, Arguments: raw})
+	r.addSpawned() // what the sub-agent used, for recordSpend
 	if !r.graph.ran { // refused before a sub-agent started
 		return delegate.Output{Status: delegate.ResultFailed, Text: out.result.Content}, nil
 	}
