@@ -99,7 +99,7 @@ func (x taskExecutor) RunTask(ctx context.Context, g *delegate.Graph, t *delegat
 	}
 	r.spawned = new(spawnTally)
 	out := r.spawnCall(ctx, llm.ToolCall{ID: g.ID + "/" + t.ID, Name: SpawnAgentTool, Arguments: raw})
-	r.addSpawned() // what the sub-agent used, for recordSpend
+	r.addSpawned()    // what the sub-agent used, for recordSpend
 	if !r.graph.ran { // refused before a sub-agent started
 		return delegate.Output{Status: delegate.ResultFailed, Text: out.result.Content}, nil
 	}
