@@ -44,8 +44,9 @@ const (
 // a new message, the path a triggered run takes (Message.Source
 // SourceTrigger, TaskID "graph:" and the graph's id, so the history tells
 // it from the user's words): which tasks completed, failed or were
-// blocked, with their result ids and texts framed as data (each cut at
-// 16 KiB, at most 8 shown, 50 tasks listed). The coordinator's reaction,
+// blocked, with their result ids (a partial one marked so, shown or not)
+// and texts framed as data (each cut at 16 KiB, at most 8 shown, 50 tasks
+// listed). The coordinator's reaction,
 // its Result, goes to SubAgentOptions.OnBackground. An error (the
 // conversation's turn not saved, the memory provider or the model
 // failing) makes the engine deliver again later. The engine delivers at
@@ -220,12 +221,18 @@ func (o *Orchestrator) deliveryText(ctx context.Context, g *delegate.Graph) (str
 			fmt.Fprintf(&b, ": %s", e.String())
 		}
 		if t.ResultID != "" {
+			// Each listed result is read, so that one cut short (a
+			// sub-agent stopped by its budget) is marked partial also
+			// when its text is not shown.
+			res, err := o.spawn.del.engine.Result(ctx, g.TenantID, t.ResultID)
+			if err != nil {
+				return "", fmt.Errorf("agent: reading result %s of graph %s: %w", t.ResultID, g.ID, err)
+			}
 			fmt.Fprintf(&b, "; result [agent_result:%s]", t.ResultID)
+			if res.Status == delegate.ResultPartial {
+				b.WriteString(" (partial: the sub-agent was stopped before it finished)")
+			}
 			if len(shown) < deliveryResults {
-				res, err := o.spawn.del.engine.Result(ctx, g.TenantID, t.ResultID)
-				if err != nil {
-					return "", fmt.Errorf("agent: reading result %s of graph %s: %w", t.ResultID, g.ID, err)
-				}
 				shown = append(shown, res)
 			} else {
 				b.WriteString(" (not shown here)")
