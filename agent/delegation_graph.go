@@ -73,7 +73,11 @@ func (r *run) spawnBackground(ctx context.Context, in spawnSkillArgs) callOutcom
 				return fail("task %s: %s", t.ID, refusal)
 			}
 		}
-		for _, id := range delegate.Refs(t.Task + "\n" + t.Context) {
+		ids := delegate.Refs(t.Task + "\n" + t.Context)
+		if len(ids) > MaxResultRefs {
+			return fail("task %s: spawn_agent: %d result references; at most %d may be given; nothing was started", t.ID, len(ids), MaxResultRefs)
+		}
+		for _, id := range ids {
 			if g.Task(id) != nil {
 				continue // a dependency's result (Check saw to that)
 			}

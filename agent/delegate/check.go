@@ -20,6 +20,9 @@ const (
 	// MaxTaskBytes is the longest Task and the longest Context of a
 	// task, each, in bytes.
 	MaxTaskBytes = 256 << 10
+	// MaxGraphBytes is the most text (Task and Context) all the tasks of
+	// a graph may hold together, in bytes.
+	MaxGraphBytes = 4 << 20
 	// MaxResultBytes is the longest Text of a result, in bytes. An engine
 	// cuts a longer output of a task there and marks its result partial.
 	MaxResultBytes = 1 << 20
@@ -175,7 +178,8 @@ func clip(s string) string {
 // Check reports, wrapping ErrInvalid, what makes g unfit to run: an
 // empty or malformed ID, TenantID or ConversationID; no task, or more
 // than MaxTasks; a task id not 1 to MaxIDLen characters of [a-z0-9_-],
-// or given twice; an empty Task; a Task or Context over MaxTaskBytes or
+// or given twice; an empty Task; a Task or Context over MaxTaskBytes,
+// tasks whose texts are over MaxGraphBytes in all; a Task or Context
 // not UTF-8 or holding a NUL byte; a dependency on an unknown task or on itself, or given
 // twice; a reference [agent_result:ID] in a task's Task or Context naming
 // a task of the graph it does not depend on; an invalid Budget; and
@@ -203,8 +207,12 @@ func (g *Graph) Check() error {
 		return fmt.Errorf("%w: graph has %d tasks, more than %d", ErrInvalid, len(g.Tasks), MaxTasks)
 	}
 	index := make(map[string]int, len(g.Tasks))
+	total := 0
 	for i := range g.Tasks {
 		t := &g.Tasks[i]
+		if total += len(t.Task) + len(t.Context); total > MaxGraphBytes {
+			return fmt.Errorf("%w: the graph's task texts are longer than %d bytes in all", ErrInvalid, MaxGraphBytes)
+		}
 		if !validTaskID(t.ID) {
 			return fmt.Errorf("%w: task id %q is not 1 to %d characters of [a-z0-9_-]", ErrInvalid, clip(t.ID), MaxIDLen)
 		}
