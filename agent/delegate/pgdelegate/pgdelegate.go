@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -362,6 +363,9 @@ func (e *Engine) PutResult(ctx context.Context, r delegate.Result) error {
 
 // Result implements delegate.Results.
 func (e *Engine) Result(ctx context.Context, tenantID, id string) (delegate.Result, error) {
+	if !storable(tenantID) || !storable(id) {
+		return delegate.Result{}, fmt.Errorf("%w: result %q", delegate.ErrNotFound, strings.ToValidUTF8(id, "?"))
+	}
 	rs, err := e.results(ctx, e.pool, tenantID, []string{id})
 	if err != nil {
 		return delegate.Result{}, err
@@ -370,6 +374,13 @@ func (e *Engine) Result(ctx context.Context, tenantID, id string) (delegate.Resu
 		return delegate.Result{}, fmt.Errorf("%w: result %q", delegate.ErrNotFound, id)
 	}
 	return rs[0], nil
+}
+
+// storable reports whether PostgreSQL's text can hold s (UTF-8 without
+// NUL): a lookup by an id that is not finds nothing, rather than failing
+// as the database would.
+func storable(s string) bool {
+	return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0
 }
 
 type querier interface {
@@ -472,6 +483,9 @@ func (e *Engine) ident(table string) pgx.Identifier {
 
 // Graph implements delegate.Engine.
 func (e *Engine) Graph(ctx context.Context, tenantID, id string) (delegate.Graph, error) {
+	if !storable(tenantID) || !storable(id) {
+		return delegate.Graph{}, fmt.Errorf("%w: graph %q", delegate.ErrNotFound, strings.ToValidUTF8(id, "?"))
+	}
 	g, err := e.loadGraph(ctx, e.pool, tenantID, id, false)
 	if err != nil {
 		return delegate.Graph{}, err
