@@ -347,6 +347,12 @@ func Spent(l budget.Limits, c budget.Consumed) string {
 	return ""
 }
 
+// OneAtATime reports whether a graph with Budget l runs one task at a
+// time: l caps tokens, cost or tool calls (see Graph.Budget).
+func OneAtATime(l budget.Limits) bool {
+	return l.MaxTokens > 0 || l.MaxCostUSD > 0 || l.MaxToolCalls > 0
+}
+
 // Clean returns o fit to store as a result: an empty Status made
 // ResultCompleted, an unknown one ResultFailed; a Text over
 // MaxResultBytes cut there (at a rune's start) and its Status made

@@ -176,7 +176,11 @@ type Graph struct {
 	// Budget is for the whole graph, given at spawn: the engine starts
 	// no task once Consumed reached one of its caps (that task fails, its
 	// dependants are blocked), and the executor gives a task at most what
-	// is left. MaxWall counts from CreatedAt.
+	// is left. MaxWall counts from CreatedAt. A graph with a spending cap
+	// (OneAtATime) runs one task at a time, each on what the ones before
+	// it left, so it spends at most its budget and the one model call
+	// that crossed it — tasks run side by side would each start with the
+	// whole remainder.
 	Budget budget.Limits
 	// Tasks are the graph's tasks, in the order given.
 	Tasks []Task
