@@ -57,7 +57,9 @@ const (
 // not make it again — nor calls OnBackground, which may then have missed
 // it; a delivery the history no longer holds (the conversation went on
 // past MaxHistoryMessages, or was compacted, meanwhile) is made twice,
-// its text naming the graph's id so the coordinator can tell.
+// its text naming the graph's id so the coordinator can tell. The engine
+// does not deliver a graph Forget dropped; a delivery already under way
+// when Forget ran may still be made once after it.
 func (o *Orchestrator) TaskExecutor() delegate.Executor { return taskExecutor{o} }
 
 // taskExecutor is Orchestrator.TaskExecutor's delegate.Executor.

@@ -181,6 +181,26 @@ func (m *Memory) Result(ctx context.Context, tenantID, id string) (Result, error
 	return r, nil
 }
 
+// Forget drops the conversation's results and graphs (see Engine).
+func (m *Memory) Forget(ctx context.Context, tenantID, conversationID string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k, r := range m.results {
+		if k.tenant == tenantID && r.ConversationID == conversationID {
+			delete(m.results, k)
+		}
+	}
+	for k, mg := range m.graphs {
+		if k.tenant == tenantID && mg.g.ConversationID == conversationID {
+			delete(m.graphs, k) // dispatch, finish and delivered skip what is gone
+		}
+	}
+	return nil
+}
+
 // Submit checks and stores g (see Engine).
 func (m *Memory) Submit(ctx context.Context, g Graph) error {
 	if err := ctx.Err(); err != nil {

@@ -414,6 +414,22 @@ func (e *Engine) results(ctx context.Context, db querier, tenantID string, ids [
 	return out, e.fail(ctx, "result", rows.Err())
 }
 
+// Forget implements delegate.Engine: the conversation's results and
+// graphs (their tasks and edges with them) are deleted in one
+// transaction; the River jobs left of them find nothing and end.
+func (e *Engine) Forget(ctx context.Context, tenantID, conversationID string) error {
+	if !storable(tenantID) || !storable(conversationID) {
+		return nil // nothing stored can be under it
+	}
+	return e.fail(ctx, "forget", e.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, e.sql(`DELETE FROM {results} WHERE tenant_id = $1 AND conversation_id = $2`), tenantID, conversationID); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, e.sql(`DELETE FROM {graphs} WHERE tenant_id = $1 AND conversation_id = $2`), tenantID, conversationID)
+		return err
+	}))
+}
+
 // Submit implements delegate.Engine: the graph, its tasks and its edges
 // are written, and a River job queued for each task without
 // dependencies, in one transaction.
