@@ -355,6 +355,14 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[deliverArgs]) e
 		if ctx.Err() != nil && e.stopping.Load() {
 			return river.JobSnooze(0)
 		}
+		if job.Attempt >= job.MaxAttempts {
+			// Past its attempts the delivery is not given up while the
+			// engine runs (an outage may outlast them): snoozed, which
+			// River does not count as an attempt, every MaxRetryDelay.
+			e.cfg.Logger.WarnContext(ctx, "pgdelegate: a graph's delivery keeps failing; trying again",
+				"graph", g.ID, "attempts", job.Attempt, "err", delegate.ErrorLine(err))
+			return river.JobSnooze(e.cfg.MaxRetryDelay)
+		}
 		return err
 	}
 	// Delivered: record it even when the engine is stopping meanwhile.

@@ -35,7 +35,7 @@ const (
 	// takes it for one whose worker died and runs it again.
 	DefaultRescueStuckJobsAfter = time.Hour
 	// DefaultDeliverAttempts is how many times a delivery job is tried
-	// before River discards it (the next Run queues it again).
+	// with a growing delay before it is tried every MaxRetryDelay.
 	DefaultDeliverAttempts = 25
 )
 
@@ -64,9 +64,10 @@ type Config struct {
 	// graph's MaxWall. River keeps the database's time for its jobs.
 	// Default: clock.System.
 	Clock clock.Clock
-	// DeliverAttempts is how many times River tries a delivery job before
-	// discarding it; Run queues the delivery of every ended, undelivered
-	// graph again when it starts. Default: DefaultDeliverAttempts (25).
+	// DeliverAttempts is how many times River tries a delivery job with
+	// a growing delay; past them the job is not discarded but tried every
+	// MaxRetryDelay while the engine runs. Default:
+	// DefaultDeliverAttempts (25).
 	DeliverAttempts int
 	// FetchCooldown and FetchPollInterval are River's (see
 	// river.Config). Default: River's (100ms, 1s).
