@@ -386,11 +386,19 @@
 // ([agent_result:<graph>.<task>]). A graph that cannot run — a cycle,
 // an unknown dependency or skill, a reference to a missing result — is an
 // error result and nothing is stored; inside a sub-agent, background and
-// tasks are error results. The graph's Budget is budget_share of what the
-// run's budget had left, fixed at spawn; its Model is the message's. Its
-// tasks run as sub-agents at depth 1 when their dependencies completed
-// (in parallel up to the engine's limit), where [agent_result:<task id>]
-// names a dependency's result; a failed task blocks its dependants. When
+// tasks are error results, and so is a task holding more than
+// MaxResultRefs references. The graph's Budget is budget_share of what
+// the run's budget had left, fixed and reserved at spawn: later spawns of
+// the run get a share of what is neither used nor reserved, so graphs
+// cannot together get more than the run had (its own calls are not held
+// back). Its Model is the message's. Its tasks run as sub-agents at depth
+// 1 when their dependencies completed (in parallel up to the engine's
+// limit; one at a time in a graph whose Budget caps tokens, cost or tool
+// calls, so it spends at most that and one call), where
+// [agent_result:<task id>] names a dependency's result; a failed task
+// blocks its dependants. Each task is a run for Config.SpendGuard
+// (checked before, recorded after). Forget drops the conversation's
+// results and graphs: no delivery brings it back. When
 // the graph ends its end is delivered to the conversation as a new
 // message, the path a triggered run takes, listing the tasks' outcomes
 // and their results framed as data; the coordinator's reaction goes to
