@@ -423,10 +423,13 @@ func (e *Engine) Forget(ctx context.Context, tenantID, conversationID string) er
 		return nil // nothing stored can be under it
 	}
 	return e.fail(ctx, "forget", e.inTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, e.sql(`DELETE FROM {results} WHERE tenant_id = $1 AND conversation_id = $2`), tenantID, conversationID); err != nil {
+		// The graphs first: deleting their tasks waits for a task's end
+		// under way (it holds the task's row), whose result the second
+		// statement, reading what committed since, then deletes too.
+		if _, err := tx.Exec(ctx, e.sql(`DELETE FROM {graphs} WHERE tenant_id = $1 AND conversation_id = $2`), tenantID, conversationID); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, e.sql(`DELETE FROM {graphs} WHERE tenant_id = $1 AND conversation_id = $2`), tenantID, conversationID)
+		_, err := tx.Exec(ctx, e.sql(`DELETE FROM {results} WHERE tenant_id = $1 AND conversation_id = $2`), tenantID, conversationID)
 		return err
 	}))
 }
