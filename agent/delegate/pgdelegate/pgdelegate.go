@@ -422,16 +422,38 @@ func (e *Engine) Forget(ctx context.Context, tenantID, conversationID string) er
 	if !storable(tenantID) || !storable(conversationID) {
 		return nil // nothing stored can be under it
 	}
-	return e.fail(ctx, "forget", e.inTx(ctx, func(tx pgx.Tx) error {
-		// The graphs first: deleting their tasks waits for a task's end
-		// under way (it holds the task's row), whose result the second
-		// statement, reading what committed since, then deletes too.
-		if _, err := tx.Exec(ctx, e.sql(`DELETE FROM {graphs} WHERE tenant_id = $1 AND conversation_id = $2`), tenantID, conversationID); err != nil {
-			return err
+	var err error
+	for range 3 { // again when PostgreSQL broke a deadlock with a task's end by failing it
+		if err = e.forget(ctx, tenantID, conversationID); !isDeadlock(err) {
+			break
 		}
-		_, err := tx.Exec(ctx, e.sql(`DELETE FROM {results} WHERE tenant_id = $1 AND conversation_id = $2`), tenantID, conversationID)
-		return err
-	}))
+	}
+	return e.fail(ctx, "forget", err)
+}
+
+// isDeadlock reports whether err is PostgreSQL's deadlock_detected.
+func isDeadlock(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "40P01"
+}
+
+func (e *Engine) forget(ctx context.Context, tenantID, conversationID string) error {
+	return e.inTx(ctx, func(tx pgx.Tx) error {
+		// The tasks first, then the graphs, in the order a task's end
+		// locks them (no deadlock with one): deleting a task waits for
+		// its end under way, whose result the last statement, reading
+		// what committed since, then deletes too.
+		for _, q := range []string{
+			`DELETE FROM {tasks} WHERE tenant_id = $1 AND graph_id IN (SELECT id FROM {graphs} WHERE tenant_id = $1 AND conversation_id = $2)`,
+			`DELETE FROM {graphs} WHERE tenant_id = $1 AND conversation_id = $2`,
+			`DELETE FROM {results} WHERE tenant_id = $1 AND conversation_id = $2`,
+		} {
+			if _, err := tx.Exec(ctx, e.sql(q), tenantID, conversationID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // Submit implements delegate.Engine: the graph, its tasks and its edges
