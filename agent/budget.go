@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/valetkit/valet/budget"
@@ -211,11 +212,18 @@ const budgetReserveTokens = 64
 // meter enforces a run's Budget. A run without a budget has none: the
 // loop's checks are then a nil test.
 type meter struct {
-	b      Budget
-	price  Price // of the configured model (a cost limit needs one)
-	start  time.Time
-	used   *Consumed // the run's Result.Consumed
-	warned bool
+	b     Budget
+	price Price // of the configured model (a cost limit needs one)
+	start time.Time
+	used  *Consumed // the run's Result.Consumed
+	// reserved is what the run gave background graphs (their Budgets'
+	// limits): what its later spawns get is taken from what is neither
+	// used nor reserved (run.childBudget). The run's own calls are not
+	// held back by it, so it can still answer. mu guards it: spawns of
+	// one turn reserve from their goroutines.
+	mu       sync.Mutex
+	reserved Consumed
+	warned   bool
 	// scale is how many times the estimate of its request the last input
 	// count a model reported was (at least 1; 0 before any report): the
 	// estimates of later calls are scaled by it (see plan). A run with a

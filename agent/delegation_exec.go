@@ -36,14 +36,17 @@ const (
 // runs the task again); a refusal (an unknown skill, a missing result)
 // and a sub-agent stopped by its budget or timeout are outputs, failed or
 // partial. The task's steps reach the Observer with Step.Path
-// ["<graph id>/<task id>"].
+// ["<graph id>/<task id>"]. Each task is a run for Config.SpendGuard
+// (RunInfo Source SourceTrigger, TaskID "graph:" and the graph's id):
+// refused, it fails without a model call; what it used is recorded.
 //
 // Its Deliver hands the graph's end to the coordinator's conversation as
 // a new message, the path a triggered run takes (Message.Source
 // SourceTrigger, TaskID "graph:" and the graph's id, so the history tells
 // it from the user's words): which tasks completed, failed or were
-// blocked, with their result ids and texts framed as data (each cut at
-// 16 KiB, at most 8 shown, 50 tasks listed). The coordinator's reaction,
+// blocked, with their result ids (a partial one marked so, shown or not)
+// and texts framed as data (each cut at 16 KiB, at most 8 shown, 50 tasks
+// listed). The coordinator's reaction,
 // its Result, goes to SubAgentOptions.OnBackground. An error (the
 // conversation's turn not saved, the memory provider or the model
 // failing) makes the engine deliver again later. The engine delivers at
@@ -54,7 +57,9 @@ const (
 // not make it again — nor calls OnBackground, which may then have missed
 // it; a delivery the history no longer holds (the conversation went on
 // past MaxHistoryMessages, or was compacted, meanwhile) is made twice,
-// its text naming the graph's id so the coordinator can tell.
+// its text naming the graph's id so the coordinator can tell. The engine
+// does not deliver a graph Forget dropped; a delivery already under way
+// when Forget ran may still be made once after it.
 func (o *Orchestrator) TaskExecutor() delegate.Executor { return taskExecutor{o} }
 
 // taskExecutor is Orchestrator.TaskExecutor's delegate.Executor.
@@ -77,6 +82,15 @@ func (x taskExecutor) RunTask(ctx context.Context, g *delegate.Graph, t *delegat
 		TenantID: g.TenantID, ConversationID: g.ConversationID, Model: g.Model,
 		Source: SourceTrigger, TaskID: graphTaskID(g.ID),
 	}, nil)
+	// A background task is a run like any other for the SpendGuard:
+	// refused, it makes no model call; allowed, what it used is recorded.
+	if err := r.checkSpend(); err != nil {
+		if ctx.Err() != nil {
+			return delegate.Output{}, err
+		}
+		return delegate.Output{Status: delegate.ResultFailed, Text: "The spending limits refused the task: " + textsafe.Line(r.res.Response)}, nil
+	}
+	defer r.recordSpend()
 	r.loadSources()
 	if !b.IsZero() {
 		r.meter = &meter{b: b, start: r.start, used: &r.res.Consumed, price: o.price}
@@ -86,7 +100,9 @@ func (x taskExecutor) RunTask(ctx context.Context, g *delegate.Graph, t *delegat
 	if err != nil {
 		return delegate.Output{}, err
 	}
+	r.spawned = new(spawnTally)
 	out := r.spawnCall(ctx, llm.ToolCall{ID: g.ID + "/" + t.ID, Name: SpawnAgentTool, Arguments: raw})
+	r.addSpawned()    // what the sub-agent used, for recordSpend
 	if !r.graph.ran { // refused before a sub-agent started
 		return delegate.Output{Status: delegate.ResultFailed, Text: out.result.Content}, nil
 	}
@@ -207,12 +223,18 @@ func (o *Orchestrator) deliveryText(ctx context.Context, g *delegate.Graph) (str
 			fmt.Fprintf(&b, ": %s", e.String())
 		}
 		if t.ResultID != "" {
+			// Each listed result is read, so that one cut short (a
+			// sub-agent stopped by its budget) is marked partial also
+			// when its text is not shown.
+			res, err := o.spawn.del.engine.Result(ctx, g.TenantID, t.ResultID)
+			if err != nil {
+				return "", fmt.Errorf("agent: reading result %s of graph %s: %w", t.ResultID, g.ID, err)
+			}
 			fmt.Fprintf(&b, "; result [agent_result:%s]", t.ResultID)
+			if res.Status == delegate.ResultPartial {
+				b.WriteString(" (partial: the sub-agent was stopped before it finished)")
+			}
 			if len(shown) < deliveryResults {
-				res, err := o.spawn.del.engine.Result(ctx, g.TenantID, t.ResultID)
-				if err != nil {
-					return "", fmt.Errorf("agent: reading result %s of graph %s: %w", t.ResultID, g.ID, err)
-				}
 				shown = append(shown, res)
 			} else {
 				b.WriteString(" (not shown here)")

@@ -28,7 +28,9 @@ func graphTaskID(id string) string { return "graph:" + id }
 
 // spawnBackground starts background work: the spawn's task (background
 // true) or its tasks, as a delegate.Graph submitted to the engine, with
-// budget_share of what the run's budget has left. It returns at once with
+// budget_share of what the run's budget has left, reserved: counted as
+// committed for the run, so the graphs a run starts cannot together get
+// more than it had. It returns at once with
 // the graph's id and its tasks' result ids; the graph's end comes to the
 // conversation as a new message (delegation_exec.go). Only the
 // coordinator starts background work. A graph that cannot run (a cycle,
@@ -73,7 +75,11 @@ func (r *run) spawnBackground(ctx context.Context, in spawnSkillArgs) callOutcom
 				return fail("task %s: %s", t.ID, refusal)
 			}
 		}
-		for _, id := range delegate.Refs(t.Task + "\n" + t.Context) {
+		ids := delegate.Refs(t.Task + "\n" + t.Context)
+		if len(ids) > MaxResultRefs {
+			return fail("task %s: spawn_agent: %d result references; at most %d may be given; nothing was started", t.ID, len(ids), MaxResultRefs)
+		}
+		for _, id := range ids {
 			if g.Task(id) != nil {
 				continue // a dependency's result (Check saw to that)
 			}
@@ -82,15 +88,17 @@ func (r *run) spawnBackground(ctx context.Context, in spawnSkillArgs) callOutcom
 			}
 		}
 	}
-	b, ok := r.childBudget(in.BudgetShare)
+	b, ok := r.reserveBudget(in.BudgetShare)
 	if !ok {
 		return fail("spawn_agent: this request's budget is spent; nothing was started")
 	}
 	g.Budget, g.Model = b, r.msg.Model
 	if !o.startEngine() {
+		r.releaseBudget(b)
 		return fail("spawn_agent: background work cannot start: the orchestrator is closed; nothing was started")
 	}
 	if err := o.spawn.del.engine.Submit(ctx, g); err != nil {
+		r.releaseBudget(b)
 		if errors.Is(err, delegate.ErrInvalid) {
 			return fail("spawn_agent: the tasks cannot run: %s; nothing was started", quotedError(err))
 		}

@@ -372,9 +372,9 @@
 // of the text: each is read from the Results of the run's tenant and
 // appended to the sub-agent's context in an <agent_result id="…"
 // status="…"> block introduced as untrusted data; the text's line breaks
-// are normalised, its control characters replaced, every "<" that would
-// open or close an agent_result tag (any case, spaces or slashes between)
-// written "&lt;", and it is cut at MaxInlinedResultBytes, saying so. A
+// are normalised, its control characters replaced, every "<" written
+// "&lt;" (so no spacing, invisible character or case lets it open or
+// close a tag), and it is cut at MaxInlinedResultBytes, saying so. A
 // reference to no stored result — another tenant's included — or more
 // than MaxResultRefs of them is an error result: nothing starts, no model
 // call is made.
@@ -386,11 +386,19 @@
 // ([agent_result:<graph>.<task>]). A graph that cannot run — a cycle,
 // an unknown dependency or skill, a reference to a missing result — is an
 // error result and nothing is stored; inside a sub-agent, background and
-// tasks are error results. The graph's Budget is budget_share of what the
-// run's budget had left, fixed at spawn; its Model is the message's. Its
-// tasks run as sub-agents at depth 1 when their dependencies completed
-// (in parallel up to the engine's limit), where [agent_result:<task id>]
-// names a dependency's result; a failed task blocks its dependants. When
+// tasks are error results, and so is a task holding more than
+// MaxResultRefs references. The graph's Budget is budget_share of what
+// the run's budget had left, fixed and reserved at spawn: later spawns of
+// the run get a share of what is neither used nor reserved, so graphs
+// cannot together get more than the run had (its own calls are not held
+// back). Its Model is the message's. Its tasks run as sub-agents at depth
+// 1 when their dependencies completed (in parallel up to the engine's
+// limit; one at a time in a graph whose Budget caps tokens, cost or tool
+// calls, so it spends at most that and one call), where
+// [agent_result:<task id>] names a dependency's result; a failed task
+// blocks its dependants. Each task is a run for Config.SpendGuard
+// (checked before, recorded after). Forget drops the conversation's
+// results and graphs: no delivery brings it back. When
 // the graph ends its end is delivered to the conversation as a new
 // message, the path a triggered run takes, listing the tasks' outcomes
 // and their results framed as data; the coordinator's reaction goes to

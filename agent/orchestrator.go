@@ -356,8 +356,12 @@ func (o *Orchestrator) Tools() []llm.ToolSpec { return append([]llm.ToolSpec(nil
 // its ID), its Agent-Tools waiting in the pool (for input or approval,
 // also those a sub-agent called): a decision on one of them afterwards is
 // approval.ErrNotFound, and nothing runs; and the texts injected for its
-// next message (Inject). It waits for a running message of that
-// conversation.
+// next message (Inject); with SubAgents, the sub-agents' results stored
+// for it and its background graphs (delegate.Engine.Forget): their tasks
+// not started do not start, and their ends are not delivered, so no
+// delivery brings the conversation back (but one already under way, which
+// may then be made once after Forget). It waits for a running message
+// of that conversation.
 // Facts still being extracted from its turns (MemoryOptions.Extract) are
 // dropped when the extraction ends, even when the conversation has new
 // messages by then, also when the extraction runs on another replica
@@ -382,6 +386,11 @@ func (o *Orchestrator) Forget(ctx context.Context, tenantID, conversationID stri
 	// The pending agents, then the history, which goes too when the pool
 	// fails: the user asked.
 	perr := o.forgetPending(ctx, tenantID, conversationID)
+	if o.spawn != nil && o.spawn.del.engine != nil {
+		if err := o.spawn.del.engine.Forget(ctx, tenantID, conversationID); err != nil {
+			perr = errors.Join(perr, fmt.Errorf("agent: forgetting the conversation's sub-agent results: %w", err))
+		}
+	}
 	if _, err := o.mem.Forget(ctx, tenantID, memory.Provenance{ConversationID: conversationID}); err != nil {
 		return errors.Join(fmt.Errorf("agent: forgetting the conversation: %w", err), perr)
 	}

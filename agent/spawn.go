@@ -338,8 +338,33 @@ func partialText(p string) string {
 }
 
 // childBudget is a sub-agent's budget: share (0: all) of what the run's
-// budget has left. ok is false when a limit is spent.
+// budget has left — neither used nor reserved for a background graph. ok
+// is false when a limit is spent.
 func (r *run) childBudget(share float64) (b Budget, ok bool) {
+	return r.takeBudget(share, false)
+}
+
+// reserveBudget is a background graph's budget (childBudget), reserved:
+// counted as committed for the run, so what later spawns (of the same
+// turn too) and the run's own calls have left is less by it. Give it
+// back with releaseBudget when the graph does not start.
+func (r *run) reserveBudget(share float64) (b Budget, ok bool) {
+	return r.takeBudget(share, true)
+}
+
+// releaseBudget gives back what reserveBudget took for a graph that did
+// not start.
+func (r *run) releaseBudget(b Budget) {
+	if m := r.meter; m != nil {
+		m.mu.Lock()
+		m.reserved.Tokens -= b.MaxTokens
+		m.reserved.CostUSD -= b.MaxCostUSD
+		m.reserved.ToolCalls -= b.MaxToolCalls
+		m.mu.Unlock()
+	}
+}
+
+func (r *run) takeBudget(share float64, reserve bool) (b Budget, ok bool) {
 	m := r.meter
 	if m == nil {
 		return b, true
@@ -347,7 +372,21 @@ func (r *run) childBudget(share float64) (b Budget, ok bool) {
 	if share == 0 {
 		share = 1
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if reserve {
+		defer func() {
+			if ok {
+				m.reserved.Tokens += b.MaxTokens
+				m.reserved.CostUSD += b.MaxCostUSD
+				m.reserved.ToolCalls += b.MaxToolCalls
+			}
+		}()
+	}
 	u := r.res.Consumed
+	u.Tokens += m.reserved.Tokens
+	u.CostUSD += m.reserved.CostUSD
+	u.ToolCalls += m.reserved.ToolCalls
 	if m.b.MaxTokens > 0 {
 		if b.MaxTokens = int(float64(m.b.MaxTokens-u.Tokens) * share); b.MaxTokens <= 0 {
 			return b, false

@@ -8,18 +8,27 @@ import (
 	"unicode/utf8"
 
 	"github.com/valetkit/valet/budget"
+	"github.com/valetkit/valet/internal/ids"
 )
 
 // Bounds of what a graph and a result may hold.
 const (
 	// MaxTasks is the most tasks a graph may have.
 	MaxTasks = 10000
-	// MaxIDLen is the longest id of a task, a graph, a tenant, a
-	// conversation or a result, and of a skill name, in bytes.
+	// MaxIDLen is the longest id of a task, a graph or a result's half
+	// (see Result.ID), and of a skill or model name, in bytes.
 	MaxIDLen = 64
+	// MaxOwnerIDLen is the longest tenant or conversation id, in bytes:
+	// the one limit of every valet package (agent.MaxIDLen,
+	// memory.MaxIDLen…), so every conversation the orchestrator takes can
+	// delegate.
+	MaxOwnerIDLen = ids.MaxLen
 	// MaxTaskBytes is the longest Task and the longest Context of a
 	// task, each, in bytes.
 	MaxTaskBytes = 256 << 10
+	// MaxGraphBytes is the most text (Task and Context) all the tasks of
+	// a graph may hold together, in bytes.
+	MaxGraphBytes = 4 << 20
 	// MaxResultBytes is the longest Text of a result, in bytes. An engine
 	// cuts a longer output of a task there and marks its result partial.
 	MaxResultBytes = 1 << 20
@@ -123,12 +132,31 @@ func checkName(what, s string, required bool) error {
 	case !utf8.ValidString(s):
 		return fmt.Errorf("%w: %s is not UTF-8", ErrInvalid, what)
 	}
+	return oneLine(what, s)
+}
+
+// oneLine refuses a name holding a control character: names go on one
+// line in logs and prompts.
+func oneLine(what, s string) error {
 	for _, r := range s {
 		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == 0x2028 || r == 0x2029 {
 			return fmt.Errorf("%w: %s holds a control character", ErrInvalid, what)
 		}
 	}
 	return nil
+}
+
+// checkOwner refuses a tenant or conversation id that is empty (when
+// required), over MaxOwnerIDLen bytes, not UTF-8, holding a NUL byte
+// (ids.Check, as every valet package), or not one line.
+func checkOwner(what, s string, required bool) error {
+	if s == "" && !required {
+		return nil
+	}
+	if err := ids.Check(what, s); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return oneLine(what, s)
 }
 
 // Check reports, wrapping ErrInvalid, what makes r unfit to store: a
@@ -138,10 +166,13 @@ func (r *Result) Check() error {
 	if !validResultID(r.ID) {
 		return fmt.Errorf("%w: result id %q is not 1 to %d characters of [A-Za-z0-9._-]", ErrInvalid, clip(r.ID), 2*MaxIDLen+1)
 	}
-	if err := checkName("tenant id", r.TenantID, true); err != nil {
+	if err := checkOwner("tenant id", r.TenantID, true); err != nil {
 		return err
 	}
-	for _, f := range [][2]string{{"conversation id", r.ConversationID}, {"graph id", r.GraphID}, {"task id", r.TaskID}, {"skill", r.Skill}} {
+	if err := checkOwner("conversation id", r.ConversationID, false); err != nil {
+		return err
+	}
+	for _, f := range [][2]string{{"graph id", r.GraphID}, {"task id", r.TaskID}, {"skill", r.Skill}} {
 		if err := checkName(f[0], f[1], false); err != nil {
 			return err
 		}
@@ -175,7 +206,8 @@ func clip(s string) string {
 // Check reports, wrapping ErrInvalid, what makes g unfit to run: an
 // empty or malformed ID, TenantID or ConversationID; no task, or more
 // than MaxTasks; a task id not 1 to MaxIDLen characters of [a-z0-9_-],
-// or given twice; an empty Task; a Task or Context over MaxTaskBytes or
+// or given twice; an empty Task; a Task or Context over MaxTaskBytes,
+// tasks whose texts are over MaxGraphBytes in all; a Task or Context
 // not UTF-8 or holding a NUL byte; a dependency on an unknown task or on itself, or given
 // twice; a reference [agent_result:ID] in a task's Task or Context naming
 // a task of the graph it does not depend on; an invalid Budget; and
@@ -184,10 +216,10 @@ func (g *Graph) Check() error {
 	if !validResultID(g.ID) || len(g.ID) > MaxIDLen {
 		return fmt.Errorf("%w: graph id %q is not 1 to %d characters of [A-Za-z0-9._-]", ErrInvalid, clip(g.ID), MaxIDLen)
 	}
-	if err := checkName("tenant id", g.TenantID, true); err != nil {
+	if err := checkOwner("tenant id", g.TenantID, true); err != nil {
 		return err
 	}
-	if err := checkName("conversation id", g.ConversationID, false); err != nil {
+	if err := checkOwner("conversation id", g.ConversationID, false); err != nil {
 		return err
 	}
 	if err := checkName("model", g.Model, false); err != nil {
@@ -203,8 +235,12 @@ func (g *Graph) Check() error {
 		return fmt.Errorf("%w: graph has %d tasks, more than %d", ErrInvalid, len(g.Tasks), MaxTasks)
 	}
 	index := make(map[string]int, len(g.Tasks))
+	total := 0
 	for i := range g.Tasks {
 		t := &g.Tasks[i]
+		if total += len(t.Task) + len(t.Context); total > MaxGraphBytes {
+			return fmt.Errorf("%w: the graph's task texts are longer than %d bytes in all", ErrInvalid, MaxGraphBytes)
+		}
 		if !validTaskID(t.ID) {
 			return fmt.Errorf("%w: task id %q is not 1 to %d characters of [a-z0-9_-]", ErrInvalid, clip(t.ID), MaxIDLen)
 		}
@@ -309,6 +345,12 @@ func Spent(l budget.Limits, c budget.Consumed) string {
 		return fmt.Sprintf("the graph's budget of %d tool calls is spent", l.MaxToolCalls)
 	}
 	return ""
+}
+
+// OneAtATime reports whether a graph with Budget l runs one task at a
+// time: l caps tokens, cost or tool calls (see Graph.Budget).
+func OneAtATime(l budget.Limits) bool {
+	return l.MaxTokens > 0 || l.MaxCostUSD > 0 || l.MaxToolCalls > 0
 }
 
 // Clean returns o fit to store as a result: an empty Status made

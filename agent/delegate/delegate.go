@@ -176,7 +176,11 @@ type Graph struct {
 	// Budget is for the whole graph, given at spawn: the engine starts
 	// no task once Consumed reached one of its caps (that task fails, its
 	// dependants are blocked), and the executor gives a task at most what
-	// is left. MaxWall counts from CreatedAt.
+	// is left. MaxWall counts from CreatedAt. A graph with a spending cap
+	// (OneAtATime) runs one task at a time, each on what the ones before
+	// it left, so it spends at most its budget and the one model call
+	// that crossed it — tasks run side by side would each start with the
+	// whole remainder.
 	Budget budget.Limits
 	// Tasks are the graph's tasks, in the order given.
 	Tasks []Task
@@ -256,6 +260,13 @@ type Engine interface {
 	// Graph returns the tenant's graph of that id, or ErrNotFound (also
 	// for another tenant's graph).
 	Graph(ctx context.Context, tenantID, id string) (Graph, error)
+	// Forget drops the tenant's results and graphs of a conversation
+	// (the user asked for it to go): they are not found any more, their
+	// tasks not yet started do not start, a task under way has its output
+	// dropped, and their ends are not delivered. A graph whose delivery
+	// is under way when Forget runs may still be delivered once (the
+	// executor looks the graph up first: see agent.Orchestrator.Forget).
+	Forget(ctx context.Context, tenantID, conversationID string) error
 	// Run works tasks and deliveries until ctx ends, then returns nil
 	// once what it started has returned. It first delivers the ended
 	// graphs not yet delivered.

@@ -24,7 +24,10 @@
 // dependencies. A task whose sub-agent failed, or whose run returned an
 // error on every attempt, fails, and its dependants, transitively, are
 // blocked with an Error naming it; the others go on. A task does not
-// start once the graph's Budget is spent (it fails, saying so). When
+// start once the graph's Budget is spent (it fails, saying so); a graph
+// whose Budget caps tokens, cost or tool calls ([OneAtATime]) runs one
+// task at a time, so it spends at most its budget and the one model call
+// that crossed it. When
 // nothing more can run the graph ends, completed or failed, and the
 // engine calls Executor.Deliver, again after an error with a growing
 // delay, until it returns nil (Graph.Delivered): the graph's end reaches
@@ -32,7 +35,11 @@
 // once; Deliver makes it idempotent by the graph's id.
 //
 // Everything is per tenant: another tenant's graph or result is not
-// found ([ErrNotFound]).
+// found ([ErrNotFound]). Engine.Forget drops a conversation's results
+// and graphs (the user asked for it to go): their tasks stop starting and
+// their ends are not delivered. Tenant and conversation ids are up to
+// [MaxOwnerIDLen] bytes, as in every valet package; a graph's texts are
+// [MaxGraphBytes] in all at most.
 //
 // # Engines
 //

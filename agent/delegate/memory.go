@@ -95,6 +95,7 @@ type memGraph struct {
 	deliverAt  time.Time
 	tries      int  // failed deliveries
 	delivering bool // a delivery is under way
+	running    int  // its tasks under way
 }
 
 // NewMemory returns an in-memory engine configured by cfg, or an error
@@ -178,6 +179,26 @@ func (m *Memory) Result(ctx context.Context, tenantID, id string) (Result, error
 		return Result{}, fmt.Errorf("%w: result %q", ErrNotFound, clip(id))
 	}
 	return r, nil
+}
+
+// Forget drops the conversation's results and graphs (see Engine).
+func (m *Memory) Forget(ctx context.Context, tenantID, conversationID string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k, r := range m.results {
+		if k.tenant == tenantID && r.ConversationID == conversationID {
+			delete(m.results, k)
+		}
+	}
+	for k, mg := range m.graphs {
+		if k.tenant == tenantID && mg.g.ConversationID == conversationID {
+			delete(m.graphs, k) // dispatch, finish and delivered skip what is gone
+		}
+	}
+	return nil
 }
 
 // Submit checks and stores g (see Engine).
@@ -341,11 +362,16 @@ func (m *Memory) dispatch(ctx context.Context, exec Executor, wg *sync.WaitGroup
 		m.ready = append(m.ready, ref)
 	}
 	m.later = waitLater
+	var held []taskRef // of graphs that run one task at a time, busy
 	for len(m.ready) > 0 && m.tasks < m.cfg.Parallel {
 		ref := m.ready[0]
 		m.ready = m.ready[1:]
 		mg, ok := m.graphs[ref.graph]
 		if !ok || mg.g.Tasks[ref.task].Status != TaskPending {
+			continue
+		}
+		if mg.running > 0 && OneAtATime(mg.g.Budget) {
+			held = append(held, ref)
 			continue
 		}
 		t := &mg.g.Tasks[ref.task]
@@ -363,12 +389,16 @@ func (m *Memory) dispatch(ctx context.Context, exec Executor, wg *sync.WaitGroup
 		g := mg.g.Clone()
 		tc := g.Tasks[ref.task]
 		m.tasks++
+		mg.running++
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			out, err := runTask(ctx, exec, &g, &tc, deps)
 			m.finish(ctx, ref, out, err)
 		}()
+	}
+	if len(held) > 0 { // first when their graph's task ends (finish signals)
+		m.ready = append(held, m.ready...)
 	}
 	if len(m.ready) == 0 {
 		m.ready = nil // let a long queue's array go
@@ -386,6 +416,7 @@ func (m *Memory) finish(ctx context.Context, ref taskRef, out Output, err error)
 	if !ok {
 		return
 	}
+	mg.running--
 	now := m.cfg.Clock.Now()
 	t := &mg.g.Tasks[ref.task]
 	if err != nil {

@@ -40,6 +40,8 @@ func Run(t *testing.T, newEngine func(t *testing.T) delegate.Engine) {
 	t.Run("StopCancelsRuns", func(t *testing.T) { testStop(t, newEngine(t)) })
 	t.Run("ManyTasks", func(t *testing.T) { testMany(t, newEngine(t)) })
 	t.Run("UntrustedTextKept", func(t *testing.T) { testUntrustedText(t, newEngine(t)) })
+	t.Run("ForgetDropsConversation", func(t *testing.T) { testForget(t, newEngine(t)) })
+	t.Run("CappedGraphOneTaskAtATime", func(t *testing.T) { testCappedSerial(t, newEngine(t)) })
 }
 
 // RunDurable checks what an engine on durable storage adds: open returns
@@ -668,5 +670,73 @@ func testPanic(t *testing.T, eng delegate.Engine) {
 	}
 	if x := taskOf(t, got, "x"); x.Status != delegate.TaskCompleted {
 		t.Errorf("task x = %s, want completed", x.Status)
+	}
+}
+
+// testForget: Forget drops the conversation's results and graphs — a
+// task under way has its output dropped, its dependants do not start,
+// the graph is not delivered — and keeps the other conversations'.
+func testForget(t *testing.T, eng delegate.Engine) {
+	gate := make(chan struct{})
+	exec := &ScriptedExecutor{Steps: map[string]Step{"a": {Gate: gate}}}
+	start(t, eng, exec)
+	ctx := ctxFor(t)
+	g := graphOf(t, "alice", spec("a"), spec("b", "a"))
+	for _, r := range []delegate.Result{
+		{ID: "kept", TenantID: "alice", ConversationID: "other", Text: "x", Status: delegate.ResultCompleted},
+		{ID: "gone", TenantID: "alice", ConversationID: g.ConversationID, Text: "secret", Status: delegate.ResultCompleted},
+	} {
+		if err := eng.PutResult(ctx, r); err != nil {
+			t.Fatalf("PutResult: %v", err)
+		}
+	}
+	submit(t, eng, g)
+	await(t, exec, "task a running", func() bool { return exec.InFlight() == 1 })
+	if err := eng.Forget(ctx, "alice", g.ConversationID); err != nil {
+		t.Fatalf("Forget: %v", err)
+	}
+	gate <- struct{}{}
+	// Another graph, run to its delivery: the engine is past a's end.
+	other := graphOf(t, "bob", spec("x"))
+	submit(t, eng, other)
+	delivered(t, eng, exec, other)
+	if _, err := eng.Graph(ctx, "alice", g.ID); !errors.Is(err, delegate.ErrNotFound) {
+		t.Errorf("forgotten graph: %v, want ErrNotFound", err)
+	}
+	for _, id := range []string{"gone", delegate.ResultID(g.ID, "a")} {
+		if _, err := eng.Result(ctx, "alice", id); !errors.Is(err, delegate.ErrNotFound) {
+			t.Errorf("result %s of the forgotten conversation: %v, want ErrNotFound", id, err)
+		}
+	}
+	if _, err := eng.Result(ctx, "alice", "kept"); err != nil {
+		t.Errorf("another conversation's result: %v, want it kept", err)
+	}
+	for _, r := range runsOf(exec, "alice", g.ID) {
+		if r.TaskID == "b" {
+			t.Error("a task of the forgotten graph started after Forget")
+		}
+	}
+	for _, d := range exec.Deliveries() {
+		if d.ID == g.ID {
+			t.Error("the forgotten graph was delivered")
+		}
+	}
+}
+
+// testCappedSerial: a graph with a spending cap runs one task at a time
+// (delegate.OneAtATime), however many are ready and however many the
+// engine may run at once.
+func testCappedSerial(t *testing.T, eng delegate.Engine) {
+	exec := &ScriptedExecutor{Steps: map[string]Step{"a": {Tokens: 1}, "b": {Tokens: 1}, "c": {Tokens: 1}}}
+	start(t, eng, exec)
+	g := graphOf(t, "alice", spec("a"), spec("b"), spec("c"))
+	g.Budget = budget.Limits{MaxTokens: 1000}
+	submit(t, eng, g)
+	got := delivered(t, eng, exec, g)
+	if got.Status != delegate.GraphCompleted {
+		t.Fatalf("graph %s, want completed", got.Status)
+	}
+	if p := exec.Peak(); p != 1 {
+		t.Errorf("%d tasks of a capped graph ran at once, want 1", p)
 	}
 }

@@ -49,7 +49,9 @@
 // A delivery job calls Executor.Deliver and, when it returns nil, marks
 // the graph delivered and completes the job in one transaction; after an
 // error River tries it again (Config.RetryDelay doubling up to
-// MaxRetryDelay, Config.DeliverAttempts times). Delivery is at least
+// MaxRetryDelay, Config.DeliverAttempts times), and past those attempts
+// every MaxRetryDelay (snoozed) for as long as the engine runs: a
+// delivery is never given up. Delivery is at least
 // once: Deliver makes it idempotent by the graph's id.
 //
 // # Restarts, replicas and crashes

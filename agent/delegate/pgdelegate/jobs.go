@@ -93,17 +93,48 @@ func (w *taskWorker) Work(ctx context.Context, job *river.Job[taskArgs]) error {
 		return nil // a run already ended it
 	}
 	now := e.now()
+	busy := false
+	// A capped graph runs one task at a time (delegate.OneAtATime): with
+	// the graph's row held, the task starts only when no other of its
+	// tasks runs, on the Consumed the ones before it left.
+	err = e.inTx(ctx, func(tx pgx.Tx) error {
+		if delegate.OneAtATime(g.Budget) {
+			lg, err := e.loadGraph(ctx, tx, a.TenantID, a.GraphID, true)
+			if err != nil {
+				return err
+			}
+			g.Consumed = lg.Consumed
+			if err := tx.QueryRow(ctx, e.sql(`SELECT EXISTS (SELECT 1 FROM {tasks}
+				WHERE tenant_id = $1 AND graph_id = $2 AND id <> $3 AND status = 'running')`),
+				a.TenantID, a.GraphID, a.TaskID).Scan(&busy); err != nil || busy {
+				return err
+			}
+		}
+		spent := g.Consumed
+		spent.Wall = now.Sub(g.CreatedAt)
+		if delegate.Spent(g.Budget, spent) != "" {
+			return nil // endTask below, outside this transaction
+		}
+		_, err := tx.Exec(ctx, e.sql(`UPDATE {tasks} SET status = 'running', started_at = $4
+			WHERE tenant_id = $1 AND graph_id = $2 AND id = $3 AND status IN ('pending', 'running')`),
+			a.TenantID, a.GraphID, a.TaskID, now)
+		return err
+	})
+	if errors.Is(err, delegate.ErrNotFound) {
+		return nil // forgotten or pruned meanwhile
+	}
+	if err != nil {
+		return e.fail(ctx, "task", err)
+	}
+	if busy {
+		return river.JobSnooze(e.cfg.RetryDelay) // its graph runs another task: wait for it
+	}
 	spent := g.Consumed
 	spent.Wall = now.Sub(g.CreatedAt)
 	if why := delegate.Spent(g.Budget, spent); why != "" {
 		return e.endTask(ctx, job, nil, why)
 	}
 	t.Status, t.StartedAt = delegate.TaskRunning, now
-	if _, err := e.pool.Exec(ctx, e.sql(`UPDATE {tasks} SET status = 'running', started_at = $4
-		WHERE tenant_id = $1 AND graph_id = $2 AND id = $3 AND status IN ('pending', 'running')`),
-		a.TenantID, a.GraphID, a.TaskID, now); err != nil {
-		return e.fail(ctx, "task", err)
-	}
 	ids := make([]string, len(t.DependsOn))
 	for i, d := range t.DependsOn {
 		ids[i] = delegate.ResultID(g.ID, d)
@@ -323,6 +354,14 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[deliverArgs]) e
 	if err := deliver(ctx, *ep, &g); err != nil {
 		if ctx.Err() != nil && e.stopping.Load() {
 			return river.JobSnooze(0)
+		}
+		if job.Attempt >= job.MaxAttempts {
+			// Past its attempts the delivery is not given up while the
+			// engine runs (an outage may outlast them): snoozed, which
+			// River does not count as an attempt, every MaxRetryDelay.
+			e.cfg.Logger.WarnContext(ctx, "pgdelegate: a graph's delivery keeps failing; trying again",
+				"graph", g.ID, "attempts", job.Attempt, "err", delegate.ErrorLine(err))
+			return river.JobSnooze(e.cfg.MaxRetryDelay)
 		}
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -34,7 +35,7 @@ const (
 	// takes it for one whose worker died and runs it again.
 	DefaultRescueStuckJobsAfter = time.Hour
 	// DefaultDeliverAttempts is how many times a delivery job is tried
-	// before River discards it (the next Run queues it again).
+	// with a growing delay before it is tried every MaxRetryDelay.
 	DefaultDeliverAttempts = 25
 )
 
@@ -63,9 +64,10 @@ type Config struct {
 	// graph's MaxWall. River keeps the database's time for its jobs.
 	// Default: clock.System.
 	Clock clock.Clock
-	// DeliverAttempts is how many times River tries a delivery job before
-	// discarding it; Run queues the delivery of every ended, undelivered
-	// graph again when it starts. Default: DefaultDeliverAttempts (25).
+	// DeliverAttempts is how many times River tries a delivery job with
+	// a growing delay; past them the job is not discarded but tried every
+	// MaxRetryDelay while the engine runs. Default:
+	// DefaultDeliverAttempts (25).
 	DeliverAttempts int
 	// FetchCooldown and FetchPollInterval are River's (see
 	// river.Config). Default: River's (100ms, 1s).
@@ -362,6 +364,9 @@ func (e *Engine) PutResult(ctx context.Context, r delegate.Result) error {
 
 // Result implements delegate.Results.
 func (e *Engine) Result(ctx context.Context, tenantID, id string) (delegate.Result, error) {
+	if !storable(tenantID) || !storable(id) {
+		return delegate.Result{}, fmt.Errorf("%w: result %q", delegate.ErrNotFound, strings.ToValidUTF8(id, "?"))
+	}
 	rs, err := e.results(ctx, e.pool, tenantID, []string{id})
 	if err != nil {
 		return delegate.Result{}, err
@@ -370,6 +375,13 @@ func (e *Engine) Result(ctx context.Context, tenantID, id string) (delegate.Resu
 		return delegate.Result{}, fmt.Errorf("%w: result %q", delegate.ErrNotFound, id)
 	}
 	return rs[0], nil
+}
+
+// storable reports whether PostgreSQL's text can hold s (UTF-8 without
+// NUL): a lookup by an id that is not finds nothing, rather than failing
+// as the database would.
+func storable(s string) bool {
+	return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0
 }
 
 type querier interface {
@@ -401,6 +413,47 @@ func (e *Engine) results(ctx context.Context, db querier, tenantID string, ids [
 		out = append(out, r)
 	}
 	return out, e.fail(ctx, "result", rows.Err())
+}
+
+// Forget implements delegate.Engine: the conversation's results and
+// graphs (their tasks and edges with them) are deleted in one
+// transaction; the River jobs left of them find nothing and end.
+func (e *Engine) Forget(ctx context.Context, tenantID, conversationID string) error {
+	if !storable(tenantID) || !storable(conversationID) {
+		return nil // nothing stored can be under it
+	}
+	var err error
+	for range 3 { // again when PostgreSQL broke a deadlock with a task's end by failing it
+		if err = e.forget(ctx, tenantID, conversationID); !isDeadlock(err) {
+			break
+		}
+	}
+	return e.fail(ctx, "forget", err)
+}
+
+// isDeadlock reports whether err is PostgreSQL's deadlock_detected.
+func isDeadlock(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "40P01"
+}
+
+func (e *Engine) forget(ctx context.Context, tenantID, conversationID string) error {
+	return e.inTx(ctx, func(tx pgx.Tx) error {
+		// The tasks first, then the graphs, in the order a task's end
+		// locks them (no deadlock with one): deleting a task waits for
+		// its end under way, whose result the last statement, reading
+		// what committed since, then deletes too.
+		for _, q := range []string{
+			`DELETE FROM {tasks} WHERE tenant_id = $1 AND graph_id IN (SELECT id FROM {graphs} WHERE tenant_id = $1 AND conversation_id = $2)`,
+			`DELETE FROM {graphs} WHERE tenant_id = $1 AND conversation_id = $2`,
+			`DELETE FROM {results} WHERE tenant_id = $1 AND conversation_id = $2`,
+		} {
+			if _, err := tx.Exec(ctx, e.sql(q), tenantID, conversationID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // Submit implements delegate.Engine: the graph, its tasks and its edges
@@ -472,6 +525,9 @@ func (e *Engine) ident(table string) pgx.Identifier {
 
 // Graph implements delegate.Engine.
 func (e *Engine) Graph(ctx context.Context, tenantID, id string) (delegate.Graph, error) {
+	if !storable(tenantID) || !storable(id) {
+		return delegate.Graph{}, fmt.Errorf("%w: graph %q", delegate.ErrNotFound, strings.ToValidUTF8(id, "?"))
+	}
 	g, err := e.loadGraph(ctx, e.pool, tenantID, id, false)
 	if err != nil {
 		return delegate.Graph{}, err
