@@ -97,7 +97,6 @@ func New(db *pgxpool.Pool, cfg Config) (*Guard, error) {
 		lc.Location = time.UTC
 	}
 	lc.Clock = clock.Or(lc.Clock)
-	lc.ReserveTTL = max(lc.ReserveTTL, 0)
 	if lc.ReserveTTL == 0 {
 		lc.ReserveTTL = agent.DefaultReserveTTL
 	}
@@ -114,7 +113,7 @@ func New(db *pgxpool.Pool, cfg Config) (*Guard, error) {
 	h := fnv.New64a()
 	h.Write([]byte("valet/agent/pgspend migrate\x00" + g.spend + "\x00" + g.holds))
 	g.lockKey = int64(h.Sum64())
-	g.q = newQueries(g.spend, g.holds, cfg.Schema)
+	g.q = newQueries(g.spend, g.holds)
 	return g, nil
 }
 
@@ -126,9 +125,8 @@ type queries struct {
 	setAlerts, spentOf     string
 }
 
-func newQueries(spend, holds, schema string) queries {
+func newQueries(spend, holds string) queries {
 	idx := func(name string) string { return pgx.Identifier{name}.Sanitize() }
-	_ = schema
 	// A row per spender (tenant_id; '' is all tenants), period and key.
 	lock := `INSERT INTO ` + spend + ` (tenant_id, period, key) VALUES ($1, 'day', $2), ($1, 'month', $3)
 		ON CONFLICT (tenant_id, period, key) DO UPDATE SET spent_usd = ` + spend + `.spent_usd`
@@ -158,7 +156,6 @@ func newQueries(spend, holds, schema string) queries {
 			`CREATE INDEX IF NOT EXISTS ` + idx("valet_spend_holds_expiry_idx") + ` ON ` + holds + ` (expires_at)`,
 		},
 		lockTenant: lock,
-		lockGlobal: strings.Replace(lock, "$1", "''", 2),
 		totals: `SELECT ` +
 			spent("$1", "day", "$2") + ` + ` + sum("tenant_id = $1 AND day = $2") + `, ` +
 			spent("$1", "month", "$3") + ` + ` + sum("tenant_id = $1 AND month = $3") + `, ` +
@@ -401,7 +398,7 @@ func (g *Guard) Reserve(ctx context.Context, tenantID string, maxUSD float64) (a
 				return err
 			}
 			if global {
-				if _, err := tx.Exec(ctx, g.q.lockGlobal, day, month); err != nil {
+				if _, err := tx.Exec(ctx, g.q.lockTenant, "", day, month); err != nil { // all tenants'
 					return err
 				}
 			}

@@ -347,6 +347,39 @@ func Run(t *testing.T, f Factory) {
 		}
 	})
 
+	t.Run("concurrent calls of many tenants against the global limit", func(t *testing.T) {
+		const limit, call = 1.0, 0.05
+		e := setup(t, f, agent.SpendLimitsConfig{Global: agent.Limits{DailyUSD: limit}, Tenant: agent.Limits{DailyUSD: 10}})
+		guards := []Guard{e.g, e.new()}
+		var wg sync.WaitGroup
+		for i := range 20 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				g, tenant := guards[i%2], fmt.Sprint("t", i%5)
+				for {
+					settle, err := g.Reserve(triggered(tenant), tenant, call)
+					if err != nil {
+						if !errors.Is(err, agent.ErrSpendLimit) {
+							t.Error(err)
+						}
+						return
+					}
+					if err := settle(context.Background(), call); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		day, _ := e.spent("")
+		if day < limit-1e-9 || day > limit+call+1e-9 {
+			t.Fatalf("all tenants spent $%v with a $%v global limit and $%v calls", day, limit, call)
+		}
+		refused(t, e.g.Check(triggered("t9"), "t9"), "The service's daily spending limit is reached.")
+	})
+
 	t.Run("refused run", func(t *testing.T) {
 		e := setup(t, f, agent.SpendLimitsConfig{Tenant: agent.Limits{DailyUSD: 0.5}})
 		model := llmtest.NewScriptFunc(func(llm.Request) llmtest.Reply {
