@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -119,8 +120,8 @@ func New(db *pgxpool.Pool, cfg Config) (*Guard, error) {
 
 type queries struct {
 	migrate                []string
-	lockTenant, lockGlobal string
-	totals, insertHold     string
+	lockTenant             string
+	totals, reserve        string
 	deleteHold, sweep, add string
 	setAlerts, spentOf     string
 }
@@ -161,7 +162,17 @@ func newQueries(spend, holds string) queries {
 			spent("$1", "month", "$3") + ` + ` + sum("tenant_id = $1 AND month = $3") + `, ` +
 			spent("''", "day", "$2") + ` + ` + sum("month = $3 AND day = $2") + `, ` +
 			spent("''", "month", "$3") + ` + ` + sum("month = $3"),
-		insertHold: `INSERT INTO ` + holds + ` (tenant_id, day, month, usd, expires_at) VALUES ($1, $2, $3, $4, $5) RETURNING id`,
+		reserve: `WITH t AS (SELECT ` +
+			spent("$1", "day", "$2") + ` + ` + sum("tenant_id = $1 AND day = $2") + ` AS td, ` +
+			spent("$1", "month", "$3") + ` + ` + sum("tenant_id = $1 AND month = $3") + ` AS tm, ` +
+			spent("''", "day", "$2") + ` + ` + sum("month = $3 AND day = $2") + ` AS gd, ` +
+			spent("''", "month", "$3") + ` + ` + sum("month = $3") + ` AS gm),
+			ins AS (INSERT INTO ` + holds + ` (tenant_id, day, month, usd, expires_at)
+				SELECT $1, $2, $3, $5, $6 FROM t WHERE NOT (
+					($7::bigint > 0 AND round(td::numeric * 1000000) >= $7) OR ($8::bigint > 0 AND round(tm::numeric * 1000000) >= $8) OR
+					($9::bigint > 0 AND round(gd::numeric * 1000000) >= $9) OR ($10::bigint > 0 AND round(gm::numeric * 1000000) >= $10))
+				RETURNING id)
+			SELECT td, tm, gd, gm, (SELECT id FROM ins) FROM t`,
 		deleteHold: `DELETE FROM ` + holds + ` WHERE id = $1`,
 		sweep:      `DELETE FROM ` + holds + ` WHERE expires_at <= $1`,
 		add: `INSERT INTO ` + spend + ` (tenant_id, period, key, spent_usd) VALUES ($1, 'day', $2, $4), ($1, 'month', $3, $4)
@@ -301,51 +312,49 @@ func (g *Guard) add(ctx context.Context, tenantID string, cost float64, hold int
 	var out []agent.SpendAlert
 	err := pgx.BeginFunc(ctx, g.db, func(tx pgx.Tx) error {
 		out = out[:0]
+		// The hold's end and both additions in one round trip.
+		type row struct {
+			who, period, key string
+			spent            float64
+			alerts           int
+		}
+		var rs []row
+		b := &pgx.Batch{}
 		if hold != 0 {
-			if _, err := tx.Exec(ctx, g.q.deleteHold, hold); err != nil {
-				return err
-			}
+			b.Queue(g.q.deleteHold, hold)
 		}
 		for _, who := range []string{tenantID, ""} {
-			lim := g.cfg.LimitsOf(tenantID)
+			b.Queue(g.q.add, who, day, month, cost).Query(func(rows pgx.Rows) error {
+				for rows.Next() {
+					r := row{who: who}
+					if err := rows.Scan(&r.period, &r.key, &r.spent, &r.alerts); err != nil {
+						return err
+					}
+					rs = append(rs, r)
+				}
+				return rows.Err()
+			})
+		}
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+		for _, r := range rs {
+			who, lim := r.who, g.cfg.LimitsOf(tenantID)
 			if who == "" {
 				lim = g.cfg.Global
 			}
-			rows, err := tx.Query(ctx, g.q.add, who, day, month, cost)
-			if err != nil {
-				return err
+			limit := lim.DailyUSD
+			if r.period == "month" {
+				limit = lim.MonthlyUSD
 			}
-			type row struct {
-				period, key string
-				spent       float64
-				alerts      int
+			n := r.alerts
+			for limit > 0 && n < len(g.alerts) && reached(r.spent, g.alerts[n]*limit) {
+				out = append(out, agent.SpendAlert{TenantID: who, Period: r.period, Key: r.key, SpentUSD: r.spent, LimitUSD: limit, Threshold: g.alerts[n]})
+				n++
 			}
-			var rs []row
-			for rows.Next() {
-				var r row
-				if err := rows.Scan(&r.period, &r.key, &r.spent, &r.alerts); err != nil {
-					rows.Close()
+			if n != r.alerts {
+				if _, err := tx.Exec(ctx, g.q.setAlerts, who, r.period, r.key, n); err != nil {
 					return err
-				}
-				rs = append(rs, r)
-			}
-			if err := rows.Err(); err != nil {
-				return err
-			}
-			for _, r := range rs {
-				limit := lim.DailyUSD
-				if r.period == "month" {
-					limit = lim.MonthlyUSD
-				}
-				n := r.alerts
-				for limit > 0 && n < len(g.alerts) && reached(r.spent, g.alerts[n]*limit) {
-					out = append(out, agent.SpendAlert{TenantID: who, Period: r.period, Key: r.key, SpentUSD: r.spent, LimitUSD: limit, Threshold: g.alerts[n]})
-					n++
-				}
-				if n != r.alerts {
-					if _, err := tx.Exec(ctx, g.q.setAlerts, who, r.period, r.key, n); err != nil {
-						return err
-					}
 				}
 			}
 		}
@@ -360,6 +369,14 @@ func (g *Guard) add(ctx context.Context, tenantID string, cost float64, hold int
 		}
 	}
 	return nil
+}
+
+// micro returns usd in micro-dollars, 0 for no limit.
+func micro(usd float64) int64 {
+	if usd <= 0 {
+		return 0
+	}
+	return int64(math.Round(usd * 1e6))
 }
 
 // reached reports whether spent has reached limit, to the micro-dollar,
@@ -390,37 +407,55 @@ func (g *Guard) Reserve(ctx context.Context, tenantID string, maxUSD float64) (a
 	day, month := g.period(now)
 	enforced := g.cfg.Enforced(ctx)
 	global := g.cfg.Global.DailyUSD > 0 || g.cfg.Global.MonthlyUSD > 0
-	var id int64
-	var refusal error
-	err := pgx.BeginFunc(ctx, g.db, func(tx pgx.Tx) error {
-		if enforced {
-			if _, err := tx.Exec(ctx, g.q.lockTenant, tenantID, day, month); err != nil {
+	// One round trip, one implicit transaction: lock the tenant's rows
+	// (and all tenants' with a global limit), then add up what is spent
+	// and held — a statement of its own, so it sees every hold committed
+	// by whoever held the locks before — and insert the hold unless a
+	// limit is reached.
+	var lim [4]int64 // in micro-dollars; 0: none, or not enforced
+	b := &pgx.Batch{}
+	locks := 0
+	if enforced {
+		tl := g.cfg.LimitsOf(tenantID)
+		lim = [4]int64{micro(tl.DailyUSD), micro(tl.MonthlyUSD), micro(g.cfg.Global.DailyUSD), micro(g.cfg.Global.MonthlyUSD)}
+		b.Queue(g.q.lockTenant, tenantID, day, month)
+		locks++
+		if global {
+			b.Queue(g.q.lockTenant, "", day, month) // all tenants'
+			locks++
+		}
+	}
+	b.Queue(g.q.reserve, tenantID, day, month, now, maxUSD, now.Add(g.cfg.ReserveTTL), lim[0], lim[1], lim[2], lim[3])
+	var t agent.SpendTotals
+	var id *int64
+	err := func() error {
+		br := g.db.SendBatch(ctx, b)
+		for range locks {
+			if _, err := br.Exec(); err != nil {
+				br.Close()
 				return err
-			}
-			if global {
-				if _, err := tx.Exec(ctx, g.q.lockTenant, "", day, month); err != nil { // all tenants'
-					return err
-				}
-			}
-			t, err := g.totals(ctx, tx, tenantID, now)
-			if err != nil {
-				return err
-			}
-			if refusal = g.cfg.Refusal(tenantID, t); refusal != nil {
-				return nil
 			}
 		}
-		return tx.QueryRow(ctx, g.q.insertHold, tenantID, day, month, maxUSD, now.Add(g.cfg.ReserveTTL)).Scan(&id)
-	})
+		if err := br.QueryRow().Scan(&t.TenantDay, &t.TenantMonth, &t.GlobalDay, &t.GlobalMonth, &id); err != nil {
+			br.Close()
+			return err
+		}
+		return br.Close()
+	}()
 	if err != nil {
 		if l := g.localFor(ctx); l != nil {
 			return l.Reserve(ctx, tenantID, maxUSD)
 		}
 		return nil, unavailable(ctx, err)
 	}
-	if refusal != nil {
-		return nil, refusal
+	if id == nil {
+		if refusal := g.cfg.Refusal(tenantID, t); refusal != nil {
+			return nil, refusal
+		}
+		// A total a rounding tie away from a limit: refused all the same.
+		return nil, &agent.RefusalError{Reason: agent.DefaultRefusalReason, Err: fmt.Errorf("%w: tenant %s is at a spending limit", agent.ErrSpendLimit, tenantID)}
 	}
+
 	var mu sync.Mutex
 	var done bool
 	return func(ctx context.Context, cost float64) error {
@@ -432,7 +467,7 @@ func (g *Guard) Reserve(ctx context.Context, tenantID string, maxUSD float64) (a
 		if done {
 			return nil
 		}
-		if err := g.add(ctx, tenantID, cost, id); err != nil {
+		if err := g.add(ctx, tenantID, cost, *id); err != nil {
 			return unavailable(ctx, err)
 		}
 		done = true
