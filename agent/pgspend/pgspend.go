@@ -295,6 +295,9 @@ func (g *Guard) Record(ctx context.Context, tenantID string, c agent.Consumed) e
 	if c.CostUSD < 0 || c.CostUSD != c.CostUSD || c.CostUSD > 1e15 {
 		return fmt.Errorf("%w: spend of %v USD is not a cost", ErrInvalid, c.CostUSD)
 	}
+	if c.CostUSD == 0 {
+		return nil // nothing to count (every call settled its reservation)
+	}
 	err := g.add(ctx, tenantID, c.CostUSD, 0)
 	if err != nil {
 		if l := g.local; l != nil {
