@@ -8,6 +8,7 @@ import (
 
 	"github.com/valetkit/valet/agent"
 	"github.com/valetkit/valet/agent/pgspend"
+	"github.com/valetkit/valet/llm/llmtest"
 )
 
 // A tenant ID PostgreSQL text cannot hold, or that no valet package takes,
@@ -37,5 +38,21 @@ func TestInvalidTenantIDs(t *testing.T) {
 		if _, err := pgspend.New(g0(t), cfg); !errors.Is(err, pgspend.ErrInvalid) {
 			t.Fatalf("%+v: err = %v", cfg, err)
 		}
+	}
+}
+
+// A guard with dollar limits on a model without a price would count every
+// call at $0 and never refuse: the orchestrator refuses it when built.
+func TestDollarLimitsNeedAPrice(t *testing.T) {
+	g, err := pgspend.New(g0(t), pgspend.Config{SpendLimitsConfig: agent.SpendLimitsConfig{Global: agent.Limits{MonthlyUSD: 100}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = agent.NewOrchestrator(agent.Config{LLM: llmtest.NewScript(), SpendGuard: g})
+	if !errors.Is(err, agent.ErrInvalidConfig) || !errors.Is(err, agent.ErrNoPrice) {
+		t.Fatalf("err = %v, want ErrInvalidConfig and ErrNoPrice", err)
+	}
+	if _, err := agent.NewOrchestrator(agent.Config{LLM: llmtest.NewScript(), SpendGuard: g, Prices: agent.Prices{llmtest.ModelName: {InputPerMillion: 1}}}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -478,6 +478,11 @@ func (g *Guard) Reserve(ctx context.Context, tenantID string, maxUSD float64) (a
 	}, nil
 }
 
+// LimitsUSD reports whether the guard sets any dollar limit: then
+// agent.NewOrchestrator refuses a model without a price, whose calls would
+// all cost $0.
+func (g *Guard) LimitsUSD() bool { return g.cfg.LimitsUSD() }
+
 // Spent returns what the tenant ("" for all tenants) spent today and this
 // month, as counted by every replica (reservations not settled are not
 // included).
