@@ -59,7 +59,14 @@ func (r *run) reserveCall(req *llm.Request) (SettleSpend, error) {
 	if m := r.meter; m != nil {
 		input = m.plan(input)
 	}
-	price := r.o.priceOf(req.Model, "")
+	// The model the run's client (a router's choice, say) names, else the
+	// request's, else the orchestrator's; and, with a cost budget, no less
+	// than the dearest price the run met (a fallback's).
+	price := r.o.priceOf(req.Model, r.model())
+	if m := r.meter; m != nil {
+		price.InputPerMillion = max(price.InputPerMillion, m.price.InputPerMillion)
+		price.OutputPerMillion = max(price.OutputPerMillion, m.price.OutputPerMillion)
+	}
 	maxUSD := price.Cost(llm.Usage{InputTokens: input, OutputTokens: req.MaxTokens})
 	ctx := context.WithValue(r.ctx, runInfoKey{}, r.info())
 	settle, err := r.reserver.Reserve(ctx, r.msg.TenantID, maxUSD)
