@@ -181,6 +181,12 @@ type SpendLimitsConfig struct {
 	// reservation no longer counts. It must exceed the longest model
 	// call (LoopConfig.LLMTimeout). Default 15 minutes.
 	ReserveTTL time.Duration
+	// ReserveWait is how long Reserve waits, when a limit is reached only
+	// with the reservations of calls in flight (what is spent alone is
+	// below it), for them to settle before refusing: a call that would
+	// fit once they settle at their real cost is then made instead of
+	// refused. Zero: refuse at once.
+	ReserveWait time.Duration
 }
 
 // DefaultReserveTTL is SpendLimitsConfig.ReserveTTL's default.
@@ -270,9 +276,11 @@ type SpendLimits struct {
 	queue      []SpendAlert
 	delivering bool
 
-	// Reservations not settled yet (spend_reserve.go), by id.
+	// Reservations not settled yet (spend_reserve.go), by id; ended is
+	// closed (and cleared) when one ends, waking the Reserves waiting.
 	holds  map[uint64]spendHold
 	nextID uint64
+	ended  chan struct{}
 }
 
 // spendState is one spender's totals in the current day and month.
@@ -311,8 +319,8 @@ func NewSpendLimits(cfg SpendLimitsConfig) (*SpendLimits, error) {
 		cfg.Location = time.UTC
 	}
 	cfg.Clock = clock.Or(cfg.Clock)
-	if cfg.ReserveTTL < 0 {
-		return nil, fmt.Errorf("%w: ReserveTTL %v", ErrInvalidConfig, cfg.ReserveTTL)
+	if cfg.ReserveTTL < 0 || cfg.ReserveWait < 0 {
+		return nil, fmt.Errorf("%w: ReserveTTL %v, ReserveWait %v", ErrInvalidConfig, cfg.ReserveTTL, cfg.ReserveWait)
 	}
 	if cfg.ReserveTTL == 0 {
 		cfg.ReserveTTL = DefaultReserveTTL

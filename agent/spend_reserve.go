@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/valetkit/valet/clock"
 	"github.com/valetkit/valet/llm"
 )
 
@@ -26,7 +27,10 @@ import (
 // StatusRefused, the refusal's Reason as Response and an error wrapping
 // ErrSpendRefused, keeping what it consumed. A reservation never settled
 // (its process died) stops counting after a time the guard sets
-// (SpendLimitsConfig.ReserveTTL). What settled reservations counted is
+// (SpendLimitsConfig.ReserveTTL). Holds make a guard refuse early: a
+// call is refused while calls in flight hold the rest of the limit,
+// though their real cost may leave room; SpendLimitsConfig.ReserveWait
+// makes it wait for them instead. What settled reservations counted is
 // not counted again by Record, which then receives the rest of the run's
 // Consumed (CostUSD 0 when every call was settled). RunInfoFrom(ctx)
 // tells Reserve about the run. Sub-agents' calls are not reserved: they
@@ -155,6 +159,20 @@ func (s *SpendLimits) unhold(h spendHold) {
 	if st := s.tenants[h.tenant]; st != nil && st.held > 0 {
 		st.held--
 	}
+	if s.ended != nil {
+		close(s.ended)
+		s.ended = nil
+	}
+}
+
+// heldOnly reports whether refusal, for totals t, is due to the holds
+// alone: what is spent, without them, reaches no limit. s.mu is held.
+func (s *SpendLimits) heldOnly(tenantID string, t SpendTotals) bool {
+	spent := SpendTotals{GlobalDay: s.global.dayUSD, GlobalMonth: s.global.monthUSD}
+	if st := s.tenants[tenantID]; st != nil {
+		spent.TenantDay, spent.TenantMonth = st.dayUSD, st.monthUSD
+	}
+	return spent != t && s.cfg.Refusal(tenantID, spent) == nil
 }
 
 // Reserve holds maxUSD for a model call of tenantID, refusing as Check
@@ -169,13 +187,45 @@ func (s *SpendLimits) Reserve(ctx context.Context, tenantID string, maxUSD float
 	if notAmount(maxUSD) {
 		return nil, fmt.Errorf("agent: reservation of %v USD is not a cost", maxUSD)
 	}
-	now := s.cfg.Clock.Now()
-	day, month := s.period(now)
-	s.mu.Lock()
-	if s.cfg.Enforced(ctx) {
-		if err := s.cfg.Refusal(tenantID, s.totals(tenantID, day, month, now)); err != nil {
+	var wait clock.Timer // ReserveWait, from the first refusal
+	defer func() {
+		if wait != nil {
+			wait.Stop()
+		}
+	}()
+	var now time.Time
+	var day, month string
+	for {
+		now = s.cfg.Clock.Now()
+		day, month = s.period(now)
+		s.mu.Lock()
+		if !s.cfg.Enforced(ctx) {
+			break
+		}
+		t := s.totals(tenantID, day, month, now)
+		err := s.cfg.Refusal(tenantID, t)
+		if err == nil {
+			break
+		}
+		if s.cfg.ReserveWait <= 0 || !s.heldOnly(tenantID, t) {
 			s.mu.Unlock()
 			return nil, err
+		}
+		// Reached only with calls in flight: wait for one to end.
+		if s.ended == nil {
+			s.ended = make(chan struct{})
+		}
+		ended := s.ended
+		s.mu.Unlock()
+		if wait == nil {
+			wait = s.cfg.Clock.NewTimer(s.cfg.ReserveWait)
+		}
+		select {
+		case <-ended:
+		case <-wait.C():
+			return nil, err
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
 	}
 	if s.holds == nil {

@@ -7,8 +7,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/valetkit/valet/agent"
+	"github.com/valetkit/valet/clock/clocktest"
 	"github.com/valetkit/valet/llm"
 	"github.com/valetkit/valet/llm/llmtest"
 	"github.com/valetkit/valet/tool"
@@ -144,4 +146,34 @@ func TestSpendReserveConcurrentRuns(t *testing.T) {
 		t.Fatalf("spent $%v of $3 with %d refused", day, refused.Load())
 	}
 	t.Logf("50 runs: spent $%.2f of a $3 limit, %d refused", day, refused.Load())
+}
+
+// A call refused only by the reservations of calls in flight waits
+// (ReserveWait) for them to settle: once one settles at its real cost,
+// the call is made.
+func TestSpendLimitsReserveWaitsForSettlement(t *testing.T) {
+	clk := clocktest.New(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
+	g, err := agent.NewSpendLimits(agent.SpendLimitsConfig{Tenant: agent.Limits{DailyUSD: 1}, ReserveWait: time.Minute, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := agent.WithRunInfo(context.Background(), agent.RunInfo{TenantID: "a", Source: agent.SourceTrigger, TaskID: "t"})
+	held, err := g.Reserve(ctx, "a", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := g.Reserve(ctx, "a", 0.5)
+		done <- err
+	}()
+	if err := clk.AwaitTimers(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := held(ctx, 0.2); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("after the call in flight settled at $0.20: %v", err)
+	}
 }

@@ -43,7 +43,12 @@
 // limit is passed by at most one call's reservation. Settling deletes the
 // hold and adds the cost in one transaction. A hold whose process died is
 // not settled: it stops counting after ReserveTTL (default
-// agent.DefaultReserveTTL), and Check deletes it. Every settlement and
+// agent.DefaultReserveTTL), and Check deletes it. A call refused only
+// because of the holds of calls in flight (what is spent alone is below
+// the limit) is refused at once, or, with ReserveWait, tried again (every
+// 20 ms, backing off to 500 ms, on the configured clock) until they
+// settle or ReserveWait passes: the day then ends at the limit instead of
+// below it by what the holds exceeded the calls' real cost. Every settlement and
 // Record updates the global rows, one at a time: the cost of that, and of
 // a reservation, is measured by BenchmarkReserve.
 //

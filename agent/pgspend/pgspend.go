@@ -162,17 +162,18 @@ func newQueries(spend, holds string) queries {
 			spent("$1", "month", "$3") + ` + ` + sum("tenant_id = $1 AND month = $3") + `, ` +
 			spent("''", "day", "$2") + ` + ` + sum("month = $3 AND day = $2") + `, ` +
 			spent("''", "month", "$3") + ` + ` + sum("month = $3"),
-		reserve: `WITH t AS (SELECT ` +
-			spent("$1", "day", "$2") + ` + ` + sum("tenant_id = $1 AND day = $2") + ` AS td, ` +
-			spent("$1", "month", "$3") + ` + ` + sum("tenant_id = $1 AND month = $3") + ` AS tm, ` +
-			spent("''", "day", "$2") + ` + ` + sum("month = $3 AND day = $2") + ` AS gd, ` +
-			spent("''", "month", "$3") + ` + ` + sum("month = $3") + ` AS gm),
+		reserve: `WITH s AS (SELECT ` +
+			spent("$1", "day", "$2") + ` AS std, ` + sum("tenant_id = $1 AND day = $2") + ` AS htd, ` +
+			spent("$1", "month", "$3") + ` AS stm, ` + sum("tenant_id = $1 AND month = $3") + ` AS htm, ` +
+			spent("''", "day", "$2") + ` AS sgd, ` + sum("month = $3 AND day = $2") + ` AS hgd, ` +
+			spent("''", "month", "$3") + ` AS sgm, ` + sum("month = $3") + ` AS hgm),
+			t AS (SELECT std + htd AS td, stm + htm AS tm, sgd + hgd AS gd, sgm + hgm AS gm, std, stm, sgd, sgm FROM s),
 			ins AS (INSERT INTO ` + holds + ` (tenant_id, day, month, usd, expires_at)
 				SELECT $1, $2, $3, $5, $6 FROM t WHERE NOT (
 					($7::bigint > 0 AND round(td::numeric * 1000000) >= $7) OR ($8::bigint > 0 AND round(tm::numeric * 1000000) >= $8) OR
 					($9::bigint > 0 AND round(gd::numeric * 1000000) >= $9) OR ($10::bigint > 0 AND round(gm::numeric * 1000000) >= $10))
 				RETURNING id)
-			SELECT td, tm, gd, gm, (SELECT id FROM ins) FROM t`,
+			SELECT td, tm, gd, gm, std, stm, sgd, sgm, (SELECT id FROM ins) FROM t`,
 		deleteHold: `DELETE FROM ` + holds + ` WHERE id = $1`,
 		sweep:      `DELETE FROM ` + holds + ` WHERE expires_at <= $1`,
 		add: `INSERT INTO ` + spend + ` (tenant_id, period, key, spent_usd) VALUES ($1, 'day', $2, $4), ($1, 'month', $3, $4)
@@ -406,10 +407,59 @@ func (g *Guard) Reserve(ctx context.Context, tenantID string, maxUSD float64) (a
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	now := g.cfg.Clock.Now()
-	day, month := g.period(now)
 	enforced := g.cfg.Enforced(ctx)
 	global := g.cfg.Global.DailyUSD > 0 || g.cfg.Global.MonthlyUSD > 0
+	var wait clock.Timer // ReserveWait, from the first refusal
+	defer func() {
+		if wait != nil {
+			wait.Stop()
+		}
+	}()
+	poll := reservePoll
+	for {
+		id, refusal, heldOnly, err := g.reserveOnce(ctx, tenantID, maxUSD, enforced, global)
+		if err != nil {
+			if l := g.localFor(ctx); l != nil {
+				return l.Reserve(ctx, tenantID, maxUSD)
+			}
+			return nil, unavailable(ctx, err)
+		}
+		if refusal == nil {
+			return g.settler(tenantID, id), nil
+		}
+		if g.cfg.ReserveWait <= 0 || !heldOnly {
+			return nil, refusal
+		}
+		// Reached only with calls in flight: poll until one settles.
+		if wait == nil {
+			wait = g.cfg.Clock.NewTimer(g.cfg.ReserveWait)
+		}
+		tick := g.cfg.Clock.NewTimer(poll)
+		select {
+		case <-tick.C():
+			poll = min(2*poll, reservePollMax)
+		case <-wait.C():
+			tick.Stop()
+			return nil, refusal
+		case <-ctx.Done():
+			tick.Stop()
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// reservePoll and reservePollMax bound the wait between two tries of a
+// Reserve waiting for calls in flight (Config.ReserveWait).
+const (
+	reservePoll    = 20 * time.Millisecond
+	reservePollMax = 500 * time.Millisecond
+)
+
+// reserveOnce tries to hold maxUSD: the hold's id, or the refusal and
+// whether the holds of calls in flight alone cause it.
+func (g *Guard) reserveOnce(ctx context.Context, tenantID string, maxUSD float64, enforced, global bool) (id int64, refusal error, heldOnly bool, err error) {
+	now := g.cfg.Clock.Now()
+	day, month := g.period(now)
 	// One round trip, one implicit transaction: lock the tenant's rows
 	// (and all tenants' with a global limit), then add up what is spent
 	// and held — a statement of its own, so it sees every hold committed
@@ -429,9 +479,9 @@ func (g *Guard) Reserve(ctx context.Context, tenantID string, maxUSD float64) (a
 		}
 	}
 	b.Queue(g.q.reserve, tenantID, day, month, now, maxUSD, now.Add(g.cfg.ReserveTTL), lim[0], lim[1], lim[2], lim[3])
-	var t agent.SpendTotals
-	var id *int64
-	err := func() error {
+	var t, spent agent.SpendTotals
+	var hold *int64
+	err = func() error {
 		br := g.db.SendBatch(ctx, b)
 		for range locks {
 			if _, err := br.Exec(); err != nil {
@@ -439,26 +489,29 @@ func (g *Guard) Reserve(ctx context.Context, tenantID string, maxUSD float64) (a
 				return err
 			}
 		}
-		if err := br.QueryRow().Scan(&t.TenantDay, &t.TenantMonth, &t.GlobalDay, &t.GlobalMonth, &id); err != nil {
+		if err := br.QueryRow().Scan(&t.TenantDay, &t.TenantMonth, &t.GlobalDay, &t.GlobalMonth,
+			&spent.TenantDay, &spent.TenantMonth, &spent.GlobalDay, &spent.GlobalMonth, &hold); err != nil {
 			br.Close()
 			return err
 		}
 		return br.Close()
 	}()
 	if err != nil {
-		if l := g.localFor(ctx); l != nil {
-			return l.Reserve(ctx, tenantID, maxUSD)
-		}
-		return nil, unavailable(ctx, err)
+		return 0, nil, false, err
 	}
-	if id == nil {
-		if refusal := g.cfg.Refusal(tenantID, t); refusal != nil {
-			return nil, refusal
-		}
+	if hold != nil {
+		return *hold, nil, false, nil
+	}
+	heldOnly = spent != t && g.cfg.Refusal(tenantID, spent) == nil
+	if refusal = g.cfg.Refusal(tenantID, t); refusal == nil {
 		// A total a rounding tie away from a limit: refused all the same.
-		return nil, &agent.RefusalError{Reason: agent.DefaultRefusalReason, Err: fmt.Errorf("%w: tenant %s is at a spending limit", agent.ErrSpendLimit, tenantID)}
+		refusal = &agent.RefusalError{Reason: agent.DefaultRefusalReason, Err: fmt.Errorf("%w: tenant %s is at a spending limit", agent.ErrSpendLimit, tenantID)}
 	}
+	return 0, refusal, heldOnly, nil
+}
 
+// settler returns the settlement of hold id.
+func (g *Guard) settler(tenantID string, id int64) agent.SettleSpend {
 	var mu sync.Mutex
 	var done bool
 	return func(ctx context.Context, cost float64) error {
@@ -470,12 +523,12 @@ func (g *Guard) Reserve(ctx context.Context, tenantID string, maxUSD float64) (a
 		if done {
 			return nil
 		}
-		if err := g.add(ctx, tenantID, cost, *id); err != nil {
+		if err := g.add(ctx, tenantID, cost, id); err != nil {
 			return unavailable(ctx, err)
 		}
 		done = true
 		return nil
-	}, nil
+	}
 }
 
 // LimitsUSD reports whether the guard sets any dollar limit: then

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/valetkit/valet/agent"
 	"github.com/valetkit/valet/agent/pgspend"
@@ -56,9 +57,17 @@ func (r *reservations) Reserve(ctx context.Context, tenantID string, maxUSD floa
 // reservation, and runs past it are refused. (Under such contention runs
 // are refused while the holds of calls in flight fill the limit, so the
 // day may end below it: reservations trade that for never overshooting.)
+// With ReserveWait, a call refused only by the holds of calls in flight
+// waits for them instead: the day ends nearer the limit, never past it by
+// more than one reservation either.
 func TestTwoReplicasNeverOvershoot(t *testing.T) {
+	t.Run("refuse at once", func(t *testing.T) { twoReplicas(t, 0) })
+	t.Run("wait for calls in flight", func(t *testing.T) { twoReplicas(t, time.Minute) })
+}
+
+func twoReplicas(t *testing.T, wait time.Duration) {
 	const limit = 3.0
-	open := opener(t, pgspend.Config{SpendLimitsConfig: agent.SpendLimitsConfig{Tenant: agent.Limits{DailyUSD: limit}}})
+	open := opener(t, pgspend.Config{SpendLimitsConfig: agent.SpendLimitsConfig{Tenant: agent.Limits{DailyUSD: limit}, ReserveWait: wait}})
 	var guards []*reservations
 	var orchs []*agent.Orchestrator
 	var model []*llmtest.Script
@@ -107,6 +116,6 @@ func TestTwoReplicasNeverOvershoot(t *testing.T) {
 	if want := float64(calls) * 0.12; day < want-1e-6 || day > want+1e-6 {
 		t.Fatalf("spent $%.4f for %d calls of $0.12", day, calls)
 	}
-	t.Logf("2 replicas, 50 runs: spent $%.4f of a $%.2f limit: overshoot $%.4f (one call's reservation is $%.4f, a call costs $0.12); %d runs done, %d refused (%d mid-run), %d model calls",
-		day, limit, max(day-limit, 0), maxRes, done.Load(), refused.Load(), midRun.Load(), calls)
+	t.Logf("ReserveWait %v: 2 replicas, 50 runs: spent $%.4f of a $%.2f limit: overshoot $%.4f (one call's reservation is $%.4f, a call costs $0.12); %d runs done, %d refused (%d mid-run), %d model calls",
+		wait, day, limit, max(day-limit, 0), maxRes, done.Load(), refused.Load(), midRun.Load(), calls)
 }

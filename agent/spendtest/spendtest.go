@@ -315,6 +315,35 @@ func Run(t *testing.T, f Factory) {
 		}
 	})
 
+	t.Run("reserve waits for calls in flight, up to ReserveWait", func(t *testing.T) {
+		e := setup(t, f, agent.SpendLimitsConfig{Tenant: agent.Limits{DailyUSD: 1}, ReserveWait: time.Minute})
+		held, err := e.g.Reserve(triggered("a"), "a", 1) // in flight, holding the limit
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, err := e.new().Reserve(triggered("a"), "a", 0.5)
+			done <- err
+		}()
+		if err := e.clk.AwaitTimers(context.Background(), 1); err != nil { // it waits
+			t.Fatal(err)
+		}
+		e.clk.Advance(time.Minute) // nobody settled meanwhile
+		refused(t, <-done, "Your daily spending limit")
+		if err := held(context.Background(), 0.9); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.g.Reserve(triggered("a"), "a", 0.5); err != nil { // $0.90 spent: below the limit
+			t.Fatal(err)
+		}
+		// Spent alone reaches the limit: refused at once, no wait.
+		e.record(e.g, "a", 0.1)
+		if _, err := e.g.Reserve(triggered("a"), "a", 0.5); !errors.Is(err, agent.ErrSpendLimit) {
+			t.Fatalf("at the limit: %v", err)
+		}
+	})
+
 	t.Run("concurrent calls on two replicas", func(t *testing.T) {
 		const limit, call = 2.0, 0.05
 		e := setup(t, f, agent.SpendLimitsConfig{Tenant: agent.Limits{DailyUSD: limit}})
