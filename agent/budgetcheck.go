@@ -83,8 +83,9 @@ func (o *Orchestrator) noPrice() error {
 // checkCostLimits refuses, when the orchestrator is built, cost limits
 // that could never be enforced because the model has no price: a
 // LoopConfig.Budget.MaxCostUSD (every run would fail with ErrNoPrice), or
-// a SpendLimits with dollar limits (every run would be priced at $0 and
-// no limit ever reached).
+// a SpendGuard whose LimitsUSD method reports dollar limits (SpendLimits,
+// agent/pgspend: every run would be priced at $0 and no limit ever
+// reached).
 func (o *Orchestrator) checkCostLimits() error {
 	if o.priced {
 		return nil
@@ -92,22 +93,30 @@ func (o *Orchestrator) checkCostLimits() error {
 	if o.loop.Budget.MaxCostUSD > 0 {
 		return fmt.Errorf("%w: LoopConfig.Budget.MaxCostUSD is set: %w", ErrInvalidConfig, o.noPrice())
 	}
-	if sl, ok := o.guard.(*SpendLimits); ok && sl.limitsUSD() {
-		return fmt.Errorf("%w: SpendGuard is a SpendLimits with dollar limits: %w", ErrInvalidConfig, o.noPrice())
+	if g, ok := o.guard.(interface{ LimitsUSD() bool }); ok && g.LimitsUSD() {
+		return fmt.Errorf("%w: SpendGuard %T has dollar limits: %w", ErrInvalidConfig, o.guard, o.noPrice())
 	}
 	return nil
 }
 
-// limitsUSD reports whether s sets any dollar limit.
-func (s *SpendLimits) limitsUSD() bool {
+// LimitsUSD reports whether s sets any dollar limit: then the
+// orchestrator needs its model's price (NewOrchestrator refuses a guard
+// with a LimitsUSD method reporting true on a model without one, whose
+// runs would all cost $0).
+func (s *SpendLimits) LimitsUSD() bool {
 	if s == nil {
 		return false
 	}
+	return s.cfg.LimitsUSD()
+}
+
+// LimitsUSD reports whether c sets any dollar limit.
+func (c SpendLimitsConfig) LimitsUSD() bool {
 	set := func(l Limits) bool { return l.DailyUSD > 0 || l.MonthlyUSD > 0 }
-	if set(s.cfg.Tenant) || set(s.cfg.Global) {
+	if set(c.Tenant) || set(c.Global) {
 		return true
 	}
-	for _, l := range s.cfg.PerTenant {
+	for _, l := range c.PerTenant {
 		if set(l) {
 			return true
 		}

@@ -417,8 +417,10 @@ type Config struct {
 	// llm/openai's Client does).
 	Prices Prices
 	// SpendGuard limits spending across runs: Check before a run (an error
-	// refuses the run before any model call), Record after it. See
-	// SpendLimits for the in-memory one. Nil: no limit across runs.
+	// refuses the run before any model call), Record after it; a
+	// SpendReserver also reserves each model call before it is made. See
+	// SpendLimits for the in-memory one, agent/pgspend for one shared by
+	// replicas. Nil: no limit across runs.
 	SpendGuard SpendGuard
 	// Loop holds every number of the loop; zero fields take defaults.
 	Loop LoopConfig

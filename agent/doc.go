@@ -522,10 +522,21 @@
 // NewOrchestrator, HandleMessage and Orchestrator.CheckBudget (which
 // trigger/agentexec calls when a task is created).
 // Result.Consumed (a budget.Consumed) reports what every run used. A SpendGuard
-// (Config.SpendGuard; SpendLimits keeps daily and monthly limits per
-// tenant and overall in memory) refuses a run before any model call, and
-// records what each run spent. Message.Source and TaskID (a triggered
-// run's) reach the Result, the logs and the approvals a run raises.
+// (Config.SpendGuard) refuses a run before any model call, and records what
+// each run spent. SpendLimits keeps daily and monthly limits per tenant and
+// overall, in a time zone, in one process; agent/pgspend keeps the same
+// limits on PostgreSQL, shared by replicas and kept across restarts; both
+// pass agent/spendtest's conformance suite. A guard that is a SpendReserver
+// (both are) also reserves each model call's largest cost before the call
+// (its estimated input and its MaxTokens of output, capped at
+// ReserveOutputTokens when nothing else caps it, at the model's price) and
+// settles it with the real cost after: calls in flight are counted, so a
+// limit is passed by at most one call's reservation, on any number of
+// replicas; a call refused stops the run as refused (StatusRefused,
+// ErrSpendRefused), keeping what it consumed. Sub-agents' calls are counted
+// when their run is recorded, not reserved. Message.Source and TaskID (a
+// triggered run's) reach the Result, the logs and the approvals a run
+// raises.
 //
 // [Orchestrator.History] returns what the next message would load;
 // [Orchestrator.Forget] erases a conversation's history and the items it

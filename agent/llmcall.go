@@ -57,6 +57,13 @@ func (r *run) callLLM(req llm.Request) (*llm.Response, error) {
 				return nil, err
 			}
 		}
+		var settle SettleSpend
+		if r.reserver != nil {
+			var err error
+			if settle, err = r.reserveCall(&req); err != nil {
+				return nil, err
+			}
+		}
 		t0 := time.Now()
 		if r.o.obs != nil {
 			r.obs.calls++
@@ -77,8 +84,15 @@ func (r *run) callLLM(req llm.Request) (*llm.Response, error) {
 		if err == nil {
 			r.res.Usage = r.res.Usage.Add(resp.Usage)
 			r.noteModel(&req, resp)
+			before := r.res.Consumed.CostUSD
 			r.account(&req, resp)
+			if settle != nil {
+				r.settleCall(settle, r.res.Consumed.CostUSD-before)
+			}
 			return resp, nil
+		}
+		if settle != nil {
+			r.settleCall(settle, 0) // a failed call is not counted (account)
 		}
 		if ctxErr := r.ctx.Err(); ctxErr != nil {
 			return nil, ctxErr

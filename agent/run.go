@@ -47,6 +47,10 @@ type run struct {
 	toolCtx    context.Context
 	wallCancel context.CancelFunc
 	guarded    bool // the SpendGuard allowed the run: Record it
+	// reserver: the SpendGuard reserves each model call (spend_reserve.go);
+	// settledUSD is what its settled reservations already counted.
+	reserver   SpendReserver
+	settledUSD float64
 
 	// toolset: with Config.ToolSources, the run's tools (toolsource.go).
 	toolset *runToolset

@@ -22,8 +22,11 @@ import (
 // the caller's ctx ended during Check, the run is cancelled instead.) Record runs after each run Check
 // allowed that used anything, with what it used; its error is logged.
 // RunInfoFrom(ctx) tells both about the run. Implementations must be safe
-// for concurrent use. SpendLimits is the in-memory one; the trigger
-// engine's ledger implements it too.
+// for concurrent use. A guard that is also a SpendReserver reserves each
+// model call of the run before it is made (see SpendReserver). SpendLimits
+// is the in-memory one, counting in one process; agent/pgspend's counts
+// on PostgreSQL, shared by replicas and kept across restarts. Both pass
+// agent/spendtest's conformance suite.
 type SpendGuard interface {
 	Check(ctx context.Context, tenantID string) error
 	Record(ctx context.Context, tenantID string, c Consumed) error
@@ -68,6 +71,13 @@ func RunInfoFrom(ctx context.Context) (RunInfo, bool) {
 	return ri, ok
 }
 
+// WithRunInfo returns ctx telling a SpendGuard about the run ri, as the
+// orchestrator does: for a guard's tests (agent/spendtest) and for
+// callers that use a guard outside runs.
+func WithRunInfo(ctx context.Context, ri RunInfo) context.Context {
+	return context.WithValue(ctx, runInfoKey{}, ri)
+}
+
 func (r *run) info() RunInfo {
 	return RunInfo{TenantID: r.msg.TenantID, ConversationID: r.msg.ConversationID, Source: r.msg.Source, TaskID: r.msg.TaskID}
 }
@@ -93,6 +103,7 @@ func (r *run) checkSpend() error {
 		return err
 	}
 	r.guarded = true
+	r.reserver, _ = g.(SpendReserver)
 	return nil
 }
 
@@ -102,6 +113,8 @@ const spendRecordTimeout = 10 * time.Second
 // recordSpend tells the SpendGuard what an allowed run used.
 func (r *run) recordSpend() {
 	c := r.res.Consumed
+	// What settled reservations counted is not counted again.
+	c.CostUSD = max(c.CostUSD-r.settledUSD, 0)
 	if !r.guarded || c.Tokens == 0 && c.ToolCalls == 0 && c.CostUSD == 0 {
 		return
 	}
@@ -163,6 +176,77 @@ type SpendLimitsConfig struct {
 	// Clock gives the time that decides the day and the month. Nil:
 	// clock.System.
 	Clock clock.Clock
+	// ReserveTTL is how long a model call's reservation (Reserve) holds
+	// budget when it is never settled — its process died: after it, the
+	// reservation no longer counts. It must exceed the longest model
+	// call (LoopConfig.LLMTimeout). Default 15 minutes.
+	ReserveTTL time.Duration
+	// ReserveWait is how long Reserve waits, when a limit is reached only
+	// with the reservations of calls in flight (what is spent alone is
+	// below it), for them to settle before refusing: a call that would
+	// fit once they settle at their real cost is then made instead of
+	// refused. Zero: refuse at once.
+	ReserveWait time.Duration
+}
+
+// DefaultReserveTTL is SpendLimitsConfig.ReserveTTL's default.
+const DefaultReserveTTL = 15 * time.Minute
+
+// LimitsOf returns the limits of tenantID: PerTenant's, else Tenant.
+func (c SpendLimitsConfig) LimitsOf(tenantID string) Limits {
+	if l, ok := c.PerTenant[tenantID]; ok {
+		return l
+	}
+	return c.Tenant
+}
+
+// SpendTotals is what a tenant and all tenants together spent (and hold
+// in reservations) in the current day and month.
+type SpendTotals struct {
+	TenantDay, TenantMonth, GlobalDay, GlobalMonth float64
+}
+
+// Refusal returns the *RefusalError of a run of tenantID when t reaches
+// one of c's limits (the global ones first), else nil, whatever OnLimit
+// says: a SpendGuard built on SpendLimitsConfig (agent/pgspend) refuses
+// with the same reasons as SpendLimits. The Reason is for the user ("Your
+// daily spending limit of $2.00 is reached. Please try again tomorrow.";
+// a global limit names no amount); Err wraps ErrSpendLimit with the
+// figures, for the logs.
+func (c SpendLimitsConfig) Refusal(tenantID string, t SpendTotals) error {
+	lim := c.LimitsOf(tenantID)
+	refuse := func(reason, format string, args ...any) error {
+		return &RefusalError{Reason: reason, Err: fmt.Errorf("%w: "+format, append([]any{ErrSpendLimit}, args...)...)}
+	}
+	switch {
+	case reached(t.GlobalDay, c.Global.DailyUSD):
+		return refuse("The service's daily spending limit is reached. Please try again tomorrow.",
+			"all tenants spent $%.2f today, the daily limit is $%.2f", t.GlobalDay, c.Global.DailyUSD)
+	case reached(t.GlobalMonth, c.Global.MonthlyUSD):
+		return refuse("The service's monthly spending limit is reached. Please try again next month.",
+			"all tenants spent $%.2f this month, the monthly limit is $%.2f", t.GlobalMonth, c.Global.MonthlyUSD)
+	case reached(t.TenantDay, lim.DailyUSD):
+		return refuse(fmt.Sprintf("Your daily spending limit of $%.2f is reached. Please try again tomorrow.", lim.DailyUSD),
+			"tenant %s spent $%.2f today, its daily limit is $%.2f", tenantID, t.TenantDay, lim.DailyUSD)
+	case reached(t.TenantMonth, lim.MonthlyUSD):
+		return refuse(fmt.Sprintf("Your monthly spending limit of $%.2f is reached. Please try again next month.", lim.MonthlyUSD),
+			"tenant %s spent $%.2f this month, its monthly limit is $%.2f", tenantID, t.TenantMonth, lim.MonthlyUSD)
+	}
+	return nil
+}
+
+// Enforced reports whether OnLimit refuses the run ctx describes
+// (RunInfoFrom): never with AlertOnly, only triggered runs with
+// PauseNonCritical.
+func (c SpendLimitsConfig) Enforced(ctx context.Context) bool {
+	switch c.OnLimit {
+	case AlertOnly:
+		return false
+	case PauseNonCritical:
+		ri, ok := RunInfoFrom(ctx)
+		return ok && ri.Source != SourceUser && ri.Source != ""
+	}
+	return true
 }
 
 // SpendLimits is the in-memory SpendGuard: daily and monthly limits in US
@@ -170,14 +254,15 @@ type SpendLimitsConfig struct {
 // and an action at the limit. Spend is counted in this process only (a
 // restart starts from zero) and kept for the current day and month only.
 //
-// Limits are checked when a run starts, and runs already under way are
-// not stopped, so a limit can be overshot by what the runs in flight at
-// that moment spend: at most the number of concurrent runs times their
-// Budget.MaxCostUSD — set one (LoopConfig.Budget) to bound it; without a
-// per-run cost budget the overshoot is unbounded by the guard. Fact
-// extractions (MemoryOptions.Extract) are checked and recorded too, one
-// model call each, outside any run's budget: add one call per extraction
-// in flight (at most 4 run at once).
+// Limits are checked when a run starts, and each model call of a run is
+// reserved before it is made (SpendLimits is a SpendReserver): what is
+// spent and held by calls in flight is counted, a call is refused once
+// that reaches a limit, so in one process a limit is overshot by at most
+// one call's reservation (plus what a model counts beyond the input's
+// estimate). Sub-agents' calls are not reserved, and fact extractions
+// (MemoryOptions.Extract) are checked and recorded, one model call each:
+// add those in flight (at most 4 extractions run at once). Replicas each
+// count their own spend: use agent/pgspend to share it.
 type SpendLimits struct {
 	cfg     SpendLimitsConfig
 	mu      sync.Mutex
@@ -190,6 +275,12 @@ type SpendLimits struct {
 	// them in order, and a slow observer never holds up Check.
 	queue      []SpendAlert
 	delivering bool
+
+	// Reservations not settled yet (spend_reserve.go), by id; ended is
+	// closed (and cleared) when one ends, waking the Reserves waiting.
+	holds  map[uint64]spendHold
+	nextID uint64
+	ended  chan struct{}
 }
 
 // spendState is one spender's totals in the current day and month.
@@ -198,6 +289,7 @@ type spendState struct {
 	dayUSD, monthUSD float64
 	dayAlerts        int // how many thresholds of the day were reported
 	monthAlerts      int
+	held             int // reservations of this spender not settled
 }
 
 // NewSpendLimits checks cfg and returns the guard.
@@ -227,15 +319,16 @@ func NewSpendLimits(cfg SpendLimitsConfig) (*SpendLimits, error) {
 		cfg.Location = time.UTC
 	}
 	cfg.Clock = clock.Or(cfg.Clock)
+	if cfg.ReserveTTL < 0 || cfg.ReserveWait < 0 {
+		return nil, fmt.Errorf("%w: ReserveTTL %v, ReserveWait %v", ErrInvalidConfig, cfg.ReserveTTL, cfg.ReserveWait)
+	}
+	if cfg.ReserveTTL == 0 {
+		cfg.ReserveTTL = DefaultReserveTTL
+	}
 	return &SpendLimits{cfg: cfg, tenants: make(map[string]*spendState)}, nil
 }
 
-func (s *SpendLimits) limitsOf(tenantID string) Limits {
-	if l, ok := s.cfg.PerTenant[tenantID]; ok {
-		return l
-	}
-	return s.cfg.Tenant
-}
+func (s *SpendLimits) limitsOf(tenantID string) Limits { return s.cfg.LimitsOf(tenantID) }
 
 // roll moves st to the period of now, starting from zero in a new one.
 func (st *spendState) roll(day, month string) {
@@ -262,43 +355,14 @@ func (s *SpendLimits) Check(ctx context.Context, tenantID string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if s.cfg.OnLimit == AlertOnly {
+	if !s.cfg.Enforced(ctx) {
 		return nil
 	}
-	if s.cfg.OnLimit == PauseNonCritical {
-		if ri, ok := RunInfoFrom(ctx); !ok || ri.Source == SourceUser {
-			return nil
-		}
-	}
-	now := s.cfg.Clock.Now().In(s.cfg.Location)
-	day, month := now.Format("2006-01-02"), now.Format("2006-01")
+	now := s.cfg.Clock.Now()
+	day, month := s.period(now)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.global.roll(day, month)
-	lim := s.limitsOf(tenantID)
-	var st spendState
-	if t := s.tenants[tenantID]; t != nil {
-		t.roll(day, month)
-		st = *t
-	}
-	refuse := func(reason, format string, args ...any) error {
-		return &RefusalError{Reason: reason, Err: fmt.Errorf("%w: "+format, append([]any{ErrSpendLimit}, args...)...)}
-	}
-	switch {
-	case reached(s.global.dayUSD, s.cfg.Global.DailyUSD):
-		return refuse("The service's daily spending limit is reached. Please try again tomorrow.",
-			"all tenants spent $%.2f today, the daily limit is $%.2f", s.global.dayUSD, s.cfg.Global.DailyUSD)
-	case reached(s.global.monthUSD, s.cfg.Global.MonthlyUSD):
-		return refuse("The service's monthly spending limit is reached. Please try again next month.",
-			"all tenants spent $%.2f this month, the monthly limit is $%.2f", s.global.monthUSD, s.cfg.Global.MonthlyUSD)
-	case reached(st.dayUSD, lim.DailyUSD):
-		return refuse(fmt.Sprintf("Your daily spending limit of $%.2f is reached. Please try again tomorrow.", lim.DailyUSD),
-			"tenant %s spent $%.2f today, its daily limit is $%.2f", tenantID, st.dayUSD, lim.DailyUSD)
-	case reached(st.monthUSD, lim.MonthlyUSD):
-		return refuse(fmt.Sprintf("Your monthly spending limit of $%.2f is reached. Please try again next month.", lim.MonthlyUSD),
-			"tenant %s spent $%.2f this month, its monthly limit is $%.2f", tenantID, st.monthUSD, lim.MonthlyUSD)
-	}
-	return nil
+	return s.cfg.Refusal(tenantID, s.totals(tenantID, day, month, now))
 }
 
 // Record adds a run's cost to the tenant's and the global totals and
@@ -307,10 +371,22 @@ func (s *SpendLimits) Record(ctx context.Context, tenantID string, c Consumed) e
 	if notAmount(c.CostUSD) {
 		return fmt.Errorf("agent: spend of %v USD is not a cost", c.CostUSD)
 	}
-	now := s.cfg.Clock.Now().In(s.cfg.Location)
-	day, month := now.Format("2006-01-02"), now.Format("2006-01")
+	s.add(tenantID, c.CostUSD, 0)
+	return nil
+}
+
+// add counts cost to the tenant's and the global totals, ends the
+// reservation hold (0: none) and reports the thresholds passed.
+func (s *SpendLimits) add(tenantID string, cost float64, hold uint64) {
+	day, month := s.period(s.cfg.Clock.Now())
 	var alerts []SpendAlert
 	s.mu.Lock()
+	if hold != 0 {
+		if h, ok := s.holds[hold]; ok {
+			delete(s.holds, hold)
+			s.unhold(h)
+		}
+	}
 	t := s.tenants[tenantID]
 	if t == nil {
 		t = new(spendState)
@@ -322,20 +398,20 @@ func (s *SpendLimits) Record(ctx context.Context, tenantID string, c Consumed) e
 		lim Limits
 	}{{t, tenantID, s.limitsOf(tenantID)}, {&s.global, "", s.cfg.Global}} {
 		x.st.roll(day, month)
-		x.st.dayUSD += c.CostUSD
-		x.st.monthUSD += c.CostUSD
+		x.st.dayUSD += cost
+		x.st.monthUSD += cost
 		alerts = s.passed(alerts, x.id, "day", day, x.st.dayUSD, x.lim.DailyUSD, &x.st.dayAlerts)
 		alerts = s.passed(alerts, x.id, "month", month, x.st.monthUSD, x.lim.MonthlyUSD, &x.st.monthAlerts)
 	}
 	s.prune(month)
 	if s.cfg.Observer == nil || len(alerts) == 0 && len(s.queue) == 0 {
 		s.mu.Unlock()
-		return nil
+		return
 	}
 	s.queue = append(s.queue, alerts...)
 	if s.delivering {
 		s.mu.Unlock() // the Record delivering will deliver these too
-		return nil
+		return
 	}
 	s.delivering = true
 	for len(s.queue) > 0 {
@@ -349,7 +425,6 @@ func (s *SpendLimits) Record(ctx context.Context, tenantID string, c Consumed) e
 	}
 	s.delivering = false
 	s.mu.Unlock()
-	return nil
 }
 
 // passed appends an alert for each threshold spent has newly passed.
@@ -372,7 +447,7 @@ func (s *SpendLimits) prune(month string) {
 		return
 	}
 	for id, t := range s.tenants {
-		if t.month != month {
+		if t.month != month && t.held == 0 {
 			delete(s.tenants, id)
 		}
 	}

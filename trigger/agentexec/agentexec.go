@@ -98,7 +98,7 @@ func (x *executor) Execute(ctx context.Context, run trigger.ExecRun) (trigger.Ex
 		out.BudgetWarning = nearLimit(out.Usage, t.Budget)
 	}
 	if errors.Is(err, agent.ErrSpendRefused) {
-		// Refused before any model call: the limit will not differ if
+		// Refused before a model call: the limit will not differ if
 		// tried again at once. The user is told the guard's reason for
 		// them, never the error's figures, which are for operators.
 		out.Result = agent.DefaultRefusalReason

@@ -94,8 +94,10 @@
 //
 // # Refusals
 //
-// A run the orchestrator's SpendGuard refuses, before any model call (a
-// daily spending limit reached), is a refusal, not a failure: Execute
+// A run the orchestrator's SpendGuard refuses, before any model call or,
+// with a guard that reserves each call (agent.SpendReserver), before a
+// later call (a daily spending limit reached; Usage then holds what it
+// consumed), is a refusal, not a failure: Execute
 // returns an error wrapping trigger.ErrRefused and the orchestrator's
 // (errors.Is agent.ErrSpendRefused; its text names the limit and the
 // spend, for operators), and the guard's reason for the user — the
