@@ -510,7 +510,8 @@ func (s *Store) Update(ctx context.Context, t *trigger.Task) error {
 
 // Finish implements [trigger.Dispatcher.Finish]: the run's record, the
 // task, the task's next run, the run of the next task when r succeeded
-// and t's route chains (RouteChain, see Chained runs) and, when r
+// and t's route chains (RouteChain, see Chained runs), the run's notice
+// (see Notices) and, when r
 // succeeded or was refused (not to be tried again) and ctx is the one
 // River (or WorkDue) gave the run's job, the job's completion, in one
 // transaction.
