@@ -176,7 +176,7 @@ func TestFailingNotifierRetriedThenRecordedWhileOthersGoOut(t *testing.T) {
 		return bad.RouteError != "", nil
 	})
 	if bad.Status != trigger.RunSucceeded || bad.Result != "report of bad" ||
-		!strings.Contains(bad.RouteError, "chat is down") {
+		!strings.Contains(bad.RouteError, "chat is down") || !strings.Contains(bad.RouteError, "last attempt") {
 		t.Fatalf("bad run: %+v; want succeeded, its result kept, the notifier's failure recorded", bad)
 	}
 	tries := seen.of("bad")
