@@ -223,10 +223,11 @@ func (e *Engine) runDue(ctx context.Context, disp Dispatcher, t *Task, r Run, d 
 	if err != nil {
 		return nil, errors.Join(xerr, err)
 	}
-	if done != nil {
-		t = done
-	} // else rescheduled meanwhile: the run, recorded alone, still goes along t's route
-	e.ended(ctx, t, r, res, d.Previous)
+	if done == nil { // rescheduled meanwhile: the run, recorded alone, still goes along t's route
+		e.ended(ctx, t, r, res, d.Previous)
+		return nil, xerr
+	}
+	e.finished(ctx, done, r, res, d.Previous)
 	return done, xerr
 }
 
@@ -391,7 +392,7 @@ func (e *Engine) HandleLost(ctx context.Context, d Due, reason string) error {
 	}
 	// Told as any DEAD task: the Observer hears it, the channel is told
 	// (NotifyFailure).
-	e.ended(ctx, dead, r, ExecResult{}, d.Previous)
+	e.finished(ctx, dead, r, ExecResult{}, d.Previous)
 	return nil
 }
 

@@ -194,9 +194,14 @@
 // second then two apart; then the failure is logged and kept in
 // [Run.RouteError], and the run's status and result stand. Delivery
 // follows the run's record: a process that dies between the two loses
-// the notification, not the result; on trigger/rivertrigger a chained
-// run is queued with the record, in its transaction, and is not lost. CreateTask refuses a route the
-// engine cannot deliver.
+// the notification, not the result. With a Store that is a
+// [NotifyDispatcher] (trigger/rivertrigger) the notice of a run's end
+// ([RunNotice]) and a chained run are queued with the record, in its
+// transaction, and are not lost: the store delivers the notice at least
+// once, by any replica, through [Engine.HandleNotification]. Every
+// notification carries an IdempotencyKey ([NotificationKey] of the run
+// and the kind), the same on each delivery of it. CreateTask refuses a
+// route the engine cannot deliver.
 //
 // # Approvals
 //

@@ -87,13 +87,27 @@ type Notification struct {
 	Text string
 	// Metadata holds details a channel may use ("approval_ids").
 	Metadata map[string]string
+	// IdempotencyKey names this notice: the same on every delivery of
+	// it (a retry, another replica after a restart), different for
+	// another notice (NotificationKey of RunID and Kind). A Notifier
+	// that must not show a notice twice keeps the keys it delivered.
+	IdempotencyKey string
+}
+
+// NotificationKey is the IdempotencyKey of the notification of kind
+// about run runID.
+func NotificationKey(runID string, kind NotificationKind) string {
+	return runID + "/" + string(kind)
 }
 
 // Notifier delivers notifications on one channel (chat, email, push).
 // Notify should honour ctx; an error makes the engine try again a few
 // times, then log the failure on the run (the run's own result is kept).
 // Delivery is at least once: a notification may repeat after a retry or a
-// restart, with the same RunID.
+// restart, with the same IdempotencyKey. With a Store that is a
+// NotifyDispatcher (trigger/rivertrigger), the notice of a run's end is
+// queued with the run's record and delivered by whichever replica works
+// it, after the one that recorded the run died too.
 type Notifier interface {
 	Notify(ctx context.Context, n Notification) error
 }

@@ -49,25 +49,20 @@ func (e *Engine) checkRoute(t *Task) error {
 // task; a dead run's failure, or a refused run's reason for the user, to
 // the task's channel. What fails is logged
 // and kept on the run (Run.RouteError), never changing its status.
-func (e *Engine) deliver(ctx context.Context, t *Task, r Run, res ExecResult, depth int) {
+func (e *Engine) deliver(ctx context.Context, t *Task, r Run, res ExecResult, depth int, queued bool) {
 	if ctx.Err() != nil {
 		return // stopping: the result stays in the history
 	}
-	stop := ctx.Done() // the engine stopping ends retries of a notifier
 	var err error
 	switch {
-	case r.Status == RunDead && t.Output.Channel != "":
-		err = e.notify1(ctx, stop, t, r, NotifyFailure, fmt.Sprintf("The task %q stopped: its run failed %d times, last with: %s",
-			t.Name, r.Attempt, r.Error), nil)
-	case r.Status == RunRefused && t.Output.Channel != "":
-		err = e.notify1(ctx, stop, t, r, NotifyRefused, refusalText(t, r), nil)
+	case r.Status == RunDead || r.Status == RunRefused || r.Status == RunSucceeded && t.RouteKind() == RouteNotify:
+		n, ok := RunNotice(t, r)
+		if !ok || queued {
+			return // nothing to tell, or the store delivers it (NotifyDispatcher)
+		}
+		err = e.send(ctx, ctx.Done(), n)
 	case r.Status != RunSucceeded:
 		return
-	case t.RouteKind() == RouteNotify:
-		if r.ResultShown {
-			return // the user read it where they decided its approval
-		}
-		err = e.notify1(ctx, stop, t, r, NotifyResult, r.Result, nil)
 	case t.RouteKind() == RouteMemory:
 		if r.Result == "" {
 			return
@@ -94,15 +89,50 @@ func (e *Engine) deliver(ctx context.Context, t *Task, r Run, res ExecResult, de
 	}
 }
 
+// RunNotice returns the notification the end of run r of t (as
+// recorded, t after the run) sends on t's channel, if any: the failure of
+// a dead run (NotifyFailure), the reason of a refused one (NotifyRefused),
+// the result of a succeeded run whose route notifies (NotifyResult; not
+// when Run.ResultShown). A NotifyDispatcher queues it with the record.
+func RunNotice(t *Task, r Run) (Notification, bool) {
+	if t == nil || t.Output.Channel == "" {
+		return Notification{}, false
+	}
+	var kind NotificationKind
+	var text string
+	switch {
+	case r.Status == RunDead:
+		kind, text = NotifyFailure, fmt.Sprintf("The task %q stopped: its run failed %d times, last with: %s",
+			t.Name, r.Attempt, r.Error)
+	case r.Status == RunRefused:
+		kind, text = NotifyRefused, refusalText(t, r)
+	case r.Status == RunSucceeded && t.RouteKind() == RouteNotify && !r.ResultShown:
+		kind, text = NotifyResult, r.Result
+	default:
+		return Notification{}, false
+	}
+	return notice(t, r, kind, text, nil), true
+}
+
+// notice is the notification of kind about run r of t.
+func notice(t *Task, r Run, kind NotificationKind, text string, meta map[string]string) Notification {
+	return Notification{Kind: kind, TenantID: t.TenantID, TaskID: t.ID, TaskName: t.Name, RunID: r.ID,
+		Channel: t.Output.Channel, Target: t.Output.Target, Text: text, Metadata: meta,
+		IdempotencyKey: NotificationKey(r.ID, kind)}
+}
+
 // notify1 sends one notification on t's channel, trying notifyAttempts
 // times.
 func (e *Engine) notify1(ctx context.Context, stop <-chan struct{}, t *Task, r Run, kind NotificationKind, text string, meta map[string]string) error {
-	n := e.notifiers[t.Output.Channel]
+	return e.send(ctx, stop, notice(t, r, kind, text, meta))
+}
+
+// send delivers note on its channel, trying notifyAttempts times.
+func (e *Engine) send(ctx context.Context, stop <-chan struct{}, note Notification) error {
+	n := e.notifiers[note.Channel]
 	if n == nil {
-		return fmt.Errorf("no notifier for channel %q", t.Output.Channel)
+		return fmt.Errorf("no notifier for channel %q", note.Channel)
 	}
-	note := Notification{Kind: kind, TenantID: t.TenantID, TaskID: t.ID, TaskName: t.Name, RunID: r.ID,
-		Channel: t.Output.Channel, Target: t.Output.Target, Text: text, Metadata: meta}
 	var err error
 	for i := range notifyAttempts {
 		if i > 0 {
@@ -111,7 +141,7 @@ func (e *Engine) notify1(ctx context.Context, stop <-chan struct{}, t *Task, r R
 			case <-tm.C():
 			case <-stop:
 				tm.Stop()
-				return fmt.Errorf("notifier %q: %w (the engine stopped before a retry)", t.Output.Channel, err)
+				return fmt.Errorf("notifier %q: %w (the engine stopped before a retry)", note.Channel, err)
 			}
 		}
 		err = e.callNotifier(ctx, n, note)
@@ -119,7 +149,39 @@ func (e *Engine) notify1(ctx context.Context, stop <-chan struct{}, t *Task, r R
 			return nil
 		}
 	}
-	return fmt.Errorf("notifier %q failed %d times: %w", t.Output.Channel, notifyAttempts, err)
+	return fmt.Errorf("notifier %q failed %d times: %w", note.Channel, notifyAttempts, err)
+}
+
+// HandleNotification implements [NotificationHandler]: one attempt to
+// deliver n, a notice a NotifyDispatcher queued with its run's record, on
+// the Notifier of n.Channel. On the last attempt (last) a failure is
+// logged and kept on the run (Run.RouteError), as the engine's own
+// delivery does; the run's status and result stand.
+func (e *Engine) HandleNotification(ctx context.Context, n Notification, last bool) error {
+	var err error
+	if nf := e.notifiers[n.Channel]; nf == nil {
+		err = fmt.Errorf("no notifier for channel %q", n.Channel)
+	} else {
+		err = e.callNotifier(ctx, nf, n)
+	}
+	if err == nil || !last || ctx.Err() != nil {
+		return err
+	}
+	err = fmt.Errorf("notifier %q failed its last attempt: %w", n.Channel, err)
+	e.log.Error("trigger: delivering a notice", "tenant", n.TenantID, "task", n.TaskID, "run", n.RunID,
+		"kind", string(n.Kind), "key", n.IdempotencyKey, "err", err)
+	t, gerr := e.store.Get(ctx, n.TenantID, n.TaskID)
+	if gerr != nil {
+		return errors.Join(err, gerr)
+	}
+	r, ok := e.findRun(ctx, t, n.RunID)
+	if !ok {
+		return err
+	}
+	r.RouteError = clip(string(t.RouteKind()) + ": " + err.Error())
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	return errors.Join(err, e.store.UpdateRun(wctx, r))
 }
 
 // callNotifier calls n within deliverTimeout, recovering a panic.
@@ -285,6 +347,18 @@ func (e *Engine) observe(kind LifecycleKind, t *Task, r Run) {
 // ended tells the Observer how an attempt ended, and delivers the
 // outcome of a run that is over along its task's route.
 func (e *Engine) ended(ctx context.Context, t *Task, r Run, res ExecResult, prev *Previous) {
+	e.endedAs(ctx, t, r, res, prev, false)
+}
+
+// finished is ended for a run recorded by a Dispatcher's Finish (with t),
+// whose notice a NotifyDispatcher queued in its transaction.
+func (e *Engine) finished(ctx context.Context, t *Task, r Run, res ExecResult, prev *Previous) {
+	d, ok := e.store.(NotifyDispatcher)
+	e.endedAs(ctx, t, r, res, prev, ok && d.DispatchesNotifications(ctx))
+}
+
+// endedAs is ended; queued says the run's notice is queued already.
+func (e *Engine) endedAs(ctx context.Context, t *Task, r Run, res ExecResult, prev *Previous, queued bool) {
 	depth := 0
 	if prev != nil {
 		depth = prev.Depth
@@ -315,7 +389,7 @@ func (e *Engine) ended(ctx context.Context, t *Task, r Run, res ExecResult, prev
 	default:
 		return
 	}
-	e.deliver(ctx, t, r, res, depth)
+	e.deliver(ctx, t, r, res, depth, queued)
 }
 
 // budgetSteps tells the Observer of the budget limits an attempt

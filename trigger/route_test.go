@@ -57,7 +57,8 @@ func TestRouteNotify(t *testing.T) {
 	n := chat.all()[0]
 	r := h.runs(t, "t1", "digest")[0]
 	if n.Kind != trigger.NotifyResult || n.Text != r.Result || n.RunID != r.ID || n.Target != "+33600000000" ||
-		n.TenantID != "t1" || n.TaskName != "task digest" {
+		n.TenantID != "t1" || n.TaskName != "task digest" ||
+		n.IdempotencyKey != trigger.NotificationKey(r.ID, trigger.NotifyResult) {
 		t.Fatalf("notification %+v for run %+v", n, r)
 	}
 	if r.RouteError != "" {

@@ -94,6 +94,30 @@ type ExpiryHandler interface {
 	HandleExpiry(ctx context.Context, tenantID, taskID, runID string, at time.Time) error
 }
 
+// NotifyDispatcher is a Dispatcher that queues the notice of a run's end
+// (RunNotice: a result, a failure, a refusal) in the transaction of
+// Finish that records the run, and delivers it itself, at least once and
+// with retries, through the engine's [Engine.HandleNotification] on
+// whichever replica works it: a process that dies between the record
+// and the delivery loses no notice. The engine then does not send these
+// notices itself. trigger/rivertrigger is one.
+type NotifyDispatcher interface {
+	Dispatcher
+	// DispatchesNotifications reports that Finish, called with ctx,
+	// queues the notices (the engine passes the context of the run).
+	DispatchesNotifications(ctx context.Context) bool
+}
+
+// NotificationHandler delivers the notices a NotifyDispatcher queued. The
+// Engine is one.
+type NotificationHandler interface {
+	// HandleNotification makes one attempt to deliver n on its channel's
+	// Notifier and returns its error, for the dispatcher to try again;
+	// on the last attempt (last) a failure is recorded on the run
+	// (Run.RouteError) and logged.
+	HandleNotification(ctx context.Context, n Notification, last bool) error
+}
+
 // SettlementKeeper is a Store that keeps the settlements of approvals
 // whose run is not yet recorded waiting (the user answered while the run
 // was finishing), so that the replica recording the run applies them

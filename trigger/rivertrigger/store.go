@@ -37,6 +37,14 @@ const (
 	// DefaultReconcileInterval is how often a dispatching Store looks for
 	// runs River discarded without valet's code recording it.
 	DefaultReconcileInterval = time.Minute
+	// DefaultNotifyAttempts is how often a run's notice is tried.
+	DefaultNotifyAttempts = 8
+	// DefaultNotifyBackoff is the wait after a notice's first failed
+	// attempt, doubling with each (about two minutes over the eight).
+	DefaultNotifyBackoff = time.Second
+	// DefaultNotifyWorkers is how many notices one process delivers at
+	// once.
+	DefaultNotifyWorkers = 10
 )
 
 // JobKind is the River kind of a run's job.
@@ -93,6 +101,22 @@ type Config struct {
 	// (a search_path parameter, or "-c search_path=…" in its options
 	// parameter), else "public".
 	Namespace string
+	// NotifyAttempts is how often River tries the notice of a run's end
+	// (see Notices) before it records the failure on the run.
+	// Default: DefaultNotifyAttempts (8).
+	NotifyAttempts int
+	// NotifyBackoff is the wait after a notice's first failed attempt,
+	// doubling with each, at most an hour.
+	// Default: DefaultNotifyBackoff (1s).
+	NotifyBackoff time.Duration
+	// NotifyQueue is the River queue of the notices, apart from the
+	// runs', so that a slow or failing Notifier never holds a run's
+	// worker. Default: Queue + "_notify".
+	NotifyQueue string
+	// NotifyWorkers is how many notices this process delivers at once:
+	// River's worker cap on NotifyQueue.
+	// Default: DefaultNotifyWorkers (10).
+	NotifyWorkers int
 	// Queue is the River queue the runs go through. Engines that share a
 	// database, a schema and a queue share the runs.
 	// Default: DefaultQueue ("valet_trigger").
@@ -120,7 +144,8 @@ type Config struct {
 // connection config, which the default Namespace is read from.
 func (c Config) withDefaults(conn pgconn.Config) (Config, error) {
 	if c.MaxWorkers < 0 || c.JobTimeout < 0 || c.RescueStuckJobsAfter < 0 || c.FetchPollInterval < 0 ||
-		c.FetchCooldown < 0 || c.ReconcileInterval < 0 || c.MaxRuns < 0 {
+		c.FetchCooldown < 0 || c.ReconcileInterval < 0 || c.MaxRuns < 0 ||
+		c.NotifyAttempts < 0 || c.NotifyBackoff < 0 || c.NotifyWorkers < 0 {
 		return c, fmt.Errorf("%w: rivertrigger: negative setting in %+v", trigger.ErrInvalid, c)
 	}
 	if err := checkSchema(c.Schema); err != nil {
@@ -128,6 +153,13 @@ func (c Config) withDefaults(conn pgconn.Config) (Config, error) {
 	}
 	c.Queue = cmp.Or(c.Queue, DefaultQueue)
 	c.MaxWorkers = cmp.Or(c.MaxWorkers, trigger.DefaultMaxConcurrent)
+	c.NotifyQueue = cmp.Or(c.NotifyQueue, c.Queue+"_notify")
+	if c.NotifyQueue == c.Queue {
+		return c, fmt.Errorf("%w: rivertrigger: NotifyQueue is Queue %q", trigger.ErrInvalid, c.Queue)
+	}
+	c.NotifyAttempts = cmp.Or(c.NotifyAttempts, DefaultNotifyAttempts)
+	c.NotifyBackoff = cmp.Or(c.NotifyBackoff, DefaultNotifyBackoff)
+	c.NotifyWorkers = cmp.Or(c.NotifyWorkers, DefaultNotifyWorkers)
 	c.JobTimeout = cmp.Or(c.JobTimeout, DefaultJobTimeout)
 	if c.RescueStuckJobsAfter == 0 {
 		c.RescueStuckJobsAfter = max(DefaultRescueStuckJobsAfter, c.JobTimeout+time.Hour)
@@ -167,6 +199,7 @@ type Store struct {
 var (
 	_ trigger.Dispatcher       = (*Store)(nil)
 	_ trigger.ExpiryDispatcher = (*Store)(nil)
+	_ trigger.NotifyDispatcher = (*Store)(nil)
 	_ trigger.RunSwapper       = (*Store)(nil)
 	_ trigger.SettlementKeeper = (*Store)(nil)
 	_ trigger.Namespaced       = (*Store)(nil)
@@ -201,8 +234,12 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if err := river.AddWorkerSafely(workers, &expiryWorker{s: s}); err != nil {
 		return nil, fmt.Errorf("rivertrigger: %w", err)
 	}
+	if err := river.AddWorkerSafely(workers, &notifyWorker{s: s}); err != nil {
+		return nil, fmt.Errorf("rivertrigger: %w", err)
+	}
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
-		Queues:               map[string]river.QueueConfig{cfg.Queue: {MaxWorkers: cfg.MaxWorkers}},
+		Queues: map[string]river.QueueConfig{cfg.Queue: {MaxWorkers: cfg.MaxWorkers},
+			cfg.NotifyQueue: {MaxWorkers: cfg.NotifyWorkers}},
 		Workers:              workers,
 		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter,
 		JobTimeout:           cfg.JobTimeout,
@@ -473,7 +510,8 @@ func (s *Store) Update(ctx context.Context, t *trigger.Task) error {
 
 // Finish implements [trigger.Dispatcher.Finish]: the run's record, the
 // task, the task's next run, the run of the next task when r succeeded
-// and t's route chains (RouteChain, see Chained runs) and, when r
+// and t's route chains (RouteChain, see Chained runs), the run's notice
+// (see Notices) and, when r
 // succeeded or was refused (not to be tried again) and ctx is the one
 // River (or WorkDue) gave the run's job, the job's completion, in one
 // transaction.
@@ -490,6 +528,9 @@ func (s *Store) Finish(ctx context.Context, r trigger.Run, t *trigger.Task) erro
 		}
 		if err := s.chainInTx(ctx, tx, r, t); err != nil {
 			return fmt.Errorf("queueing the chained run: %w", err)
+		}
+		if err := s.notifyInTx(ctx, tx, r, t); err != nil {
+			return err
 		}
 		if job := jobFrom(ctx); job != nil && (r.Status == trigger.RunSucceeded || r.Status == trigger.RunRefused) &&
 			job.Args.TenantID == r.TenantID && job.Args.TaskID == r.TaskID && job.Args.DueAt.Equal(pgTime(r.DueAt)) {

@@ -157,7 +157,9 @@ func (s *Store) finishJob(ctx context.Context, h trigger.DueHandler, job *river.
 		return err
 	}
 	d := job.Args.due(job.Attempt, job.MaxAttempts, job.CreatedAt)
-	return h.HandleLost(ctx, d, "discarded by River: "+werr.Error())
+	// Under WorkDue's mark, so that the DEAD task's notice is sent by the
+	// engine, not queued for a Dispatch that is not running.
+	return h.HandleLost(context.WithValue(ctx, workDueKey{}, now), d, "discarded by River: "+werr.Error())
 }
 
 // giveBack makes the claimed jobs still running available again at their

@@ -1,0 +1,87 @@
+package rivertrigger
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/valetkit/valet/trigger"
+)
+
+// NotifyJobKind is the River kind of the job that delivers the notice of
+// a run's end (trigger.RunNotice), queued with the run's record.
+const NotifyJobKind = "valet_trigger_notify"
+
+// maxNotifyBackoff bounds the wait between two attempts of a notice.
+const maxNotifyBackoff = time.Hour
+
+// notifyArgs are a notice's job arguments, unique by its idempotency key,
+// so that a run recorded twice with the same end queues its notice once.
+type notifyArgs struct {
+	Key          string               `json:"key" river:"unique"`
+	Notification trigger.Notification `json:"notification"`
+}
+
+func (notifyArgs) Kind() string { return NotifyJobKind }
+
+// DispatchesNotifications implements [trigger.NotifyDispatcher]: Finish
+// queues the notice of the run it records, in its transaction, except
+// under WorkDue (ctx), where the engine sends it itself as it ends.
+func (s *Store) DispatchesNotifications(ctx context.Context) bool {
+	_, workDue := ctx.Value(workDueKey{}).(time.Time)
+	return !workDue
+}
+
+// notifyInTx queues in tx the notice of r's end, if it has one.
+func (s *Store) notifyInTx(ctx context.Context, tx pgx.Tx, r trigger.Run, t *trigger.Task) error {
+	n, ok := trigger.RunNotice(t, r)
+	if !ok || !s.DispatchesNotifications(ctx) {
+		return nil
+	}
+	_, err := s.client.InsertTx(ctx, tx, notifyArgs{Key: n.IdempotencyKey, Notification: n}, &river.InsertOpts{
+		Queue:       s.cfg.NotifyQueue,
+		MaxAttempts: s.cfg.NotifyAttempts,
+		UniqueOpts:  river.UniqueOpts{ByArgs: true},
+	})
+	if err != nil {
+		return fmt.Errorf("queueing the run's notice: %w", err)
+	}
+	return nil
+}
+
+type notifyWorker struct {
+	river.WorkerDefaults[notifyArgs]
+	s *Store
+}
+
+// NextRetry is Config.NotifyBackoff, doubling with each attempt, at most
+// an hour.
+func (w *notifyWorker) NextRetry(job *river.Job[notifyArgs]) time.Time {
+	d := w.s.cfg.NotifyBackoff
+	for i := 1; i < job.Attempt && d < maxNotifyBackoff; i++ {
+		d *= 2
+	}
+	return time.Now().Add(min(d, maxNotifyBackoff))
+}
+
+// Work makes one attempt at the notice through the dispatching handler
+// when it is a trigger.NotificationHandler (a *trigger.Engine is). An
+// attempt cut short because this process is stopping does not count.
+func (w *notifyWorker) Work(ctx context.Context, job *river.Job[notifyArgs]) error {
+	hp := w.s.handler.Load()
+	if hp == nil {
+		return river.JobSnooze(time.Second) // not dispatching: should not happen
+	}
+	h, ok := (*hp).(trigger.NotificationHandler)
+	if !ok {
+		return river.JobCancel(fmt.Errorf("rivertrigger: the dispatching handler %T does not deliver notices", *hp))
+	}
+	err := h.HandleNotification(ctx, job.Args.Notification, job.Attempt >= job.MaxAttempts)
+	if err != nil && ctx.Err() != nil && w.s.stopping.Load() {
+		return river.JobSnooze(0)
+	}
+	return err
+}
