@@ -423,7 +423,9 @@
 //     while it worked, saved in the history in order. With no loop running
 //     the text is queued, and the conversation's next message sees it
 //     before its own text. The queue is bounded (16 texts, 64 KiB by
-//     default); a full one fails with ErrQueueFull. Forget drops it.
+//     default); a full one fails with ErrQueueFull. Forget drops it. A
+//     run a trigger or a delivery started (Message.Source other than
+//     SourceUser) leaves the queue to the user's next message.
 //   - [Orchestrator.Cancel] stops the loop now: its ctx is cancelled, so
 //     the model call or the tools under way end (a tool's result reads
 //     interrupted), sub-agents stop with it, the completed turns are saved
@@ -432,7 +434,9 @@
 //   - [Orchestrator.Pause] stops it at the next turn boundary:
 //     StatusPaused, a nil error, no Response, the turns (and the plan)
 //     saved. The conversation's next message continues from them with a
-//     note (LoopConfig.NoteRole, not saved) saying the task was paused.
+//     note (LoopConfig.NoteRole, not saved) saying the task was paused:
+//     the user's next message, not a triggered or delivered run's, which
+//     leaves the pause in place; Forget drops it.
 //     Sub-agents stop at their own next boundary.
 //
 // Cancel and Pause with no loop running fail with ErrNotRunning. All three

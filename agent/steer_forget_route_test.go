@@ -11,6 +11,42 @@ import (
 	"github.com/valetkit/valet/tool"
 )
 
+// Forget of a paused conversation forgets the pause too: its next message
+// starts afresh, with no note telling the model to continue "the turns
+// above" — turns the user asked to forget and that are gone.
+func TestForgetAfterPauseDropsTheResumeNote(t *testing.T) {
+	ctx := context.Background()
+	g := newGate()
+	s := llmtest.NewStrictScript(t,
+		llmtest.Calls(llmtest.Call("work", `{}`)),
+		llmtest.Text("Hello."),
+	)
+	o := newOrch(t, s, agent.Config{Tools: []tool.Tool{g.tool()}})
+	done := start(o, msg("Do the long thing"))
+	<-g.started
+	if err := o.Pause(ctx, "u1", "c1"); err != nil {
+		t.Fatal(err)
+	}
+	close(g.release)
+	if out := <-done; out.err != nil || out.res.Status != agent.StatusPaused {
+		t.Fatalf("status %s, err %v; want paused", out.res.Status, out.err)
+	}
+	if err := o.Forget(ctx, "u1", "c1"); err != nil {
+		t.Fatal(err)
+	}
+	if h := history(t, o, "u1", "c1"); len(h) != 0 {
+		t.Fatalf("history after Forget: %+v", h)
+	}
+	if _, err := o.HandleMessage(ctx, msg("Hi, new topic")); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range s.Requests()[1].Messages {
+		if strings.Contains(m.Content, "paused the previous request") {
+			t.Fatalf("the first run after Forget was told to continue the forgotten paused task: %q", m.Content)
+		}
+	}
+}
+
 // The routing classification call frames the user's message between
 // markers and says it is data; a message that writes the closing marker
 // itself must not end the frame early and write text that reads as

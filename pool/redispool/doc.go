@@ -69,9 +69,10 @@
 // subscription is confirmed before it returns) and hands each signal to
 // the loops of that conversation running in the process. Publish is one
 // script: PUBLISH, and a record of the signal for the run whose marker
-// is set. Begin (set the marker, take the paused flag and the queue),
-// End (delete the marker if still the run's, set the paused flag), Push
-// (check the bounds, append) and Drain are each one Lua script. The
+// is set. Begin (set the marker; with take, take the paused flag and the
+// queue), End (delete the marker if still the run's, set the paused
+// flag), Push (check the bounds, append) and Drain are each one Lua
+// script; Forget is one DEL of the paused flag and the queue. The
 // markers of the loops a Control began are refreshed every TTL/3 in one
 // pipeline (set again if Redis lost them), which also hands each loop the
 // signals recorded for it: a signal whose message was lost while the
