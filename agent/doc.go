@@ -333,9 +333,14 @@
 //     secrets masked (RedactArguments), each on one line; its options are
 //     approve and cancel (no edit). The model reads that the call waits.
 //     The user's reply or ResolveApproval decides it with the same
-//     fingerprint rules, across replicas and restarts: approved, it runs
-//     once, with the arguments the model gave, without being classified
-//     again, and its result enters the conversation as a resumed call;
+//     fingerprint rules, across replicas and restarts: approved, it is
+//     classified again with the RiskPolicy and the tool's declared risk
+//     in force at the decision (an approval is consent to a high-risk
+//     call, not a way round a denial): critical now, or the policy fails
+//     or panics, it is denied — the request is settled, nothing runs, and
+//     its result reads that the risk policy denied it; any other risk, it
+//     runs once, with the arguments the model gave, and its result enters
+//     the conversation as a resumed call;
 //     cancelled, the model reads "User cancelled this action.". The tool
 //     is looked up by name when the decision comes: a tool gone, or whose
 //     description or schema changed, makes the request stale
