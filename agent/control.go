@@ -114,8 +114,10 @@ type MemoryControlConfig struct {
 	MaxQueuedBytes int
 	// MaxQueues bounds the conversations with texts queued (those whose
 	// next message has not come yet): a Push that would start one more
-	// fails with ErrQueueFull. Negative is an error. Default
-	// DefaultMaxQueues (10000).
+	// fails with ErrQueueFull. It bounds the paused flags waiting for a
+	// conversation's next message too: a run paused beyond it ends paused
+	// as usual, but its next message gets no note to continue the task.
+	// Negative is an error. Default DefaultMaxQueues (10000).
 	MaxQueues int
 }
 
@@ -222,8 +224,8 @@ func (m *MemoryControl) endLocked(k convKey, runID string, paused bool) {
 	if m.running[k] == runID {
 		delete(m.running, k)
 	}
-	if paused {
-		m.paused[k] = true
+	if paused && (m.paused[k] || len(m.paused) < m.maxQ) {
+		m.paused[k] = true // bounded as the queues are (MaxQueues)
 	}
 }
 
