@@ -42,7 +42,8 @@ var (
 // Begun is what Control.Begin finds when a conversation's loop starts.
 type Begun struct {
 	// Paused: the conversation's previous run ended paused (Control.End
-	// with paused set) and no run has begun since.
+	// with paused set) and no Begin with take has taken it since (nor
+	// Forget removed it).
 	Paused bool
 	// Queued are the texts pushed onto the inject queue while no loop
 	// ran, oldest first; Begin removes them from the queue.
@@ -59,11 +60,14 @@ type Begun struct {
 // keeps different pairs apart even when the IDs contain separators. All
 // methods are safe for concurrent use.
 type Control interface {
-	// Begin marks the conversation's loop running, as runID, and takes
-	// what waits for it (Begun). The marker stays until End; an
-	// implementation shared by processes lets the marker of a process
-	// that died expire (and keeps a live one's alive).
-	Begin(ctx context.Context, tenant, conversation, runID string) (Begun, error)
+	// Begin marks the conversation's loop running, as runID, and with
+	// take takes what waits for it (Begun): the orchestrator takes them
+	// for a user's message (SourceUser) only, and leaves them to the
+	// user's next message when a trigger or a delivery starts the run.
+	// The marker stays until End; an implementation shared by processes
+	// lets the marker of a process that died expire (and keeps a live
+	// one's alive).
+	Begin(ctx context.Context, tenant, conversation, runID string, take bool) (Begun, error)
 	// End removes the marker if it is still runID's. With paused, the
 	// next Begin of the conversation reports Begun.Paused.
 	End(ctx context.Context, tenant, conversation, runID string, paused bool) error
@@ -75,6 +79,9 @@ type Control interface {
 	Push(ctx context.Context, tenant, conversation, text string) error
 	// Drain removes and returns the queued texts, oldest first.
 	Drain(ctx context.Context, tenant, conversation string) ([]string, error)
+	// Forget removes what waits for the conversation's next run: its
+	// queued texts and its paused flag (Orchestrator.Forget).
+	Forget(ctx context.Context, tenant, conversation string) error
 	// Publish sends sig to the conversation's subscribers, in every
 	// process sharing the Control. Nobody listening is not an error.
 	Publish(ctx context.Context, tenant, conversation string, sig Signal) error
@@ -107,8 +114,10 @@ type MemoryControlConfig struct {
 	MaxQueuedBytes int
 	// MaxQueues bounds the conversations with texts queued (those whose
 	// next message has not come yet): a Push that would start one more
-	// fails with ErrQueueFull. Negative is an error. Default
-	// DefaultMaxQueues (10000).
+	// fails with ErrQueueFull. It bounds the paused flags waiting for a
+	// conversation's next message too: a run paused beyond it ends paused
+	// as usual, but its next message gets no note to continue the task.
+	// Negative is an error. Default DefaultMaxQueues (10000).
 	MaxQueues int
 }
 
@@ -156,24 +165,24 @@ func NewMemoryControl(cfg MemoryControlConfig) (*MemoryControl, error) {
 }
 
 // Begin implements Control.
-func (m *MemoryControl) Begin(ctx context.Context, tenant, conversation, runID string) (Begun, error) {
+func (m *MemoryControl) Begin(ctx context.Context, tenant, conversation, runID string, take bool) (Begun, error) {
 	k := convKey{tenant, conversation}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.beginLocked(k, runID), nil
+	return m.beginLocked(k, runID, take), nil
 }
 
 // beginLocal is Begin with st subscribed, without allocating (the
 // default Control is on every run's path); false when another run of the
 // conversation holds the slot (the caller subscribes as usual).
-func (m *MemoryControl) beginLocal(k convKey, runID string, st *steering) (Begun, bool) {
+func (m *MemoryControl) beginLocal(k convKey, runID string, take bool, st *steering) (Begun, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, taken := m.locals[k]; taken {
 		return Begun{}, false
 	}
 	m.locals[k] = st
-	return m.beginLocked(k, runID), true
+	return m.beginLocked(k, runID, take), true
 }
 
 // endLocal is End for a run begun with beginLocal.
@@ -186,9 +195,12 @@ func (m *MemoryControl) endLocal(k convKey, runID string, st *steering, paused b
 	m.endLocked(k, runID, paused)
 }
 
-func (m *MemoryControl) beginLocked(k convKey, runID string) Begun {
+func (m *MemoryControl) beginLocked(k convKey, runID string, take bool) Begun {
 	m.running[k] = runID
 	var b Begun
+	if !take {
+		return b
+	}
 	if m.paused[k] {
 		b.Paused = true
 		delete(m.paused, k)
@@ -212,8 +224,8 @@ func (m *MemoryControl) endLocked(k convKey, runID string, paused bool) {
 	if m.running[k] == runID {
 		delete(m.running, k)
 	}
-	if paused {
-		m.paused[k] = true
+	if paused && (m.paused[k] || len(m.paused) < m.maxQ) {
+		m.paused[k] = true // bounded as the queues are (MaxQueues)
 	}
 }
 
@@ -256,6 +268,16 @@ func (m *MemoryControl) Drain(ctx context.Context, tenant, conversation string) 
 	}
 	delete(m.queues, k)
 	return q.texts, nil
+}
+
+// Forget implements Control.
+func (m *MemoryControl) Forget(ctx context.Context, tenant, conversation string) error {
+	k := convKey{tenant, conversation}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.queues, k)
+	delete(m.paused, k)
+	return nil
 }
 
 // Publish implements Control: the subscribers are called before it

@@ -333,9 +333,14 @@
 //     secrets masked (RedactArguments), each on one line; its options are
 //     approve and cancel (no edit). The model reads that the call waits.
 //     The user's reply or ResolveApproval decides it with the same
-//     fingerprint rules, across replicas and restarts: approved, it runs
-//     once, with the arguments the model gave, without being classified
-//     again, and its result enters the conversation as a resumed call;
+//     fingerprint rules, across replicas and restarts: approved, it is
+//     classified again with the RiskPolicy and the tool's declared risk
+//     in force at the decision (an approval is consent to a high-risk
+//     call, not a way round a denial): critical now, or the policy fails
+//     or panics, it is denied — the request is settled, nothing runs, and
+//     its result reads that the risk policy denied it; any other risk, it
+//     runs once, with the arguments the model gave, and its result enters
+//     the conversation as a resumed call;
 //     cancelled, the model reads "User cancelled this action.". The tool
 //     is looked up by name when the decision comes: a tool gone, or whose
 //     description or schema changed, makes the request stale
@@ -431,7 +436,9 @@
 //     while it worked, saved in the history in order. With no loop running
 //     the text is queued, and the conversation's next message sees it
 //     before its own text. The queue is bounded (16 texts, 64 KiB by
-//     default); a full one fails with ErrQueueFull. Forget drops it.
+//     default); a full one fails with ErrQueueFull. Forget drops it. A
+//     run a trigger or a delivery started (Message.Source other than
+//     SourceUser) leaves the queue to the user's next message.
 //   - [Orchestrator.Cancel] stops the loop now: its ctx is cancelled, so
 //     the model call or the tools under way end (a tool's result reads
 //     interrupted), sub-agents stop with it, the completed turns are saved
@@ -440,7 +447,9 @@
 //   - [Orchestrator.Pause] stops it at the next turn boundary:
 //     StatusPaused, a nil error, no Response, the turns (and the plan)
 //     saved. The conversation's next message continues from them with a
-//     note (LoopConfig.NoteRole, not saved) saying the task was paused.
+//     note (LoopConfig.NoteRole, not saved) saying the task was paused:
+//     the user's next message, not a triggered or delivered run's, which
+//     leaves the pause in place; Forget drops it.
 //     Sub-agents stop at their own next boundary.
 //
 // Cancel and Pause with no loop running fail with ErrNotRunning. All three

@@ -2,7 +2,10 @@ package agent
 
 import (
 	"fmt"
+	"math"
 	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -169,7 +172,7 @@ func lastWritten(msgs []llm.Message) string {
 }
 
 // callSignature identifies a call by its name and its arguments as JSON
-// values: key order and spacing do not change it (argsHash).
+// values: key order, spacing and spelling do not change it (argsHash).
 func callSignature(c llm.ToolCall) uint64 {
 	h := uint64(fnvOffset)
 	for i := 0; i < len(c.Name); i++ {
@@ -193,8 +196,10 @@ func mix64(x uint64) uint64 {
 }
 
 // argsHash hashes JSON text as the value it encodes, up to key order and
-// whitespace: the members of an object are combined in any order; arrays,
-// strings and literals as written. Empty text hashes as {}; text that is
+// whitespace and spelling: the members of an object are combined in any
+// order, arrays in order, strings as the text they encode (escapes
+// decoded), numbers by their float64 value (2, 2.0 and 2e0 are one),
+// true, false and null as written. Empty text hashes as {}; text that is
 // not JSON hashes as its bytes. It allocates nothing.
 func argsHash(b []byte) uint64 {
 	b = skipSpace(b)
@@ -299,19 +304,104 @@ func hashJSON(b []byte, depth int) (uint64, []byte, bool) {
 	if i == 0 {
 		return 0, nil, false
 	}
+	if c := b[0]; c == '-' || c >= '0' && c <= '9' {
+		// A number by its value: 2, 2.0 and 2e0 are one.
+		f, err := strconv.ParseFloat(string(b[:i]), 64)
+		if err != nil {
+			return 0, nil, false
+		}
+		if f == 0 {
+			f = 0 // -0 is 0
+		}
+		return mix64(math.Float64bits(f) ^ 'n'*fnvPrime), b[i:], true
+	}
 	return mix64(fnvBytes(fnvOffset^'l', b[:i])), b[i:], true
 }
 
-// hashString hashes the string at the start of b (b[0] is '"') as
-// written, escapes included.
+// hashString hashes the string at the start of b (b[0] is '"') as the
+// text it encodes: escapes decoded ("\u0061" and "a" are one), a lone
+// surrogate as U+FFFD (as encoding/json reads it). A bad escape or a
+// control character is not JSON (false).
 func hashString(b []byte) (uint64, []byte, bool) {
+	h := uint64(fnvOffset ^ 's')
+	var buf [utf8.UTFMax]byte
 	for i := 1; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return mix64(fnvBytes(fnvOffset^'s', b[1:i])), b[i+1:], true
+		c := b[i]
+		switch {
+		case c == '"':
+			return mix64(h), b[i+1:], true
+		case c < 0x20:
+			return 0, nil, false
+		case c != '\\':
+			h = (h ^ uint64(c)) * fnvPrime
+			continue
 		}
+		i++
+		if i >= len(b) {
+			return 0, nil, false
+		}
+		switch b[i] {
+		case '"', '\\', '/':
+			c = b[i]
+		case 'b':
+			c = '\b'
+		case 'f':
+			c = '\f'
+		case 'n':
+			c = '\n'
+		case 'r':
+			c = '\r'
+		case 't':
+			c = '\t'
+		case 'u':
+			r, ok := hex4(b[i+1:])
+			if !ok {
+				return 0, nil, false
+			}
+			i += 4
+			if utf16.IsSurrogate(r) {
+				r2 := rune(-1)
+				if i+2 < len(b) && b[i+1] == '\\' && b[i+2] == 'u' {
+					r2, ok = hex4(b[i+3:])
+					if !ok {
+						return 0, nil, false
+					}
+				}
+				if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
+					r = d
+					i += 6
+				} else {
+					r = utf8.RuneError
+				}
+			}
+			h = fnvBytes(h, buf[:utf8.EncodeRune(buf[:], r)])
+			continue
+		default:
+			return 0, nil, false
+		}
+		h = (h ^ uint64(c)) * fnvPrime
 	}
 	return 0, nil, false
+}
+
+// hex4 reads the four hex digits of a \u escape.
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
 }

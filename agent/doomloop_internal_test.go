@@ -13,6 +13,11 @@ func TestArgsHashCanonical(t *testing.T) {
 		{`{"a":1,"b":{"c":[1,2],"d":"x"}}`, `{ "b" : { "d":"x", "c":[ 1 , 2 ] }, "a" : 1 }`, "{\n\t\"b\":{\"c\":[1,2],\"d\":\"x\"},\r\n\"a\":1}"},
 		{``, `{}`, ` { } `},
 		{`[]`, ` [ ] `},
+		{`[2,0,-1.5]`, `[2.0,-0,-15e-1]`, `[2e0,0.0,-1.50]`, `[20E-1,0e5,-0.15e1]`},
+		{`"Paris/é"`, `"\u0050aris\/\u00e9"`, `"Paris\u002F\u00E9"`},
+		{`"😀"`, `"\ud83d\ude00"`},
+		{`"a\tb\n"`, `"a\u0009b\u000a"`},
+		{`"\ud83d x"`, `"\ufffd x"`}, // a lone surrogate reads as U+FFFD
 	}
 	for _, g := range same {
 		for _, s := range g[1:] {
@@ -30,6 +35,7 @@ func TestArgsHashCanonical(t *testing.T) {
 		`{"a":1,"b":{"c":[1,2]},"d":"x"}`,
 		`{"a":1}`, `{"b":1}`, `{"a":1,"b":1}`, `{"ab":1}`, `[1]`, `["1"]`, `[[1]]`, `{"a":[]}`, `{"a":{}}`, `{"a":null}`,
 		`{"a":"x\"y"}`, `{"a":"x"}`, `not json`, `{"a":1`,
+		`{"a":1.5}`, `{"a":true}`, `{"a":"\u0031"}`, `{"a":"\\u0031"}`, `{"a":"x\q"}`, `{"a":"x\u12"}`,
 	}
 	seen := map[uint64]string{}
 	for _, s := range differ {

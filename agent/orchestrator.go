@@ -355,13 +355,14 @@ func (o *Orchestrator) Tools() []llm.ToolSpec { return append([]llm.ToolSpec(nil
 // its history, the long-term items it wrote (memory.Provider.Forget with
 // its ID), its Agent-Tools waiting in the pool (for input or approval,
 // also those a sub-agent called): a decision on one of them afterwards is
-// approval.ErrNotFound, and nothing runs; and the texts injected for its
-// next message (Inject); with SubAgents, the sub-agents' results stored
-// for it and its background graphs (delegate.Engine.Forget): their tasks
-// not started do not start, and their ends are not delivered, so no
-// delivery brings the conversation back (but one already under way, which
-// may then be made once after Forget). It waits for a running message
-// of that conversation.
+// approval.ErrNotFound, and nothing runs; the texts injected for its
+// next message (Inject) and a pause (Pause): the next message starts
+// afresh, with no note to continue a paused task; with SubAgents, the
+// sub-agents' results stored for it and its background graphs
+// (delegate.Engine.Forget): their tasks not started do not start, and
+// their ends are not delivered, so no delivery brings the conversation
+// back (but one already under way, which may then be made once after
+// Forget). It waits for a running message of that conversation.
 // Facts still being extracted from its turns (MemoryOptions.Extract) are
 // dropped when the extraction ends, even when the conversation has new
 // messages by then, also when the extraction runs on another replica
@@ -379,9 +380,9 @@ func (o *Orchestrator) Forget(ctx context.Context, tenantID, conversationID stri
 	}
 	defer o.release(key, c)
 	o.forgetExtractions(key) // also when the provider's Forget fails: the user asked
-	// The texts injected for its next message (steer.go).
-	if _, err := o.control.Drain(ctx, tenantID, conversationID); err != nil {
-		o.log.WarnContext(ctx, "agent: dropping the conversation's injected messages failed", "tenant", tenantID, "conversation", conversationID, "err", err)
+	// The texts injected for its next message and its pause (steer.go).
+	if err := o.control.Forget(ctx, tenantID, conversationID); err != nil {
+		o.log.WarnContext(ctx, "agent: dropping the conversation's injected messages and pause failed", "tenant", tenantID, "conversation", conversationID, "err", err)
 	}
 	// The pending agents, then the history, which goes too when the pool
 	// fails: the user asked.

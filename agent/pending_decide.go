@@ -10,6 +10,7 @@ import (
 	"github.com/valetkit/valet/approval"
 	"github.com/valetkit/valet/llm"
 	"github.com/valetkit/valet/pool"
+	"github.com/valetkit/valet/tool"
 )
 
 // applyDecision takes a pending approval out of the pool — exactly one
@@ -53,12 +54,54 @@ func (r *run) applyDecision(e *pool.Entry, d approval.Decision) error {
 		}
 		taken.Fields = col.fields
 		r.settled(taken, d.Action, false)
+		if reason, denied := r.deniedNow(a, taken, col.fields); denied {
+			r.endTaken(a, taken, reason)
+			return nil
+		}
 		r.resume(a, taken, col.fields)
 	default: // Approve
 		r.settled(taken, d.Action, false)
+		if reason, denied := r.deniedNow(a, taken, taken.Fields); denied {
+			r.endTaken(a, taken, reason)
+			return nil
+		}
 		r.resume(a, taken, taken.Fields)
 	}
 	return nil
+}
+
+// deniedNow classifies an approved plain tool call again, with the
+// RiskPolicy and the tool's declared risk in force at the decision: an
+// approval is consent to a high-risk call, not a way round a denial, so a
+// call now critical (or that the policy fails to classify) is denied,
+// with reason as its result, and does not run. Any other risk runs as
+// approved. Agent-Tools are not classified (their approval is their own).
+func (r *run) deniedNow(a *agentTool, e *pool.Entry, fields json.RawMessage) (reason string, denied bool) {
+	if a.plain == nil {
+		return "", false
+	}
+	tl, ok := a.plain.Get(a.name)
+	if !ok {
+		return "", false // the registry answers an unknown tool
+	}
+	c := llm.ToolCall{ID: resumeCallID(e), Name: a.name, Arguments: fields}
+	declared := tool.SettingsOf(tl).Risk
+	v := riskVerdict{classified: true, risk: declared}
+	var perr error
+	if policy := r.o.loop.RiskPolicy; policy != nil {
+		v.risk, perr = r.callPolicy(policy, c, declared)
+		v.failed = perr != nil || v.risk < tool.RiskLow
+	}
+	if !v.failed && v.risk < tool.RiskCritical {
+		return "", false
+	}
+	v.decision = RiskDenied
+	if r.o.obs != nil {
+		r.step(Step{Kind: StepRisk, ToolCall: c, Risk: v.risk, RiskDecision: v.decision, Err: perr})
+	}
+	r.log().WarnContext(r.ctx, "agent: an approved tool call is denied by the risk policy in force now; it does not run",
+		"tool", a.name, "risk", v.risk.String(), "policy_failed", v.failed)
+	return deniedText(a.name, v), true
 }
 
 // takeChecked takes a pending approval out of the pool for a decision,

@@ -103,7 +103,7 @@ type failingControl struct{ *agent.MemoryControl }
 
 var errDown = errors.New("control backend down")
 
-func (failingControl) Begin(context.Context, string, string, string) (agent.Begun, error) {
+func (failingControl) Begin(context.Context, string, string, string, bool) (agent.Begun, error) {
 	return agent.Begun{}, errDown
 }
 func (failingControl) Running(context.Context, string, string) (string, error) { return "", errDown }

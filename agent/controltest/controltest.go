@@ -36,7 +36,7 @@ func Run(t *testing.T, newControl func(t *testing.T) agent.Control) {
 	t.Run("Marker", func(t *testing.T) {
 		c := newControl(t)
 		mustRunning(t, c, "u1", "c1", "")
-		if _, err := c.Begin(ctx, "u1", "c1", "run_1"); err != nil {
+		if _, err := c.Begin(ctx, "u1", "c1", "run_1", true); err != nil {
 			t.Fatal(err)
 		}
 		mustRunning(t, c, "u1", "c1", "run_1")
@@ -55,7 +55,7 @@ func Run(t *testing.T, newControl func(t *testing.T) agent.Control) {
 
 	t.Run("PairsWithSeparatorsStayApart", func(t *testing.T) {
 		c := newControl(t)
-		if _, err := c.Begin(ctx, "a:b", "c", "run_1"); err != nil {
+		if _, err := c.Begin(ctx, "a:b", "c", "run_1", true); err != nil {
 			t.Fatal(err)
 		}
 		mustRunning(t, c, "a", "b:c", "")
@@ -71,25 +71,59 @@ func Run(t *testing.T, newControl func(t *testing.T) agent.Control) {
 
 	t.Run("PausedOnce", func(t *testing.T) {
 		c := newControl(t)
-		if _, err := c.Begin(ctx, "u1", "c1", "run_1"); err != nil {
+		if _, err := c.Begin(ctx, "u1", "c1", "run_1", true); err != nil {
 			t.Fatal(err)
 		}
 		if err := c.End(ctx, "u1", "c1", "run_1", true); err != nil {
 			t.Fatal(err)
 		}
-		b, err := c.Begin(ctx, "u1", "c1", "run_2")
+		b, err := c.Begin(ctx, "u1", "c1", "run_2", true)
 		if err != nil || !b.Paused {
 			t.Fatalf("Begin after a paused End: %+v, %v; want Paused", b, err)
 		}
 		if err := c.End(ctx, "u1", "c1", "run_2", false); err != nil {
 			t.Fatal(err)
 		}
-		if b, _ := c.Begin(ctx, "u1", "c1", "run_3"); b.Paused {
+		if b, _ := c.Begin(ctx, "u1", "c1", "run_3", true); b.Paused {
 			t.Fatal("Paused reported twice")
 		}
-		if b, _ := c.Begin(ctx, "u1", "c2", "run_4"); b.Paused {
+		if b, _ := c.Begin(ctx, "u1", "c2", "run_4", true); b.Paused {
 			t.Fatal("another conversation reported Paused")
 		}
+	})
+
+	t.Run("BeginWithoutTakeLeavesThem", func(t *testing.T) {
+		c := newControl(t)
+		must(t, ignore(c.Begin(ctx, "u1", "c1", "run_1", true)))
+		must(t, c.End(ctx, "u1", "c1", "run_1", true))
+		must(t, c.Push(ctx, "u1", "c1", "for the user"))
+		b, err := c.Begin(ctx, "u1", "c1", "run_2", false)
+		if err != nil || b.Paused || len(b.Queued) != 0 {
+			t.Fatalf("Begin without take: %+v, %v; want nothing taken", b, err)
+		}
+		mustRunning(t, c, "u1", "c1", "run_2")
+		must(t, c.End(ctx, "u1", "c1", "run_2", false))
+		b, err = c.Begin(ctx, "u1", "c1", "run_3", true)
+		if err != nil || !b.Paused || !slices.Equal(b.Queued, []string{"for the user"}) {
+			t.Fatalf("Begin with take after one without: %+v, %v; want the pause and the text", b, err)
+		}
+	})
+
+	t.Run("ForgetDropsPauseAndQueue", func(t *testing.T) {
+		c := newControl(t)
+		must(t, ignore(c.Begin(ctx, "u1", "c1", "run_1", true)))
+		must(t, c.End(ctx, "u1", "c1", "run_1", true))
+		must(t, c.Push(ctx, "u1", "c1", "forgotten"))
+		must(t, ignore(c.Begin(ctx, "u1", "c2", "run_2", true)))
+		must(t, c.End(ctx, "u1", "c2", "run_2", true))
+		must(t, c.Forget(ctx, "u1", "c1"))
+		if b, err := c.Begin(ctx, "u1", "c1", "run_3", true); err != nil || b.Paused || len(b.Queued) != 0 {
+			t.Fatalf("Begin after Forget: %+v, %v; want nothing", b, err)
+		}
+		if b, err := c.Begin(ctx, "u1", "c2", "run_4", true); err != nil || !b.Paused {
+			t.Fatalf("Forget of c1 dropped c2's pause: %+v, %v", b, err)
+		}
+		must(t, c.Forget(ctx, "u1", "nothing-here"))
 	})
 
 	t.Run("Queue", func(t *testing.T) {
@@ -109,7 +143,7 @@ func Run(t *testing.T, newControl func(t *testing.T) agent.Control) {
 		if err := c.Push(ctx, "u1", "c1", "before the run"); err != nil {
 			t.Fatal(err)
 		}
-		b, err := c.Begin(ctx, "u1", "c1", "run_1")
+		b, err := c.Begin(ctx, "u1", "c1", "run_1", true)
 		if err != nil || !slices.Equal(b.Queued, []string{"before the run"}) {
 			t.Fatalf("Begin: %+v, %v; want the queued text", b, err)
 		}
@@ -173,6 +207,8 @@ func Run(t *testing.T, newControl func(t *testing.T) agent.Control) {
 		must(t, c.Publish(ctx, "u9", "c9", agent.SignalCancel))
 	})
 }
+
+func ignore(_ agent.Begun, err error) error { return err }
 
 func must(t *testing.T, err error) {
 	t.Helper()

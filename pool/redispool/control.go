@@ -97,9 +97,11 @@ type liveRun struct{ id, sigs, channel string }
 var _ agent.Control = (*Control)(nil)
 
 const (
-	// KEYS: marker, paused, queue, queue bytes; ARGV: run ID, TTL ms.
+	// KEYS: marker, paused, queue, queue bytes; ARGV: run ID, TTL ms,
+	// take ("1" or "0").
 	ctlBeginScript = `
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+if ARGV[3] ~= '1' then return {0, {}} end
 local p = redis.call('GET', KEYS[2])
 if p then redis.call('DEL', KEYS[2]) end
 local q = redis.call('LRANGE', KEYS[3], 0, -1)
@@ -235,10 +237,14 @@ func (c *Control) key(tenant, conversation, what string) string {
 }
 
 // Begin implements agent.Control.
-func (c *Control) Begin(ctx context.Context, tenant, conversation, runID string) (agent.Begun, error) {
+func (c *Control) Begin(ctx context.Context, tenant, conversation, runID string, take bool) (agent.Begun, error) {
 	run := c.key(tenant, conversation, "run")
 	keys := []string{run, c.key(tenant, conversation, "paused"), c.key(tenant, conversation, "q"), c.key(tenant, conversation, "qb")}
-	v, err := c.begin.Run(ctx, c.rdb, keys, runID, c.cfg.TTL.Milliseconds()).Slice()
+	t := "0"
+	if take {
+		t = "1"
+	}
+	v, err := c.begin.Run(ctx, c.rdb, keys, runID, c.cfg.TTL.Milliseconds(), t).Slice()
 	if err != nil {
 		return agent.Begun{}, fmt.Errorf("redispool: control begin: %w", err)
 	}
@@ -319,6 +325,16 @@ func (c *Control) Drain(ctx context.Context, tenant, conversation string) ([]str
 		return nil, fmt.Errorf("redispool: control drain: %w", err)
 	}
 	return strs(v), nil
+}
+
+// Forget implements agent.Control.
+func (c *Control) Forget(ctx context.Context, tenant, conversation string) error {
+	// The tenant's hash tag puts the keys in one slot: one DEL.
+	err := c.rdb.Del(ctx, c.key(tenant, conversation, "paused"), c.key(tenant, conversation, "q"), c.key(tenant, conversation, "qb")).Err()
+	if err != nil {
+		return fmt.Errorf("redispool: control forget: %w", err)
+	}
+	return nil
 }
 
 // Publish implements agent.Control. The signal is also recorded for the

@@ -36,7 +36,7 @@ func TestControlMarkerOfADeadReplicaExpires(t *testing.T) {
 	ctx := context.Background()
 	dead := newTestControl(t, prefix, ControlConfig{TTL: 30 * time.Millisecond})
 	alive := newTestControl(t, prefix, ControlConfig{})
-	if _, err := dead.Begin(ctx, "u1", "c1", "run_1"); err != nil {
+	if _, err := dead.Begin(ctx, "u1", "c1", "run_1", true); err != nil {
 		t.Fatal(err)
 	}
 	if id, err := alive.Running(ctx, "u1", "c1"); err != nil || id != "run_1" {
@@ -64,7 +64,7 @@ func TestControlRefreshesALiveMarker(t *testing.T) {
 	prefix := uniquePrefix()
 	ctx := context.Background()
 	c := newTestControl(t, prefix, ControlConfig{TTL: 300 * time.Millisecond})
-	if _, err := c.Begin(ctx, "u1", "c1", "run_1"); err != nil {
+	if _, err := c.Begin(ctx, "u1", "c1", "run_1", true); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Second) // over three TTLs
@@ -108,7 +108,7 @@ func TestControlRecoversALostSignal(t *testing.T) {
 	heard := make(chan agent.Signal, 8)
 	stop := c.Subscribe("u1", "c1", func(s agent.Signal) { heard <- s })
 	defer stop()
-	if _, err := c.Begin(ctx, "u1", "c1", "run_1"); err != nil {
+	if _, err := c.Begin(ctx, "u1", "c1", "run_1", true); err != nil {
 		t.Fatal(err)
 	}
 	// What Publish records, without the message.
@@ -146,7 +146,7 @@ func TestControlPublishRecordsForTheRunningLoop(t *testing.T) {
 	if n, _ := c.rdb.Exists(ctx, c.key("u1", "c1", "sig")).Result(); n != 0 {
 		t.Fatal("a signal with no loop running was recorded")
 	}
-	if _, err := c.Begin(ctx, "u1", "c1", "run_7"); err != nil {
+	if _, err := c.Begin(ctx, "u1", "c1", "run_7", true); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Publish(ctx, "u1", "c1", agent.SignalCancel); err != nil {
@@ -177,7 +177,7 @@ func TestControlLateSignalDoesNotStopTheNextRun(t *testing.T) {
 	// The first run, on c1, is paused from c2; c1 hands it over.
 	first := make(chan agent.Signal, 4)
 	stopFirst := c1.Subscribe("u1", "c1", func(s agent.Signal) { first <- s })
-	if _, err := c1.Begin(ctx, "u1", "c1", "run_1"); err != nil {
+	if _, err := c1.Begin(ctx, "u1", "c1", "run_1", true); err != nil {
 		t.Fatal(err)
 	}
 	must(t, c2.Publish(ctx, "u1", "c1", agent.SignalPause))
@@ -191,7 +191,7 @@ func TestControlLateSignalDoesNotStopTheNextRun(t *testing.T) {
 	next := make(chan agent.Signal, 4)
 	stopNext := c2.Subscribe("u1", "c1", func(s agent.Signal) { next <- s })
 	defer stopNext()
-	if _, err := c2.Begin(ctx, "u1", "c1", "run_2"); err != nil {
+	if _, err := c2.Begin(ctx, "u1", "c1", "run_2", true); err != nil {
 		t.Fatal(err)
 	}
 	close(release)

@@ -72,10 +72,11 @@
 // record of the signal for that run. A signal is handed on only while
 // the run it names still holds the marker (one GET when it is heard), so
 // one heard late — after its run ended and the conversation's next run
-// began — never reaches the next run. Begin (set the marker, take the
-// paused flag and the queue), End (delete the marker if still the run's,
-// forget the run's recorded signals, set the paused flag), Push
-// (check the bounds, append) and Drain are each one Lua script. The
+// began — never reaches the next run. Begin (set the marker; with take,
+// take the paused flag and the queue), End (delete the marker if still
+// the run's, forget the run's recorded signals, set the paused flag),
+// Push (check the bounds, append) and Drain are each one Lua script;
+// Forget is one DEL of the paused flag and the queue. The
 // markers of the loops a Control began are refreshed every TTL/3 in one
 // pipeline (set again if Redis lost them), which also hands each loop the
 // signals recorded for it: a signal whose message was lost while the
