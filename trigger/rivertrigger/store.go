@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/valetkit/valet/clock"
 	"log/slog"
 	"strings"
 	"sync"
@@ -20,7 +19,9 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
 
+	"github.com/valetkit/valet/clock"
 	"github.com/valetkit/valet/internal/ids"
+	"github.com/valetkit/valet/internal/slogmin"
 	"github.com/valetkit/valet/trigger"
 )
 
@@ -217,7 +218,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{pool: pool, cfg: cfg, log: cfg.Logger}
-	s.riverLog = slog.New(levelHandler{s.log.Handler(), slog.LevelWarn})
+	s.riverLog = slogmin.New(s.log.Handler(), slog.LevelWarn)
 	table := func(name string) string {
 		if cfg.Schema == "" {
 			return pgx.Identifier{name}.Sanitize()
@@ -793,22 +794,4 @@ func (s *Store) fail(ctx context.Context, op string, err error) error {
 		err = fmt.Errorf("%w: %w", cerr, err)
 	}
 	return fmt.Errorf("rivertrigger: %s: %w", op, err)
-}
-
-// levelHandler passes on the records of at least a level.
-type levelHandler struct {
-	slog.Handler
-	min slog.Level
-}
-
-func (h levelHandler) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= h.min && h.Handler.Enabled(ctx, l)
-}
-
-func (h levelHandler) WithAttrs(a []slog.Attr) slog.Handler {
-	return levelHandler{h.Handler.WithAttrs(a), h.min}
-}
-
-func (h levelHandler) WithGroup(name string) slog.Handler {
-	return levelHandler{h.Handler.WithGroup(name), h.min}
 }

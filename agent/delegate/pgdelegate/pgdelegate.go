@@ -22,6 +22,7 @@ import (
 
 	"github.com/valetkit/valet/agent/delegate"
 	"github.com/valetkit/valet/clock"
+	"github.com/valetkit/valet/internal/slogmin"
 )
 
 // Defaults of a zero Config.
@@ -192,7 +193,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Engine, error) {
 		JobTimeout:           cfg.JobTimeout,
 		FetchPollInterval:    cfg.FetchPollInterval,
 		FetchCooldown:        cfg.FetchCooldown,
-		Logger:               slog.New(levelHandler{cfg.Logger.Handler(), slog.LevelWarn}),
+		Logger:               slogmin.New(cfg.Logger.Handler(), slog.LevelWarn),
 		Schema:               cfg.Schema,
 		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(
 			river.PeriodicInterval(min(cfg.Retention, time.Hour)),
@@ -296,7 +297,7 @@ func (e *Engine) migrate(ctx context.Context) error {
 		return err
 	}
 	m, err := rivermigrate.New(riverpgxv5.New(e.pool), &rivermigrate.Config{
-		Logger: slog.New(levelHandler{e.cfg.Logger.Handler(), slog.LevelWarn}), Schema: e.cfg.Schema})
+		Logger: slogmin.New(e.cfg.Logger.Handler(), slog.LevelWarn), Schema: e.cfg.Schema})
 	if err != nil {
 		return err
 	}
@@ -725,22 +726,4 @@ func (e *Engine) fail(ctx context.Context, op string, err error) error {
 		err = fmt.Errorf("%w: %w", cerr, err)
 	}
 	return fmt.Errorf("pgdelegate: %s: %w", op, err)
-}
-
-// levelHandler passes on the records of at least a level.
-type levelHandler struct {
-	slog.Handler
-	min slog.Level
-}
-
-func (h levelHandler) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= h.min && h.Handler.Enabled(ctx, l)
-}
-
-func (h levelHandler) WithAttrs(a []slog.Attr) slog.Handler {
-	return levelHandler{h.Handler.WithAttrs(a), h.min}
-}
-
-func (h levelHandler) WithGroup(name string) slog.Handler {
-	return levelHandler{h.Handler.WithGroup(name), h.min}
 }
