@@ -179,7 +179,9 @@ func (s *SpendLimits) heldOnly(tenantID string, t SpendTotals) bool {
 // does when what the tenant or all tenants spent and hold has reached a
 // limit: so the limit is overshot by at most one call's reservation. The
 // hold counts until it is settled, or for ReserveTTL. Settling counts the
-// call's cost as Record does (alerts included), once.
+// call's cost as Record does (alerts included), once, in the day and
+// month the reservation was made in (so a call in flight at midnight
+// counts in the day that held it, not in the new one).
 func (s *SpendLimits) Reserve(ctx context.Context, tenantID string, maxUSD float64) (SettleSpend, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -253,7 +255,7 @@ func (s *SpendLimits) Reserve(ctx context.Context, tenantID string, maxUSD float
 		}
 		done = true
 		s.mu.Unlock()
-		s.add(tenantID, cost, id)
+		s.add(tenantID, cost, id, day, month) // in the reservation's period
 		return nil
 	}, nil
 }
