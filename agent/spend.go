@@ -371,14 +371,19 @@ func (s *SpendLimits) Record(ctx context.Context, tenantID string, c Consumed) e
 	if notAmount(c.CostUSD) {
 		return fmt.Errorf("agent: spend of %v USD is not a cost", c.CostUSD)
 	}
-	s.add(tenantID, c.CostUSD, 0)
+	day, month := s.period(s.cfg.Clock.Now())
+	s.add(tenantID, c.CostUSD, 0, day, month)
 	return nil
 }
 
-// add counts cost to the tenant's and the global totals, ends the
-// reservation hold (0: none) and reports the thresholds passed.
-func (s *SpendLimits) add(tenantID string, cost float64, hold uint64) {
-	day, month := s.period(s.cfg.Clock.Now())
+// add counts cost to the tenant's and the global totals of the period
+// day and month (a reservation's own: a call reserved before midnight
+// and settled after it counts in the day its reservation was counted
+// in, never in the new day, which did not see it), ends the reservation
+// hold (0: none) and reports the thresholds passed. A period already
+// over is not kept in memory: its share is dropped.
+func (s *SpendLimits) add(tenantID string, cost float64, hold uint64, day, month string) {
+	nowDay, nowMonth := s.period(s.cfg.Clock.Now())
 	var alerts []SpendAlert
 	s.mu.Lock()
 	if hold != 0 {
@@ -397,13 +402,17 @@ func (s *SpendLimits) add(tenantID string, cost float64, hold uint64) {
 		id  string
 		lim Limits
 	}{{t, tenantID, s.limitsOf(tenantID)}, {&s.global, "", s.cfg.Global}} {
-		x.st.roll(day, month)
-		x.st.dayUSD += cost
-		x.st.monthUSD += cost
-		alerts = s.passed(alerts, x.id, "day", day, x.st.dayUSD, x.lim.DailyUSD, &x.st.dayAlerts)
-		alerts = s.passed(alerts, x.id, "month", month, x.st.monthUSD, x.lim.MonthlyUSD, &x.st.monthAlerts)
+		x.st.roll(nowDay, nowMonth)
+		if day == nowDay {
+			x.st.dayUSD += cost
+			alerts = s.passed(alerts, x.id, "day", day, x.st.dayUSD, x.lim.DailyUSD, &x.st.dayAlerts)
+		}
+		if month == nowMonth {
+			x.st.monthUSD += cost
+			alerts = s.passed(alerts, x.id, "month", month, x.st.monthUSD, x.lim.MonthlyUSD, &x.st.monthAlerts)
+		}
 	}
-	s.prune(month)
+	s.prune(nowMonth)
 	if s.cfg.Observer == nil || len(alerts) == 0 && len(s.queue) == 0 {
 		s.mu.Unlock()
 		return

@@ -16,7 +16,9 @@ import (
 // one, every model call of a run its Check allowed first reserves what
 // the call may cost at most — its input tokens as estimated and its
 // MaxTokens of output (capped by the run's Budget, else at
-// ReserveOutputTokens), at the model's price — and settles it after the
+// ReserveOutputTokens), at the model's price (with a client that may
+// switch models, such as llm.Fallback, whose Models() names them: the
+// dearest price among them) — and settles it after the
 // call with the call's real cost (0 when the call failed). So runs in
 // flight cannot overshoot a limit together: each call is counted before
 // it is made, and a limit is exceeded by at most one call's reservation
@@ -67,6 +69,16 @@ func (r *run) reserveCall(req *llm.Request) (SettleSpend, error) {
 	// request's, else the orchestrator's; and, with a cost budget, no less
 	// than the dearest price the run met (a fallback's).
 	price := r.o.priceOf(req.Model, r.model())
+	if ms, ok := r.client().(interface{ Models() []string }); ok {
+		// A client that may switch models (llm.Fallback): any of them may
+		// answer the call, so it is reserved at the dearest price.
+		for _, name := range ms.Models() {
+			if p, ok := r.o.prices.Lookup(name); ok {
+				price.InputPerMillion = max(price.InputPerMillion, p.InputPerMillion)
+				price.OutputPerMillion = max(price.OutputPerMillion, p.OutputPerMillion)
+			}
+		}
+	}
 	if m := r.meter; m != nil {
 		price.InputPerMillion = max(price.InputPerMillion, m.price.InputPerMillion)
 		price.OutputPerMillion = max(price.OutputPerMillion, m.price.OutputPerMillion)
@@ -179,7 +191,9 @@ func (s *SpendLimits) heldOnly(tenantID string, t SpendTotals) bool {
 // does when what the tenant or all tenants spent and hold has reached a
 // limit: so the limit is overshot by at most one call's reservation. The
 // hold counts until it is settled, or for ReserveTTL. Settling counts the
-// call's cost as Record does (alerts included), once.
+// call's cost as Record does (alerts included), once, in the day and
+// month the reservation was made in (so a call in flight at midnight
+// counts in the day that held it, not in the new one).
 func (s *SpendLimits) Reserve(ctx context.Context, tenantID string, maxUSD float64) (SettleSpend, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -253,7 +267,7 @@ func (s *SpendLimits) Reserve(ctx context.Context, tenantID string, maxUSD float
 		}
 		done = true
 		s.mu.Unlock()
-		s.add(tenantID, cost, id)
+		s.add(tenantID, cost, id, day, month) // in the reservation's period
 		return nil
 	}, nil
 }

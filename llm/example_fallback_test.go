@@ -42,3 +42,28 @@ func ExampleNewFallback() {
 	// Hello from the backup. primary calls: 2
 	// llm: a fallback list holds its own primary or one client twice: fallback 2 is the primary
 }
+
+// The models a Fallback may answer with, the primary's first: each
+// client's Model() (its name when it has none), what a spend guard must
+// price a call at (agent reserves at the dearest).
+func ExampleFallback_Models() {
+	chain, err := llm.NewFallback(llm.FallbackConfig{
+		Primary:   exampleModel{llmtest.NewScript(), "claude-haiku"},
+		Fallbacks: []llm.Client{exampleModel{llmtest.NewScript(), "claude-opus"}},
+		Names:     []string{"fast", "backup"},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(chain.Models())
+	// Output: [claude-haiku claude-opus]
+}
+
+// exampleModel is a client that names its model.
+type exampleModel struct {
+	llm.Client
+	model string
+}
+
+func (m exampleModel) Model() string { return m.model }

@@ -265,6 +265,12 @@ func (f *Fallback) triesOf(i int) int {
 // Model returns the primary's name (FallbackConfig.Names).
 func (f *Fallback) Model() string { return f.names[0] }
 
+// Models returns the model of each client the Fallback may call, the
+// primary's first: the client's Model(), else its name. A spend guard
+// prices a call's reservation at the dearest of them (agent does), since
+// any one may answer it. The slice is the caller's.
+func (f *Fallback) Models() []string { return slices.Clone(f.models) }
+
 // Complete calls the clients in turn until one answers or fails with an
 // error that does not switch. The last error is returned when every
 // client failed.

@@ -208,7 +208,24 @@ func (e *Engine) settleRun(ctx context.Context, t *Task, old, r Run) (*Task, Run
 // else in this engine's memory. Kept in the store, s is then looked for
 // again: a run recorded waiting meanwhile, whose recorder took nothing,
 // is settled here (the settlement taken back first, so once).
+//
+// s is kept only while a run of the task is in flight (RunRunning: the
+// run that may be about to record the approval) or a run holds its
+// approval: one heard for a task with no run in flight (a stale click, a
+// forged or guessed approval ID) is dropped, so it cannot approve a later
+// run whose approval the user never saw.
 func (e *Engine) keepEarly(ctx context.Context, s Settled) (*Task, Run, bool, error) {
+	runs, err := e.store.Runs(ctx, s.TenantID, s.TaskID, 0)
+	if err != nil {
+		return nil, Run{}, false, err
+	}
+	if !slices.ContainsFunc(runs, func(r Run) bool {
+		return r.Status == RunRunning || slices.ContainsFunc(r.Approvals, func(a Approval) bool { return a.ID == s.ApprovalID })
+	}) {
+		e.log.Warn("trigger: an approval settled for a task with no run in flight or waiting for it is dropped",
+			"tenant", s.TenantID, "task", s.TaskID, "approval", s.ApprovalID, "outcome", s.Outcome)
+		return nil, Run{}, false, nil
+	}
 	k, ok := e.store.(SettlementKeeper)
 	if !ok {
 		e.keepEarlyHere(s)
@@ -217,7 +234,7 @@ func (e *Engine) keepEarly(ctx context.Context, s Settled) (*Task, Run, bool, er
 	if err := k.KeepSettled(ctx, s); err != nil {
 		return nil, Run{}, false, err
 	}
-	runs, err := e.store.Runs(ctx, s.TenantID, s.TaskID, 0)
+	runs, err = e.store.Runs(ctx, s.TenantID, s.TaskID, 0)
 	if err != nil {
 		return nil, Run{}, false, err
 	}

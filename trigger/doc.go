@@ -230,7 +230,10 @@
 // run at once write it once, and its outcome is delivered once. An
 // approval settled before its run is recorded waiting is kept in a
 // [SettlementKeeper] store (rivertrigger) for whichever replica records
-// the run, else in the memory of the engine that heard it.
+// the run, else in the memory of the engine that heard it — only while a
+// run of the task is in flight: one heard for a task with no run running
+// (a stale click, a guessed approval ID) is dropped and logged, never
+// kept to approve a later run.
 //
 // # Refusals
 //

@@ -123,7 +123,8 @@ type NotificationHandler interface {
 // was finishing), so that the replica recording the run applies them
 // whichever replica heard them. [Engine.ApprovalSettled] uses it when the
 // Store has it (rivertrigger does), and otherwise keeps them in its own
-// memory.
+// memory; either way only while a run of the task is in flight
+// (RunRunning) or holds the approval.
 type SettlementKeeper interface {
 	// KeepSettled keeps s, once per (tenant, task, approval): the task
 	// must exist (ErrNotFound). A store keeps a bounded number per task.

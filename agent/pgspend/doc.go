@@ -41,9 +41,15 @@
 // decides, and inserts its hold, so reservations of every replica are
 // counted one after another: with any number of replicas and runs, a
 // limit is passed by at most one call's reservation. Settling deletes the
-// hold and adds the cost in one transaction. A hold whose process died is
-// not settled: it stops counting after ReserveTTL (default
-// agent.DefaultReserveTTL), and Check deletes it. A call refused only
+// hold and adds the cost in one transaction, to the day and month the
+// hold was reserved in (a call in flight at midnight counts in the day
+// that held it, never in the new day, whose reservations did not see
+// it). A hold never settled — its process died mid-call, or the database
+// failed both the settlement and Record — is charged as spent at its
+// reserved amount, the call's maximum, once ReserveTTL (default
+// agent.DefaultReserveTTL) passes: the next Check moves it into the
+// spend (never undercounting; a settlement arriving later adds only what
+// its cost exceeds the reservation by). A call refused only
 // because of the holds of calls in flight (what is spent alone is below
 // the limit) is refused at once, or, with ReserveWait, tried again (every
 // 20 ms, backing off to 500 ms, on the configured clock) until they

@@ -175,7 +175,17 @@ func newQueries(spend, holds string) queries {
 				RETURNING id)
 			SELECT td, tm, gd, gm, std, stm, sgd, sgm, (SELECT id FROM ins) FROM t`,
 		deleteHold: `DELETE FROM ` + holds + ` WHERE id = $1`,
-		sweep:      `DELETE FROM ` + holds + ` WHERE expires_at <= $1`,
+		// An expired hold (its settlement never came: a process died,
+		// or the database failed the settlement and Record both) is
+		// charged at its reserved amount, in its own day and month.
+		sweep: `WITH gone AS (DELETE FROM ` + holds + ` WHERE expires_at <= $1 RETURNING tenant_id, day, month, usd),
+			c AS (SELECT tenant_id AS who, 'day'::text AS period, day AS key, usd FROM gone
+				UNION ALL SELECT tenant_id, 'month', month, usd FROM gone
+				UNION ALL SELECT '', 'day', day, usd FROM gone
+				UNION ALL SELECT '', 'month', month, usd FROM gone)
+			INSERT INTO ` + spend + ` (tenant_id, period, key, spent_usd)
+			SELECT who, period, key, sum(usd) FROM c GROUP BY who, period, key ORDER BY who DESC, period, key
+			ON CONFLICT (tenant_id, period, key) DO UPDATE SET spent_usd = ` + spend + `.spent_usd + excluded.spent_usd`,
 		add: `INSERT INTO ` + spend + ` (tenant_id, period, key, spent_usd) VALUES ($1, 'day', $2, $4), ($1, 'month', $3, $4)
 			ON CONFLICT (tenant_id, period, key) DO UPDATE SET spent_usd = ` + spend + `.spent_usd + excluded.spent_usd
 			RETURNING period, key, spent_usd, alerts`,
@@ -299,7 +309,8 @@ func (g *Guard) Record(ctx context.Context, tenantID string, c agent.Consumed) e
 	if c.CostUSD == 0 {
 		return nil // nothing to count (every call settled its reservation)
 	}
-	err := g.add(ctx, tenantID, c.CostUSD, 0)
+	day, month := g.period(g.cfg.Clock.Now())
+	err := g.add(ctx, tenantID, c.CostUSD, hold{}, day, month)
 	if err != nil {
 		if l := g.local; l != nil {
 			_ = l.Record(ctx, tenantID, c) // counted here meanwhile
@@ -309,13 +320,30 @@ func (g *Guard) Record(ctx context.Context, tenantID string, c agent.Consumed) e
 	return nil
 }
 
-// add counts cost in one transaction, ending hold (0: none), and
-// delivers the alerts it passed after the commit.
-func (g *Guard) add(ctx context.Context, tenantID string, cost float64, hold int64) error {
-	day, month := g.period(g.cfg.Clock.Now())
+// hold is a reservation a settlement ends: its row and amount.
+type hold struct {
+	id  int64 // 0: none
+	usd float64
+}
+
+// add counts cost in the day and month given (a reservation's own) in
+// one transaction, ending hold h, and delivers the alerts it passed after
+// the commit. A hold already swept (expired) was charged its reserved
+// amount then: only what cost adds to it is counted.
+func (g *Guard) add(ctx context.Context, tenantID string, cost float64, h hold, day, month string) error {
 	var out []agent.SpendAlert
 	err := pgx.BeginFunc(ctx, g.db, func(tx pgx.Tx) error {
 		out = out[:0]
+		cost := cost
+		if h.id != 0 {
+			tag, err := tx.Exec(ctx, g.q.deleteHold, h.id)
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() == 0 { // swept: charged h.usd already
+				cost = max(0, cost-h.usd)
+			}
+		}
 		// The hold's end and both additions in one round trip.
 		type row struct {
 			who, period, key string
@@ -324,9 +352,6 @@ func (g *Guard) add(ctx context.Context, tenantID string, cost float64, hold int
 		}
 		var rs []row
 		b := &pgx.Batch{}
-		if hold != 0 {
-			b.Queue(g.q.deleteHold, hold)
-		}
 		for _, who := range []string{tenantID, ""} {
 			b.Queue(g.q.add, who, day, month, cost).Query(func(rows pgx.Rows) error {
 				for rows.Next() {
@@ -394,9 +419,11 @@ func reached(spent, limit float64) bool {
 // tenants has reached a limit. It locks the tenant's rows (and the
 // global ones when a global limit is set) while it decides, so replicas
 // reserving at once are counted one after the other: a limit is passed
-// by at most one reservation. The hold counts until settled, or until
-// ReserveTTL passes (its process died). Settling deletes the hold and
-// counts the call's cost in one transaction, once.
+// by at most one reservation. The hold counts until settled; one still
+// unsettled when ReserveTTL passes (its process died, or a database blip
+// failed its settlement) is charged at maxUSD by the next Check. Settling
+// deletes the hold and counts the call's cost in one transaction, once,
+// in the day and month of the reservation.
 func (g *Guard) Reserve(ctx context.Context, tenantID string, maxUSD float64) (agent.SettleSpend, error) {
 	if err := checkTenant(tenantID); err != nil {
 		return nil, err
@@ -417,7 +444,7 @@ func (g *Guard) Reserve(ctx context.Context, tenantID string, maxUSD float64) (a
 	}()
 	poll := reservePoll
 	for {
-		id, refusal, heldOnly, err := g.reserveOnce(ctx, tenantID, maxUSD, enforced, global)
+		id, day, month, refusal, heldOnly, err := g.reserveOnce(ctx, tenantID, maxUSD, enforced, global)
 		if err != nil {
 			if l := g.localFor(ctx); l != nil {
 				return l.Reserve(ctx, tenantID, maxUSD)
@@ -425,7 +452,7 @@ func (g *Guard) Reserve(ctx context.Context, tenantID string, maxUSD float64) (a
 			return nil, unavailable(ctx, err)
 		}
 		if refusal == nil {
-			return g.settler(tenantID, id), nil
+			return g.settler(tenantID, hold{id: id, usd: maxUSD}, day, month), nil
 		}
 		if g.cfg.ReserveWait <= 0 || !heldOnly {
 			return nil, refusal
@@ -457,9 +484,9 @@ const (
 
 // reserveOnce tries to hold maxUSD: the hold's id, or the refusal and
 // whether the holds of calls in flight alone cause it.
-func (g *Guard) reserveOnce(ctx context.Context, tenantID string, maxUSD float64, enforced, global bool) (id int64, refusal error, heldOnly bool, err error) {
+func (g *Guard) reserveOnce(ctx context.Context, tenantID string, maxUSD float64, enforced, global bool) (id int64, day, month string, refusal error, heldOnly bool, err error) {
 	now := g.cfg.Clock.Now()
-	day, month := g.period(now)
+	day, month = g.period(now)
 	// One round trip, one implicit transaction: lock the tenant's rows
 	// (and all tenants' with a global limit), then add up what is spent
 	// and held — a statement of its own, so it sees every hold committed
@@ -480,7 +507,7 @@ func (g *Guard) reserveOnce(ctx context.Context, tenantID string, maxUSD float64
 	}
 	b.Queue(g.q.reserve, tenantID, day, month, now, maxUSD, now.Add(g.cfg.ReserveTTL), lim[0], lim[1], lim[2], lim[3])
 	var t, spent agent.SpendTotals
-	var hold *int64
+	var held *int64
 	err = func() error {
 		br := g.db.SendBatch(ctx, b)
 		for range locks {
@@ -490,28 +517,29 @@ func (g *Guard) reserveOnce(ctx context.Context, tenantID string, maxUSD float64
 			}
 		}
 		if err := br.QueryRow().Scan(&t.TenantDay, &t.TenantMonth, &t.GlobalDay, &t.GlobalMonth,
-			&spent.TenantDay, &spent.TenantMonth, &spent.GlobalDay, &spent.GlobalMonth, &hold); err != nil {
+			&spent.TenantDay, &spent.TenantMonth, &spent.GlobalDay, &spent.GlobalMonth, &held); err != nil {
 			br.Close()
 			return err
 		}
 		return br.Close()
 	}()
 	if err != nil {
-		return 0, nil, false, err
+		return 0, "", "", nil, false, err
 	}
-	if hold != nil {
-		return *hold, nil, false, nil
+	if held != nil {
+		return *held, day, month, nil, false, nil
 	}
 	heldOnly = spent != t && g.cfg.Refusal(tenantID, spent) == nil
 	if refusal = g.cfg.Refusal(tenantID, t); refusal == nil {
 		// A total a rounding tie away from a limit: refused all the same.
 		refusal = &agent.RefusalError{Reason: agent.DefaultRefusalReason, Err: fmt.Errorf("%w: tenant %s is at a spending limit", agent.ErrSpendLimit, tenantID)}
 	}
-	return 0, refusal, heldOnly, nil
+	return 0, day, month, refusal, heldOnly, nil
 }
 
-// settler returns the settlement of hold id.
-func (g *Guard) settler(tenantID string, id int64) agent.SettleSpend {
+// settler returns the settlement of hold h, counted in the day and month
+// it was reserved in.
+func (g *Guard) settler(tenantID string, h hold, day, month string) agent.SettleSpend {
 	var mu sync.Mutex
 	var done bool
 	return func(ctx context.Context, cost float64) error {
@@ -523,7 +551,7 @@ func (g *Guard) settler(tenantID string, id int64) agent.SettleSpend {
 		if done {
 			return nil
 		}
-		if err := g.add(ctx, tenantID, cost, id); err != nil {
+		if err := g.add(ctx, tenantID, cost, h, day, month); err != nil {
 			return unavailable(ctx, err)
 		}
 		done = true

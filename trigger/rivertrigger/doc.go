@@ -195,6 +195,8 @@
 // run is recorded waiting (the user answered while the run finished) is
 // kept in valet_trigger_settled, at most 1,024 per task, and the replica
 // that records the run takes and applies it, whichever replica heard it.
+// The engine keeps one only while a run of the task is in flight: a
+// settlement for a task with no run running is dropped.
 //
 // # Leader loss
 //
