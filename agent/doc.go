@@ -542,8 +542,8 @@
 // settles it with the real cost after: calls in flight are counted, so a
 // limit is passed by at most one call's reservation, on any number of
 // replicas; a call refused stops the run as refused (StatusRefused,
-// ErrSpendRefused), keeping what it consumed. Sub-agents' calls are counted
-// when their run is recorded, not reserved. Message.Source and TaskID (a
+// ErrSpendRefused), keeping what it consumed. Sub-agents' calls are
+// reserved and settled the same way, and counted once. Message.Source and TaskID (a
 // triggered run's) reach the Result, the logs and the approvals a run
 // raises.
 //

@@ -176,6 +176,7 @@ type spawnTally struct {
 	mu       sync.Mutex
 	usage    llm.Usage
 	consumed Consumed
+	settled  float64 // what the sub-agents' settled reservations counted
 }
 
 // prepareSpawns gives the run a tally when calls, a turn's, start a
@@ -198,19 +199,23 @@ func (r *run) addSpawned() {
 	}
 	r.spawned = nil
 	r.res.Usage = r.res.Usage.Add(s.usage)
+	r.settledUSD += s.settled
 	c := &r.res.Consumed
 	c.Tokens += s.consumed.Tokens
 	c.CostUSD += s.consumed.CostUSD
 	c.ToolCalls += s.consumed.ToolCalls
 }
 
-// tally adds a sub-agent's consumption to the turn's.
-func (s *spawnTally) add(res *Result) {
+// tally adds a sub-agent's consumption to the turn's, and what its
+// settled reservations already counted (ch.settledUSD), so that the
+// run's Record does not count it again.
+func (s *spawnTally) add(res *Result, ch *run) {
 	if s == nil {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.settled += ch.settledUSD
 	s.usage = s.usage.Add(res.Usage)
 	s.consumed.Tokens += res.Consumed.Tokens
 	s.consumed.CostUSD += res.Consumed.CostUSD
@@ -299,7 +304,8 @@ func (r *run) spawnCall(parent context.Context, c llm.ToolCall) callOutcome {
 	}
 	ch := o.newRun(ctx, msg, nil)
 	ch.toolset = r.toolset
-	ch.steer = r.steer // paused with its parent (cancelled through ctx)
+	ch.steer = r.steer       // paused with its parent (cancelled through ctx)
+	ch.reserver = r.reserver // its model calls are reserved like its parent's
 	path := make([]string, len(r.path())+1)
 	copy(path, r.path())
 	path[len(path)-1] = textsafe.Line(c.ID) // the model wrote it; a UI shows it on one line
@@ -316,7 +322,7 @@ func (r *run) spawnCall(parent context.Context, c llm.ToolCall) callOutcome {
 	}
 	var partial string
 	res, err := ch.execute(func(ch *run) error { return ch.handleSub(&partial) })
-	r.spawned.add(res)
+	r.spawned.add(res, ch)
 	if p := ch.sub.park; p != nil && err == nil { // it waits for the user's approval (spawn_park.go)
 		if r.sub != nil {
 			return callOutcome{result: tool.Result{Content: "The sub-agent waits for the user's confirmation."}, status: string(StatusWaitingForApproval), wait: &Waiting{sub: p}}

@@ -158,6 +158,7 @@ func (r *run) continueSub(parent context.Context, levels []subLevel, e *pool.Ent
 	sub.resume = func(ch *run) error { return ch.resumeWindow(lv, levels[1:], e, decide) }
 	ch := o.newRun(ctx, msg, nil)
 	ch.toolset = r.toolset
+	ch.reserver = r.reserver // its model calls are reserved like its parent's
 	ch.sub = &sub
 	if emit := r.emit; emit != nil {
 		path := lv.Path
@@ -170,7 +171,7 @@ func (r *run) continueSub(parent context.Context, levels []subLevel, e *pool.Ent
 	}
 	var partial string
 	res, err := ch.execute(func(ch *run) error { return ch.handleSub(&partial) })
-	r.spawned.add(res)
+	r.spawned.add(res, ch)
 	if p := ch.sub.park; p != nil && err == nil {
 		return callOutcome{result: tool.Result{Content: "The sub-agent waits for the user's confirmation."}, status: string(StatusWaitingForApproval), wait: &Waiting{sub: p}}
 	}

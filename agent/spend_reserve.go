@@ -35,8 +35,8 @@ import (
 // makes it wait for them instead. What settled reservations counted is
 // not counted again by Record, which then receives the rest of the run's
 // Consumed (CostUSD 0 when every call was settled). RunInfoFrom(ctx)
-// tells Reserve about the run. Sub-agents' calls are not reserved: they
-// are counted by the run's Record.
+// tells Reserve about the run. A sub-agent's calls are reserved and
+// settled like its parent run's, and not counted again by its Record.
 type SpendReserver interface {
 	SpendGuard
 	Reserve(ctx context.Context, tenantID string, maxUSD float64) (SettleSpend, error)
