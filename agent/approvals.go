@@ -68,7 +68,10 @@ func (o *Orchestrator) ResolveApproval(ctx context.Context, tenantID, id string,
 	return r.execute(func(r *run) error { return r.resolve(id, d) })
 }
 
-func (r *run) resolve(id string, d approval.Decision) error {
+func (r *run) resolve(id string, d approval.Decision) (err error) {
+	parent := r.ctx
+	r.steerStart() // steerable like a message's run (steer.go)
+	defer func() { err = r.steerFinish(parent, err) }()
 	o, ctx := r.o, r.ctx
 	if err := checkTenant(r.msg.TenantID); err != nil {
 		return err
@@ -124,6 +127,10 @@ func (r *run) resolve(id string, d approval.Decision) error {
 		return fmt.Errorf("%w: %s", approval.ErrStale, id)
 	}
 
+	// A run of the conversation: Cancel and Pause reach it. What waits
+	// for the user's next message (injected texts, a pause) is left to it.
+	r.beginSteerTake(false)
+	defer r.endSteer()
 	if err := r.open(); err != nil {
 		return r.end(err)
 	}
@@ -140,6 +147,12 @@ func (r *run) resolve(id string, d approval.Decision) error {
 		} else {
 			err = r.loop()
 		}
+	}
+	if err == errPaused {
+		r.steer.paused = true
+		err = r.end(nil)
+		r.res.Status, r.res.Response = StatusPaused, ""
+		return err
 	}
 	return r.end(err)
 }

@@ -268,8 +268,10 @@ type MemoryOptions struct {
 	// (recall marks them as not the user's own words), since they may
 	// come from the tools' text. At most 10 facts of at most 300 characters per
 	// turn; 4 extractions run at once and at most 256 wait (more are
-	// skipped with a warning). Failures are logged and never fail a
-	// reply. Orchestrator.Close waits for extractions under way.
+	// skipped with a warning). Each is one model call, which a
+	// Config.SpendGuard checks and, as a SpendReserver, reserves like a
+	// run's (refused, the extraction is skipped). Failures are logged and
+	// never fail a reply. Orchestrator.Close waits for extractions under way.
 	// Triggered runs are learnt from only with ExtractTriggered.
 	Extract bool
 	// ExtractTriggered lets Extract learn from triggered runs too

@@ -82,13 +82,21 @@ type Control interface {
 	// Forget removes what waits for the conversation's next run: its
 	// queued texts and its paused flag (Orchestrator.Forget).
 	Forget(ctx context.Context, tenant, conversation string) error
-	// Publish sends sig to the conversation's subscribers, in every
-	// process sharing the Control. Nobody listening is not an error.
-	Publish(ctx context.Context, tenant, conversation string, sig Signal) error
-	// Subscribe calls fn with each signal published for the conversation
-	// until stop is called. fn must not block; it may be called from
-	// another goroutine, and until stop returns.
-	Subscribe(tenant, conversation string, fn func(Signal)) (stop func())
+	// Publish sends sig to the conversation's loop runID (the run ID
+	// Running returned), in every process sharing the Control: the
+	// subscriptions for runID hear it. When runID is not the
+	// conversation's running loop — it ended, and maybe the next run
+	// began — nothing is sent and Publish returns ErrNotRunning, checked
+	// and sent atomically: a signal meant for one run never reaches the
+	// conversation's next one. A running loop with nobody listening is not
+	// an error.
+	Publish(ctx context.Context, tenant, conversation, runID string, sig Signal) error
+	// Subscribe calls fn with each signal published for the
+	// conversation's run runID until stop is called; signals for its
+	// other runs are not heard. It may come before Begin marks runID
+	// running. fn must not block; it may be called from another
+	// goroutine, and until stop returns.
+	Subscribe(tenant, conversation, runID string, fn func(Signal)) (stop func())
 }
 
 // Defaults of a MemoryControlConfig (redispool's Control uses them too).
@@ -134,7 +142,13 @@ type MemoryControl struct {
 	subs    map[convKey][]*memSub
 	// locals: the runs of this process's orchestrators subscribed
 	// without a callback (beginLocal), one per conversation.
-	locals map[convKey]*steering
+	locals map[convKey]localRun
+}
+
+// localRun is a run begun with beginLocal.
+type localRun struct {
+	id string
+	st *steering
 }
 
 type memQueue struct {
@@ -142,7 +156,10 @@ type memQueue struct {
 	bytes int
 }
 
-type memSub struct{ fn func(Signal) }
+type memSub struct {
+	runID string
+	fn    func(Signal)
+}
 
 var _ Control = (*MemoryControl)(nil)
 
@@ -160,7 +177,7 @@ func NewMemoryControl(cfg MemoryControlConfig) (*MemoryControl, error) {
 		paused:  make(map[convKey]bool),
 		queues:  make(map[convKey]*memQueue),
 		subs:    make(map[convKey][]*memSub),
-		locals:  make(map[convKey]*steering),
+		locals:  make(map[convKey]localRun),
 	}, nil
 }
 
@@ -181,7 +198,7 @@ func (m *MemoryControl) beginLocal(k convKey, runID string, take bool, st *steer
 	if _, taken := m.locals[k]; taken {
 		return Begun{}, false
 	}
-	m.locals[k] = st
+	m.locals[k] = localRun{runID, st}
 	return m.beginLocked(k, runID, take), true
 }
 
@@ -189,7 +206,7 @@ func (m *MemoryControl) beginLocal(k convKey, runID string, take bool, st *steer
 func (m *MemoryControl) endLocal(k convKey, runID string, st *steering, paused bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.locals[k] == st {
+	if m.locals[k].st == st {
 		delete(m.locals, k)
 	}
 	m.endLocked(k, runID, paused)
@@ -282,12 +299,26 @@ func (m *MemoryControl) Forget(ctx context.Context, tenant, conversation string)
 
 // Publish implements Control: the subscribers are called before it
 // returns.
-func (m *MemoryControl) Publish(ctx context.Context, tenant, conversation string, sig Signal) error {
+func (m *MemoryControl) Publish(ctx context.Context, tenant, conversation, runID string, sig Signal) error {
 	k := convKey{tenant, conversation}
 	m.mu.Lock()
-	subs := slices.Clone(m.subs[k])
-	local := m.locals[k]
+	if runID == "" || m.running[k] != runID {
+		m.mu.Unlock()
+		return ErrNotRunning
+	}
+	var subs []*memSub
+	for _, s := range m.subs[k] {
+		if s.runID == runID {
+			subs = append(subs, s)
+		}
+	}
+	var local *steering
+	if l := m.locals[k]; l.id == runID {
+		local = l.st
+	}
 	m.mu.Unlock()
+	// Called outside the lock: a callback may call the Control. The run
+	// may end meanwhile; its callbacks then act on a run that is over.
 	if local != nil {
 		local.hear(sig)
 	}
@@ -298,9 +329,9 @@ func (m *MemoryControl) Publish(ctx context.Context, tenant, conversation string
 }
 
 // Subscribe implements Control.
-func (m *MemoryControl) Subscribe(tenant, conversation string, fn func(Signal)) (stop func()) {
+func (m *MemoryControl) Subscribe(tenant, conversation, runID string, fn func(Signal)) (stop func()) {
 	k := convKey{tenant, conversation}
-	s := &memSub{fn: fn}
+	s := &memSub{runID: runID, fn: fn}
 	m.mu.Lock()
 	m.subs[k] = append(m.subs[k], s)
 	m.mu.Unlock()

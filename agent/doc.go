@@ -452,14 +452,18 @@
 //     leaves the pause in place; Forget drops it.
 //     Sub-agents stop at their own next boundary.
 //
-// Cancel and Pause with no loop running fail with ErrNotRunning. All three
+// Cancel and Pause with no loop running fail with ErrNotRunning, and so
+// do they when the loop they saw running ends before the signal goes out:
+// a signal names its run, and never reaches the conversation's next one.
+// All three
 // go through Config.Control: a running marker per conversation, the
 // inject queue, and signals the running loop hears at once (it reads a
 // local flag at its turn boundaries: no round trip on the hot path). The
 // default, NewMemoryControl, serves one process; replicas share
 // redispool.NewControl, on which a marker whose process died expires. A
 // Control that fails when a loop starts leaves that loop unsteerable
-// (logged), not failed. Runs of ResolveApproval are not steerable.
+// (logged), not failed. A run ResolveApproval starts is steerable like a
+// message's (it leaves what waits for the user's next message there).
 //
 // With LoopConfig.RouteWhileRunning, a user's message for a conversation
 // whose loop runs is routed instead of waiting its turn: a bare "stop" or

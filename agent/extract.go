@@ -174,20 +174,21 @@ func (o *Orchestrator) extractFacts(x extraction) {
 	if x.toolsRan && !x.triggered {
 		origin = memory.OriginAssistant
 	}
-	// The call is spent like a run's: the SpendGuard may refuse it, and
-	// records it.
-	gctx := context.WithValue(ctx, runInfoKey{}, x.info)
-	if o.guard != nil {
-		if err := o.guard.Check(gctx, x.tenant); err != nil {
-			log.InfoContext(ctx, "agent: fact extraction skipped: the spend guard refused it", "err", err)
-			return
-		}
-	}
 	req := llm.Request{
 		Messages:   []llm.Message{llm.SystemMessage(b.String()), llm.UserMessage(turn)},
 		Tools:      []llm.ToolSpec{rememberSpec},
 		ToolChoice: RememberToolName,
 		Purpose:    llm.PurposeRememberFacts,
+	}
+	// The call is spent like a run's: the SpendGuard may refuse it,
+	// reserves it and counts it (extract_spend.go).
+	gctx := context.WithValue(ctx, runInfoKey{}, x.info)
+	var settle SettleSpend
+	if o.guard != nil {
+		var ok bool
+		if settle, ok = o.guardExtraction(gctx, x, &req, log); !ok {
+			return
+		}
 	}
 	var t0 time.Time
 	if x.ended != nil {
@@ -197,19 +198,12 @@ func (o *Orchestrator) extractFacts(x extraction) {
 	if x.ended != nil {
 		o.observeExtraction(ctx, x, Step{Kind: StepModelResponse, Request: llm.Request{Purpose: req.Purpose}, Response: resp, Err: err, Duration: time.Since(t0)})
 	}
+	if o.guard != nil {
+		o.countExtraction(gctx, x, &req, resp, err, settle, log)
+	}
 	if err != nil {
 		log.WarnContext(ctx, "agent: fact extraction failed", "err", err)
 		return
-	}
-	if o.guard != nil {
-		u := resp.Usage
-		if u == (llm.Usage{}) {
-			u = llm.Usage{InputTokens: o.ctxm.Tokens(req.Messages) + toolTokens(o, req.Tools), OutputTokens: o.ctxm.MessageTokens(resp.Message)}
-		}
-		c := Consumed{Tokens: u.Total(), CostUSD: o.priceOf(req.Model, resp.Model).Cost(u)}
-		if err := o.guard.Record(gctx, x.tenant, c); err != nil {
-			log.ErrorContext(ctx, "agent: recording the fact extraction's spend failed", "err", err)
-		}
 	}
 	var facts []fact
 	for _, c := range resp.Message.ToolCalls {

@@ -57,7 +57,8 @@ const (
 	StepRunStart StepKind = iota + 1
 	// StepRunEnd: the run ended (Result, Err, Duration). It is the run's
 	// last step but for the model call of its background fact extraction
-	// (MemoryOptions.Extract), whose request and response follow it.
+	// (MemoryOptions.Extract), whose request and response (or the
+	// SpendGuard's refusal) follow it.
 	StepRunEnd
 	// StepModelRequest: a model call is sent (Call, Request). Each
 	// attempt of a retried call is a request of its own.
@@ -92,7 +93,9 @@ const (
 	// shortened (Text: the defence, Count: messages after).
 	StepContextShortened
 	// StepSpendRefused: the SpendGuard refused the run before any model
-	// call (Text: the reason shown to the user, Err).
+	// call (Text: the reason shown to the user, Err); after StepRunEnd,
+	// it refused the run's fact extraction (Request.Purpose
+	// llm.PurposeRememberFacts), which is skipped.
 	StepSpendRefused
 	// StepModelFallback: a model call moved from a model that failed to
 	// the next of an llm.Fallback (Call, From, To, ErrorKind, Err). The

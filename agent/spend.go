@@ -259,10 +259,9 @@ func (c SpendLimitsConfig) Enforced(ctx context.Context) bool {
 // spent and held by calls in flight is counted, a call is refused once
 // that reaches a limit, so in one process a limit is overshot by at most
 // one call's reservation (plus what a model counts beyond the input's
-// estimate). Sub-agents' calls are reserved like their parent's; fact
-// extractions (MemoryOptions.Extract) are checked and recorded, one model
-// call each: add those in flight (at most 4 extractions run at once). Replicas each
-// count their own spend: use agent/pgspend to share it.
+// estimate). Sub-agents' calls and the calls of fact extractions
+// (MemoryOptions.Extract) are reserved like a run's. Replicas each count
+// their own spend: use agent/pgspend to share it.
 type SpendLimits struct {
 	cfg     SpendLimitsConfig
 	mu      sync.Mutex

@@ -36,7 +36,11 @@ import (
 // not counted again by Record, which then receives the rest of the run's
 // Consumed (CostUSD 0 when every call was settled). RunInfoFrom(ctx)
 // tells Reserve about the run. A sub-agent's calls are reserved and
-// settled like its parent run's, and not counted again by its Record.
+// settled like its parent run's, and not counted again by its Record. So
+// is the model call of a run's background fact extraction
+// (MemoryOptions.Extract), after its Check: refused, the extraction is
+// skipped; its Record gets the call's tokens (and its cost only when the
+// settlement failed).
 type SpendReserver interface {
 	SpendGuard
 	Reserve(ctx context.Context, tenantID string, maxUSD float64) (SettleSpend, error)
@@ -68,17 +72,7 @@ func (r *run) reserveCall(req *llm.Request) (SettleSpend, error) {
 	// The model the run's client (a router's choice, say) names, else the
 	// request's, else the orchestrator's; and, with a cost budget, no less
 	// than the dearest price the run met (a fallback's).
-	price := r.o.priceOf(req.Model, r.model())
-	if ms, ok := r.client().(interface{ Models() []string }); ok {
-		// A client that may switch models (llm.Fallback): any of them may
-		// answer the call, so it is reserved at the dearest price.
-		for _, name := range ms.Models() {
-			if p, ok := r.o.prices.Lookup(name); ok {
-				price.InputPerMillion = max(price.InputPerMillion, p.InputPerMillion)
-				price.OutputPerMillion = max(price.OutputPerMillion, p.OutputPerMillion)
-			}
-		}
-	}
+	price := r.o.dearestPrice(r.client(), r.o.priceOf(req.Model, r.model()))
 	if m := r.meter; m != nil {
 		price.InputPerMillion = max(price.InputPerMillion, m.price.InputPerMillion)
 		price.OutputPerMillion = max(price.OutputPerMillion, m.price.OutputPerMillion)
@@ -104,6 +98,23 @@ func (r *run) reserveCall(req *llm.Request) (SettleSpend, error) {
 		return nil, err
 	}
 	return settle, nil
+}
+
+// dearestPrice returns price, or, for a client that may switch models
+// (llm.Fallback, whose Models() names them), the dearest of price and
+// theirs: any of them may answer a call, which is reserved at it.
+func (o *Orchestrator) dearestPrice(c llm.Client, price Price) Price {
+	ms, ok := c.(interface{ Models() []string })
+	if !ok {
+		return price
+	}
+	for _, name := range ms.Models() {
+		if p, ok := o.prices.Lookup(name); ok {
+			price.InputPerMillion = max(price.InputPerMillion, p.InputPerMillion)
+			price.OutputPerMillion = max(price.OutputPerMillion, p.OutputPerMillion)
+		}
+	}
+	return price
 }
 
 // settleCall settles a call's reservation with its cost.

@@ -42,7 +42,11 @@ func (o *Orchestrator) Inject(ctx context.Context, tenantID, conversationID, tex
 	}
 	// Queued: a loop that starts later takes it anyway. One running now
 	// hears of it at once.
-	if err := o.control.Publish(ctx, tenantID, conversationID, SignalInject); err != nil {
+	id, err := o.control.Running(ctx, tenantID, conversationID)
+	if err == nil && id != "" {
+		err = o.control.Publish(ctx, tenantID, conversationID, id, SignalInject)
+	}
+	if err != nil && !errors.Is(err, ErrNotRunning) { // not running: the next run takes it
 		o.log.WarnContext(ctx, "agent: telling the running loop of an injected message failed; it waits for the next message",
 			"tenant", tenantID, "conversation", conversationID, "err", err)
 	}
@@ -56,7 +60,9 @@ func (o *Orchestrator) Inject(ctx context.Context, tenantID, conversationID, tex
 // interrupted), the turns it completed are saved with every tool call
 // paired with its result, and its HandleMessage returns StatusCancelled
 // with an error wrapping ErrCancelled. Sub-agents it spawned stop with
-// it. With no loop running it fails with ErrNotRunning.
+// it. With no loop running it fails with ErrNotRunning; so does a Cancel
+// whose loop ends before the signal is sent: it never stops the
+// conversation's next run.
 func (o *Orchestrator) Cancel(ctx context.Context, tenantID, conversationID string) error {
 	return o.signal(ctx, tenantID, conversationID, SignalCancel)
 }
@@ -70,7 +76,8 @@ func (o *Orchestrator) Cancel(ctx context.Context, tenantID, conversationID stri
 // turns and a note (not saved) asking the model to continue the paused
 // task in the light of the new message; Forget drops the pause. A loop that answers before its next turn
 // boundary is not paused. With no loop running it fails with
-// ErrNotRunning.
+// ErrNotRunning, as Cancel does, and never pauses the conversation's
+// next run.
 func (o *Orchestrator) Pause(ctx context.Context, tenantID, conversationID string) error {
 	return o.signal(ctx, tenantID, conversationID, SignalPause)
 }
@@ -84,10 +91,19 @@ func (o *Orchestrator) signal(ctx context.Context, tenantID, conversationID stri
 	if err != nil {
 		return fmt.Errorf("agent: reading the conversation's running marker: %w", err)
 	}
+	return o.signalRun(ctx, tenantID, conversationID, id, sig)
+}
+
+// signalRun sends sig to the conversation's loop id (none: ""), only
+// while it runs: ErrNotRunning once it ended.
+func (o *Orchestrator) signalRun(ctx context.Context, tenantID, conversationID, id string, sig Signal) error {
 	if id == "" {
 		return ErrNotRunning
 	}
-	if err := o.control.Publish(ctx, tenantID, conversationID, sig); err != nil {
+	if err := o.control.Publish(ctx, tenantID, conversationID, id, sig); err != nil {
+		if errors.Is(err, ErrNotRunning) {
+			return ErrNotRunning
+		}
 		return fmt.Errorf("agent: sending %s to the running loop: %w", sig, err)
 	}
 	return nil
@@ -161,15 +177,20 @@ const controlTimeout = 5 * time.Second
 // its loop running. A Control that fails leaves the run unsteerable (it is
 // logged), not failed: the user's message is handled.
 func (r *run) beginSteer() Begun {
+	return r.beginSteerTake(r.msg.Source == SourceUser) // a pause and injected texts wait for the user
+}
+
+// beginSteerTake is beginSteer, taking what waits for the conversation's
+// next message (Begun) only with take.
+func (r *run) beginSteerTake(take bool) Begun {
 	c, st := r.o.control, r.steer
-	take := r.msg.Source == SourceUser // a pause and injected texts wait for the user
 	if mc, ok := c.(*MemoryControl); ok {
 		if b, ok := mc.beginLocal(convKey{r.msg.TenantID, r.msg.ConversationID}, r.res.RunID, take, st); ok {
 			st.local, st.begun = mc, true
 			return b
 		}
 	}
-	st.stop = c.Subscribe(r.msg.TenantID, r.msg.ConversationID, st.hear)
+	st.stop = c.Subscribe(r.msg.TenantID, r.msg.ConversationID, r.res.RunID, st.hear)
 	b, err := c.Begin(r.ctx, r.msg.TenantID, r.msg.ConversationID, r.res.RunID, take)
 	if err != nil {
 		st.stop()
@@ -289,7 +310,9 @@ func (r *run) routeRunning() (done bool, err error) {
 	case SignalInject:
 		err = o.Inject(r.ctx, msg.TenantID, msg.ConversationID, msg.Text)
 	case SignalCancel, SignalPause:
-		err = o.signal(r.ctx, msg.TenantID, msg.ConversationID, sig)
+		// To the loop the message was classified against: one that began
+		// since is not the one the user meant.
+		err = o.signalRun(r.ctx, msg.TenantID, msg.ConversationID, id, sig)
 		if errors.Is(err, ErrNotRunning) {
 			return false, nil // it ended meanwhile: the message runs as usual
 		}

@@ -108,7 +108,9 @@ func (failingControl) Begin(context.Context, string, string, string, bool) (agen
 }
 func (failingControl) Running(context.Context, string, string) (string, error) { return "", errDown }
 func (failingControl) Push(context.Context, string, string, string) error      { return errDown }
-func (failingControl) Subscribe(string, string, func(agent.Signal)) func()     { return func() {} }
+func (failingControl) Subscribe(string, string, string, func(agent.Signal)) func() {
+	return func() {}
+}
 
 // A dying Control does not fail the user's message: the run is only not
 // steerable, and steering calls say why.

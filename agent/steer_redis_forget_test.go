@@ -23,7 +23,7 @@ func TestForgetAfterPauseOnRedisDropsTheResumeNote(t *testing.T) {
 	o1, o2, ctl1 := replicas(t, s1, llmtest.NewStrictScript(t), g, agent.LoopConfig{})
 	done := start(o1, msg("Do the long thing"))
 	<-g.started
-	h := heard(ctl1, "u1", "c1")
+	h := heard(t, ctl1, "u1", "c1")
 	if err := o2.Pause(ctx, "u1", "c1"); err != nil {
 		t.Fatal(err)
 	}

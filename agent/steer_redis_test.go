@@ -45,11 +45,16 @@ func replicas(t *testing.T, s1, s2 llm.Client, g *gate, loop agent.LoopConfig) (
 // has handed the conversation's next signal to the running loop: its
 // subscribers are called in order, the loop's (subscribed when it began)
 // first. Call it after the loop began and before the signal is sent.
-func heard(ctl agent.Control, tenant, conv string) <-chan struct{} {
+func heard(t *testing.T, ctl agent.Control, tenant, conv string) <-chan struct{} {
+	t.Helper()
 	ch := make(chan struct{})
 	var stop func()
 	var once sync.Once
-	stop = ctl.Subscribe(tenant, conv, func(agent.Signal) { once.Do(func() { close(ch) }) })
+	id, err := ctl.Running(context.Background(), tenant, conv)
+	if err != nil || id == "" {
+		t.Fatalf("no loop running to hear a signal (%q, %v)", id, err)
+	}
+	stop = ctl.Subscribe(tenant, conv, id, func(agent.Signal) { once.Do(func() { close(ch) }) })
 	go func() { <-ch; stop() }()
 	return ch
 }
@@ -64,7 +69,7 @@ func TestInjectFromAnotherReplicaReachesTheLoop(t *testing.T) {
 	o1, o2, ctl1 := replicas(t, s1, llmtest.NewStrictScript(t), g, agent.LoopConfig{})
 	done := start(o1, msg("Measure the room"))
 	<-g.started
-	h := heard(ctl1, "u1", "c1")
+	h := heard(t, ctl1, "u1", "c1")
 	if err := o2.Inject(context.Background(), "u1", "c1", "Use metric units please"); err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +114,7 @@ func TestPauseFromAnotherReplicaAndResumeThere(t *testing.T) {
 	o1, o2, ctl1 := replicas(t, s1, s2, g, agent.LoopConfig{})
 	done := start(o1, msg("Do the long thing"))
 	<-g.started
-	h := heard(ctl1, "u1", "c1")
+	h := heard(t, ctl1, "u1", "c1")
 	if err := o2.Pause(context.Background(), "u1", "c1"); err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +147,7 @@ func TestRoutedMessageOnAnotherReplicaReachesTheLoop(t *testing.T) {
 	o1, o2, ctl1 := replicas(t, s1, s2, g, agent.LoopConfig{RouteWhileRunning: true})
 	done := start(o1, msg("Measure the room"))
 	<-g.started
-	h := heard(ctl1, "u1", "c1")
+	h := heard(t, ctl1, "u1", "c1")
 	res, err := o2.HandleMessage(context.Background(), msg("in metric units, please"))
 	if err != nil || res.Status != agent.StatusInjected || res.Steered != agent.SignalInject {
 		t.Fatalf("routed on the other replica: status %s, steered %q, err %v", res.Status, res.Steered, err)

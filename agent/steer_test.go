@@ -27,7 +27,7 @@ func newGate() *gate {
 	return &gate{started: make(chan struct{}, 8), release: make(chan struct{})}
 }
 
-func (g *gate) tool() tool.Tool {
+func (g *gate) tool(opts ...tool.Option) tool.Tool {
 	return tool.New("work", "Do a long piece of work", func(ctx context.Context, in struct{}) (string, error) {
 		g.mu.Lock()
 		g.calls++
@@ -42,7 +42,7 @@ func (g *gate) tool() tool.Tool {
 			g.mu.Unlock()
 			return "", ctx.Err()
 		}
-	})
+	}, opts...)
 }
 
 type outcome struct {

@@ -1,8 +1,9 @@
 // Package controltest is the conformance suite of agent.Control: the
 // behaviour an Orchestrator relies on to steer a running loop (running
 // markers, the paused flag, the bounded inject queue, signals kept apart
-// per conversation). agent.MemoryControl and redispool.Control pass it;
-// run it on any other implementation:
+// per conversation and per run, a signal for a run that ended refused).
+// agent.MemoryControl and redispool.Control pass it; run it on any other
+// implementation:
 //
 //	func TestMyControl(t *testing.T) {
 //		controltest.Run(t, func(t *testing.T) agent.Control { return newMyControl(t) })
@@ -179,13 +180,15 @@ func Run(t *testing.T, newControl func(t *testing.T) agent.Control) {
 	t.Run("Signals", func(t *testing.T) {
 		c := newControl(t)
 		a, b, a2 := newRecorder(), newRecorder(), newRecorder()
-		stopA := c.Subscribe("a:b", "c", a.hear)
-		stopB := c.Subscribe("a", "b:c", b.hear)
+		stopA := c.Subscribe("a:b", "c", "run_a", a.hear)
+		stopB := c.Subscribe("a", "b:c", "run_b", b.hear)
 		defer stopB()
-		stopA2 := c.Subscribe("a:b", "c", a2.hear)
+		stopA2 := c.Subscribe("a:b", "c", "run_a", a2.hear)
 		defer stopA2()
-		must(t, c.Publish(ctx, "a:b", "c", agent.SignalCancel))
-		must(t, c.Publish(ctx, "a", "b:c", agent.SignalPause))
+		must(t, ignore(c.Begin(ctx, "a:b", "c", "run_a", true)))
+		must(t, ignore(c.Begin(ctx, "a", "b:c", "run_b", true)))
+		must(t, c.Publish(ctx, "a:b", "c", "run_a", agent.SignalCancel))
+		must(t, c.Publish(ctx, "a", "b:c", "run_b", agent.SignalPause))
 		b.await(t, 1)
 		a.await(t, 1)
 		a2.await(t, 1)
@@ -196,15 +199,64 @@ func Run(t *testing.T, newControl func(t *testing.T) agent.Control) {
 			t.Fatalf("a / b:c heard %v", got)
 		}
 		stopA()
-		must(t, c.Publish(ctx, "a:b", "c", agent.SignalInject))
+		must(t, c.Publish(ctx, "a:b", "c", "run_a", agent.SignalInject))
 		a2.await(t, 2)
-		must(t, c.Publish(ctx, "a", "b:c", agent.SignalInject)) // in order after the one above
+		must(t, c.Publish(ctx, "a", "b:c", "run_b", agent.SignalInject)) // in order after the one above
 		b.await(t, 2)
 		if got := a.all(); len(got) != 1 {
 			t.Fatalf("a stopped subscriber heard %v", got)
 		}
-		// Nobody listening is not an error.
-		must(t, c.Publish(ctx, "u9", "c9", agent.SignalCancel))
+		// A running loop nobody listens to is not an error.
+		must(t, ignore(c.Begin(ctx, "u9", "c9", "run_9", true)))
+		must(t, c.Publish(ctx, "u9", "c9", "run_9", agent.SignalCancel))
+	})
+
+	t.Run("SignalNeedsItsRunRunning", func(t *testing.T) {
+		c := newControl(t)
+		for _, id := range []string{"", "run_1"} {
+			if err := c.Publish(ctx, "u1", "c1", id, agent.SignalCancel); !errors.Is(err, agent.ErrNotRunning) {
+				t.Fatalf("Publish for run %q with none running: %v, want ErrNotRunning", id, err)
+			}
+		}
+		must(t, ignore(c.Begin(ctx, "u1", "c1", "run_1", true)))
+		if err := c.Publish(ctx, "u1", "c1", "run_0", agent.SignalPause); !errors.Is(err, agent.ErrNotRunning) {
+			t.Fatalf("Publish for another run than the running one: %v, want ErrNotRunning", err)
+		}
+		if err := c.Publish(ctx, "u1", "c2", "run_1", agent.SignalPause); !errors.Is(err, agent.ErrNotRunning) {
+			t.Fatalf("Publish for a run of another conversation: %v, want ErrNotRunning", err)
+		}
+	})
+
+	// The race of Orchestrator.Cancel with the end of a run: Cancel saw
+	// run_1 running, then run_1 ended and run_2 began (subscribed before
+	// its Begin, as an orchestrator does); the signal for run_1 is refused
+	// and run_2 never hears it, nor what is published for run_1's
+	// subscription still open.
+	t.Run("SignalForAnEndedRunNeverReachesTheNext", func(t *testing.T) {
+		c := newControl(t)
+		r1, r2 := newRecorder(), newRecorder()
+		stop1 := c.Subscribe("u1", "c1", "run_1", r1.hear)
+		defer stop1()
+		must(t, ignore(c.Begin(ctx, "u1", "c1", "run_1", true)))
+		stop2 := c.Subscribe("u1", "c1", "run_2", r2.hear)
+		defer stop2()
+		must(t, c.Publish(ctx, "u1", "c1", "run_1", agent.SignalInject))
+		r1.await(t, 1)
+		must(t, c.End(ctx, "u1", "c1", "run_1", false))
+		must(t, ignore(c.Begin(ctx, "u1", "c1", "run_2", true)))
+		for _, sig := range []agent.Signal{agent.SignalCancel, agent.SignalPause} {
+			if err := c.Publish(ctx, "u1", "c1", "run_1", sig); !errors.Is(err, agent.ErrNotRunning) {
+				t.Fatalf("%s for run_1 after it ended: %v, want ErrNotRunning", sig, err)
+			}
+		}
+		must(t, c.Publish(ctx, "u1", "c1", "run_2", agent.SignalInject))
+		r2.await(t, 1) // signals of a conversation arrive in order: the refused ones would be first
+		if got := r2.all(); !slices.Equal(got, []agent.Signal{agent.SignalInject}) {
+			t.Fatalf("run_2 heard %v; want only its own inject", got)
+		}
+		if got := r1.all(); !slices.Equal(got, []agent.Signal{agent.SignalInject}) {
+			t.Fatalf("run_1 heard %v; want only the inject sent while it ran", got)
+		}
 	})
 }
 

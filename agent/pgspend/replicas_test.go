@@ -60,12 +60,17 @@ func (r *reservations) Reserve(ctx context.Context, tenantID string, maxUSD floa
 // With ReserveWait, a call refused only by the holds of calls in flight
 // waits for them instead: the day ends nearer the limit, never past it by
 // more than one reservation either.
+//
+// With fact extraction on, each answered run's extraction (one model call
+// in the background, up to 4 at once per replica) is reserved like the
+// runs' calls: the bound holds with them counted.
 func TestTwoReplicasNeverOvershoot(t *testing.T) {
-	t.Run("refuse at once", func(t *testing.T) { twoReplicas(t, 0) })
-	t.Run("wait for calls in flight", func(t *testing.T) { twoReplicas(t, time.Minute) })
+	t.Run("refuse at once", func(t *testing.T) { twoReplicas(t, 0, false) })
+	t.Run("wait for calls in flight", func(t *testing.T) { twoReplicas(t, time.Minute, false) })
+	t.Run("with fact extraction", func(t *testing.T) { twoReplicas(t, 0, true) })
 }
 
-func twoReplicas(t *testing.T, wait time.Duration) {
+func twoReplicas(t *testing.T, wait time.Duration, extract bool) {
 	const limit = 3.0
 	open := opener(t, pgspend.Config{SpendLimitsConfig: agent.SpendLimitsConfig{Tenant: agent.Limits{DailyUSD: limit}, ReserveWait: wait}})
 	var guards []*reservations
@@ -76,7 +81,8 @@ func twoReplicas(t *testing.T, wait time.Duration) {
 		s := toolThenAnswer()
 		o, err := agent.NewOrchestrator(agent.Config{
 			LLM: s, SpendGuard: g, Logger: slog.New(slog.DiscardHandler), Tools: []tool.Tool{lookup()},
-			Prices: agent.Prices{llmtest.ModelName: {InputPerMillion: 100, OutputPerMillion: 100}},
+			Prices:        agent.Prices{llmtest.ModelName: {InputPerMillion: 100, OutputPerMillion: 100}},
+			MemoryOptions: agent.MemoryOptions{Extract: extract, ExtractTriggered: extract},
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -104,6 +110,11 @@ func twoReplicas(t *testing.T, wait time.Duration) {
 		}()
 	}
 	wg.Wait()
+	for _, o := range orchs { // the extractions end
+		if err := o.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
 	day, _, err := guards[0].Spent(context.Background(), "acme")
 	if err != nil {
 		t.Fatal(err)
@@ -113,9 +124,22 @@ func twoReplicas(t *testing.T, wait time.Duration) {
 	if day > limit+maxRes+1e-9 || refused.Load() == 0 {
 		t.Fatalf("spent $%.4f of $%.2f (one reservation: $%.4f), %d runs done, %d refused", day, limit, maxRes, done.Load(), refused.Load())
 	}
+	if extract {
+		n := 0
+		for _, m := range model {
+			for _, r := range m.Requests() {
+				if r.Purpose == llm.PurposeRememberFacts {
+					n++
+				}
+			}
+		}
+		if n == 0 {
+			t.Fatal("no fact extraction reached the model")
+		}
+	}
 	if want := float64(calls) * 0.12; day < want-1e-6 || day > want+1e-6 {
 		t.Fatalf("spent $%.4f for %d calls of $0.12", day, calls)
 	}
-	t.Logf("ReserveWait %v: 2 replicas, 50 runs: spent $%.4f of a $%.2f limit: overshoot $%.4f (one call's reservation is $%.4f, a call costs $0.12); %d runs done, %d refused (%d mid-run), %d model calls",
-		wait, day, limit, max(day-limit, 0), maxRes, done.Load(), refused.Load(), midRun.Load(), calls)
+	t.Logf("ReserveWait %v, extraction %v: 2 replicas, 50 runs: spent $%.4f of a $%.2f limit: overshoot $%.4f (one call's reservation is $%.4f, a call costs $0.12); %d runs done, %d refused (%d mid-run), %d model calls",
+		wait, extract, day, limit, max(day-limit, 0), maxRes, done.Load(), refused.Load(), midRun.Load(), calls)
 }

@@ -39,8 +39,14 @@ func trip(ctx context.Context, w io.Writer, o *agent.Orchestrator, ctl agent.Con
 	// 6. While reserve_room waits, the user corrects the task: the message
 	// is routed into the running loop (LoopConfig.RouteWhileRunning), which
 	// sees it once the call under way returns.
+	running, err := ctl.Running(ctx, tenantID, conv)
+	if err != nil {
+		desk.Release()
+		<-done
+		return err
+	}
 	heard := make(chan struct{})
-	stopHearing := ctl.Subscribe(tenantID, conv, func(agent.Signal) {
+	stopHearing := ctl.Subscribe(tenantID, conv, running, func(agent.Signal) {
 		select {
 		case <-heard:
 		default:

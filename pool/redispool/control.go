@@ -88,7 +88,10 @@ type Control struct {
 	once sync.Once
 }
 
-type ctlSub struct{ fn func(agent.Signal) }
+type ctlSub struct {
+	runID string
+	fn    func(agent.Signal)
+}
 
 // liveRun is a loop begun here: its run ID, and its conversation's
 // signal hash and channel.
@@ -147,18 +150,16 @@ for _, s in ipairs({'inject', 'cancel', 'pause'}) do
 end
 return out`
 
-	// KEYS: marker, signals; ARGV: signal, channel, TTL ms. The signal is
-	// published naming the running loop ("pause:<run ID>"; bare with no
-	// loop running), and recorded for that loop so that the refresh hands
-	// it over should the published one be lost.
+	// KEYS: marker, signals; ARGV: signal, channel, TTL ms, run ID. Only
+	// while the marker is the run's (else 0): the signal is published
+	// naming the run ("pause:<run ID>"), and recorded for it so that the
+	// refresh hands it over should the published one be lost.
 	ctlPublishScript = `
-local id = redis.call('GET', KEYS[1])
-if id then
-  redis.call('HSET', KEYS[2], id .. ':' .. ARGV[1], '1')
-  redis.call('PEXPIRE', KEYS[2], ARGV[3])
-  return redis.call('PUBLISH', ARGV[2], ARGV[1] .. ':' .. id)
-end
-return redis.call('PUBLISH', ARGV[2], ARGV[1])`
+if redis.call('GET', KEYS[1]) ~= ARGV[4] then return 0 end
+redis.call('HSET', KEYS[2], ARGV[4] .. ':' .. ARGV[1], '1')
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
+redis.call('PUBLISH', ARGV[2], ARGV[1] .. ':' .. ARGV[4])
+return 1`
 )
 
 // subscribeTimeout bounds NewControl's wait for Redis to confirm the
@@ -337,28 +338,35 @@ func (c *Control) Forget(ctx context.Context, tenant, conversation string) error
 	return nil
 }
 
-// Publish implements agent.Control. The signal is also recorded for the
-// conversation's running loop, whose Control hands it over at its next
-// refresh (within TTL/3) should the published message be lost (the
-// subscription's connection was down); a loop may so hear a signal
-// twice, which changes nothing. The signal names the loop that ran when
-// it was published: a Control hands it to the conversation's subscribers
-// only while that loop still runs (or, published with none running, while
-// none runs), so a signal heard late — after its loop ended and the
-// conversation's next run began — never stops that next run.
-func (c *Control) Publish(ctx context.Context, tenant, conversation string, sig agent.Signal) error {
+// Publish implements agent.Control. The check that runID is the
+// conversation's running loop and the sending are one script. The
+// signal is also recorded for the loop, whose Control hands it over at
+// its next refresh (within TTL/3) should the published message be lost
+// (the subscription's connection was down); a loop may so hear a signal
+// twice, which changes nothing. The published signal names its loop, and
+// only that loop's subscribers hear it: heard late, after the loop ended
+// and the conversation's next run began, it never reaches that next run.
+func (c *Control) Publish(ctx context.Context, tenant, conversation, runID string, sig agent.Signal) error {
+	if runID == "" {
+		return agent.ErrNotRunning
+	}
 	keys := []string{c.key(tenant, conversation, "run"), c.key(tenant, conversation, "sig")}
-	if err := c.publish.Run(ctx, c.rdb, keys, string(sig), c.sigs+id(tenant, conversation), c.cfg.TTL.Milliseconds()).Err(); err != nil {
+	n, err := c.publish.Run(ctx, c.rdb, keys, string(sig), c.sigs+id(tenant, conversation), c.cfg.TTL.Milliseconds(), runID).Int()
+	if err != nil {
 		return fmt.Errorf("redispool: control publish: %w", err)
+	}
+	if n == 0 {
+		return agent.ErrNotRunning
 	}
 	return nil
 }
 
 // Subscribe implements agent.Control: fn is called from the Control's
-// dispatching goroutine.
-func (c *Control) Subscribe(tenant, conversation string, fn func(agent.Signal)) (stop func()) {
+// dispatching goroutine (or its refreshing one, for a signal whose
+// published message was lost).
+func (c *Control) Subscribe(tenant, conversation, runID string, fn func(agent.Signal)) (stop func()) {
 	ch := c.sigs + id(tenant, conversation)
-	s := &ctlSub{fn: fn}
+	s := &ctlSub{runID: runID, fn: fn}
 	c.mu.Lock()
 	c.subs[ch] = append(c.subs[ch], s)
 	c.mu.Unlock()
@@ -374,8 +382,20 @@ func (c *Control) Subscribe(tenant, conversation string, fn func(agent.Signal)) 
 	}
 }
 
-// dispatch hands each signal to the subscribers of its conversation
-// while the loop it was published for still runs.
+// subsOf returns the subscriptions to channel for the loop runID.
+func (c *Control) subsOf(channel, runID string) []*ctlSub {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*ctlSub
+	for _, s := range c.subs[channel] {
+		if s.runID == runID {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// dispatch hands each signal to the subscribers of the loop it names.
 func (c *Control) dispatch(ch <-chan *redis.Message) {
 	defer c.wg.Done()
 	for m := range ch {
@@ -386,41 +406,13 @@ func (c *Control) dispatch(ch <-chan *redis.Message) {
 		default:
 			continue // not a signal of ours
 		}
-		c.mu.Lock()
-		subs := slices.Clone(c.subs[m.Channel])
-		c.mu.Unlock()
-		if len(subs) == 0 || !c.current(m.Channel, runID) {
-			continue
+		if runID == "" {
+			continue // a bare signal (of an older version) names no loop
 		}
-		for _, s := range subs {
+		for _, s := range c.subsOf(m.Channel, runID) {
 			s.fn(sig)
 		}
 	}
-}
-
-// current reports whether the conversation of channel is still run by
-// runID ("" for none), as when its signal was published. The signal may
-// be heard long after (this Control's dispatching was slow): its loop may
-// have ended and the conversation's next run begun, which it is not for.
-// When Redis does not answer, a signal for a loop is dropped (the refresh
-// hands over the ones recorded for a loop running here) and one published
-// with none running is handed on.
-func (c *Control) current(channel, runID string) bool {
-	conv, ok := strings.CutPrefix(channel, c.sigs)
-	if !ok {
-		return false
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), max(c.cfg.TTL/3, time.Second))
-	defer cancel()
-	now, err := c.rdb.Get(ctx, c.cfg.Prefix+"ctl:"+conv+":run").Result()
-	if errors.Is(err, redis.Nil) {
-		now, err = "", nil
-	}
-	if err != nil {
-		c.cfg.Logger.Warn("redispool: reading the running marker for a signal failed", "err", err)
-		return runID == ""
-	}
-	return now == runID
 }
 
 // keep refreshes the markers of the loops begun here every TTL/3, until
@@ -471,11 +463,11 @@ func (c *Control) refreshAll(every time.Duration) {
 		}
 		c.mu.Lock()
 		still := c.live[keys[i]].id == runs[i].id
-		subs := slices.Clone(c.subs[runs[i].channel])
 		c.mu.Unlock()
 		if !still {
 			continue // the loop ended meanwhile
 		}
+		subs := c.subsOf(runs[i].channel, runs[i].id)
 		for _, s := range sigs {
 			for _, sub := range subs {
 				sub.fn(agent.Signal(s))

@@ -106,7 +106,7 @@ func TestControlRecoversALostSignal(t *testing.T) {
 	ctx := context.Background()
 	c := newTestControl(t, prefix, ControlConfig{TTL: 30 * time.Millisecond})
 	heard := make(chan agent.Signal, 8)
-	stop := c.Subscribe("u1", "c1", func(s agent.Signal) { heard <- s })
+	stop := c.Subscribe("u1", "c1", "run_1", func(s agent.Signal) { heard <- s })
 	defer stop()
 	if _, err := c.Begin(ctx, "u1", "c1", "run_1", true); err != nil {
 		t.Fatal(err)
@@ -135,13 +135,14 @@ func TestControlRecoversALostSignal(t *testing.T) {
 	}
 }
 
-// Publish records a signal only for a conversation whose loop runs.
+// Publish records a signal only for the conversation's running loop:
+// for a run not running it records nothing and returns ErrNotRunning.
 func TestControlPublishRecordsForTheRunningLoop(t *testing.T) {
 	prefix := uniquePrefix()
 	ctx := context.Background()
 	c := newTestControl(t, prefix, ControlConfig{})
-	if err := c.Publish(ctx, "u1", "c1", agent.SignalCancel); err != nil {
-		t.Fatal(err)
+	if err := c.Publish(ctx, "u1", "c1", "run_7", agent.SignalCancel); !errors.Is(err, agent.ErrNotRunning) {
+		t.Fatalf("Publish with no loop running: %v, want ErrNotRunning", err)
 	}
 	if n, _ := c.rdb.Exists(ctx, c.key("u1", "c1", "sig")).Result(); n != 0 {
 		t.Fatal("a signal with no loop running was recorded")
@@ -149,7 +150,13 @@ func TestControlPublishRecordsForTheRunningLoop(t *testing.T) {
 	if _, err := c.Begin(ctx, "u1", "c1", "run_7", true); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Publish(ctx, "u1", "c1", agent.SignalCancel); err != nil {
+	if err := c.Publish(ctx, "u1", "c1", "run_6", agent.SignalCancel); !errors.Is(err, agent.ErrNotRunning) {
+		t.Fatalf("Publish for another run: %v, want ErrNotRunning", err)
+	}
+	if n, _ := c.rdb.Exists(ctx, c.key("u1", "c1", "sig")).Result(); n != 0 {
+		t.Fatal("a signal for a run not running was recorded")
+	}
+	if err := c.Publish(ctx, "u1", "c1", "run_7", agent.SignalCancel); err != nil {
 		t.Fatal(err)
 	}
 	if ok, _ := c.rdb.HExists(ctx, c.key("u1", "c1", "sig"), "run_7:cancel").Result(); !ok {
@@ -159,7 +166,8 @@ func TestControlPublishRecordsForTheRunningLoop(t *testing.T) {
 
 // A signal a replica hears late — its dispatching was held up until the
 // loop it was sent for had ended and the conversation's next run had
-// begun on that replica — does not reach the next run.
+// begun on that replica — does not reach the next run: it names its run,
+// and only that run's subscriptions hear it.
 func TestControlLateSignalDoesNotStopTheNextRun(t *testing.T) {
 	prefix := uniquePrefix()
 	ctx := context.Background()
@@ -169,18 +177,19 @@ func TestControlLateSignalDoesNotStopTheNextRun(t *testing.T) {
 	// another conversation until released.
 	held, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	stopHold := c2.Subscribe("u1", "other", func(agent.Signal) { once.Do(func() { close(held) }); <-release })
+	stopHold := c2.Subscribe("u1", "other", "run_o", func(agent.Signal) { once.Do(func() { close(held) }); <-release })
 	defer stopHold()
-	must(t, c1.Publish(ctx, "u1", "other", agent.SignalInject))
+	must(t, ignore(c1.Begin(ctx, "u1", "other", "run_o", true)))
+	must(t, c1.Publish(ctx, "u1", "other", "run_o", agent.SignalInject))
 	<-held
 
 	// The first run, on c1, is paused from c2; c1 hands it over.
 	first := make(chan agent.Signal, 4)
-	stopFirst := c1.Subscribe("u1", "c1", func(s agent.Signal) { first <- s })
+	stopFirst := c1.Subscribe("u1", "c1", "run_1", func(s agent.Signal) { first <- s })
 	if _, err := c1.Begin(ctx, "u1", "c1", "run_1", true); err != nil {
 		t.Fatal(err)
 	}
-	must(t, c2.Publish(ctx, "u1", "c1", agent.SignalPause))
+	must(t, c2.Publish(ctx, "u1", "c1", "run_1", agent.SignalPause))
 	if s := <-first; s != agent.SignalPause {
 		t.Fatalf("the first run heard %q", s)
 	}
@@ -189,7 +198,7 @@ func TestControlLateSignalDoesNotStopTheNextRun(t *testing.T) {
 
 	// The next run begins on c2, whose copy of the pause is still queued.
 	next := make(chan agent.Signal, 4)
-	stopNext := c2.Subscribe("u1", "c1", func(s agent.Signal) { next <- s })
+	stopNext := c2.Subscribe("u1", "c1", "run_2", func(s agent.Signal) { next <- s })
 	defer stopNext()
 	if _, err := c2.Begin(ctx, "u1", "c1", "run_2", true); err != nil {
 		t.Fatal(err)
@@ -197,7 +206,7 @@ func TestControlLateSignalDoesNotStopTheNextRun(t *testing.T) {
 	close(release)
 	// A signal for the next run, published after the stale one, comes
 	// after it: the first the next run hears must be this one.
-	must(t, c1.Publish(ctx, "u1", "c1", agent.SignalInject))
+	must(t, c1.Publish(ctx, "u1", "c1", "run_2", agent.SignalInject))
 	select {
 	case s := <-next:
 		if s != agent.SignalInject {
@@ -210,6 +219,8 @@ func TestControlLateSignalDoesNotStopTheNextRun(t *testing.T) {
 		t.Fatal("run_1's pause is still recorded after its End")
 	}
 }
+
+func ignore(_ agent.Begun, err error) error { return err }
 
 func must(t *testing.T, err error) {
 	t.Helper()

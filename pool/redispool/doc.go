@@ -67,13 +67,12 @@
 //
 // NewControl subscribes once to the pattern prefix + "ctl:sig:*" (the
 // subscription is confirmed before it returns) and hands each signal to
-// the loops of that conversation running in the process. Publish is one
-// script: PUBLISH of the signal naming the run whose marker is set, and a
-// record of the signal for that run. A signal is handed on only while
-// the run it names still holds the marker (one GET when it is heard), so
-// one heard late — after its run ended and the conversation's next run
-// began — never reaches the next run. Begin (set the marker; with take,
-// take the paused flag and the queue), End (delete the marker if still
+// the subscriptions of the run it names. Publish is one script: when the
+// conversation's marker is the run's, PUBLISH of the signal naming the
+// run and a record of the signal for that run; otherwise nothing, and
+// agent.ErrNotRunning. A signal heard late — after its run ended and the
+// conversation's next run began — so never reaches the next run. Begin
+// (set the marker; with take, take the paused flag and the queue), End (delete the marker if still
 // the run's, forget the run's recorded signals, set the paused flag),
 // Push (check the bounds, append) and Drain are each one Lua script;
 // Forget is one DEL of the paused flag and the queue. The
