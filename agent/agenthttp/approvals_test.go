@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/valetkit/valet/agent"
 	"github.com/valetkit/valet/agent/agenthttp"
 	"github.com/valetkit/valet/approval"
+	"github.com/valetkit/valet/clock/clocktest"
 	"github.com/valetkit/valet/llm/llmtest"
 )
 
@@ -177,5 +179,19 @@ func TestApprovalsFilterByConversation(t *testing.T) {
 		if err := json.Unmarshal([]byte(r.body), &b); err != nil || len(b.Approvals) != want {
 			t.Fatalf("conversation %s: %s", conv, r.body)
 		}
+	}
+}
+
+func TestExpiredApprovalIsGoneAndRunsNothing(t *testing.T) {
+	clk := clocktest.New(time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC))
+	e := newEnv(t, emailScript(t), agent.Config{Clock: clk, Loop: agent.LoopConfig{ApprovalTimeout: time.Minute}}, agenthttp.Config{})
+	req := draftEmail(t, e, "ann")
+	clk.Advance(2 * time.Minute)
+	r := decide(e, "ann", req.ID, fmt.Sprintf(`{"action":"approve","fingerprint":%q}`, req.Fingerprint))
+	if code, _ := r.errorOf(t); r.status != http.StatusGone || code != agenthttp.CodeExpired {
+		t.Fatalf("an expired approval: %d %s", r.status, r.body)
+	}
+	if len(e.outbox.list()) != 0 {
+		t.Fatal("an expired approval ran")
 	}
 }
