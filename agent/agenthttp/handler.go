@@ -2,6 +2,7 @@ package agenthttp
 
 import (
 	"context"
+	"errors"
 	"net/http"
 
 	"github.com/valetkit/valet/agent"
@@ -51,8 +52,8 @@ func tenantOf(r *http.Request) string {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	tenant, err := h.cfg.Tenant(r)
 	if err != nil || !ids.Valid(tenant) {
-		e, ok := err.(*Error)
-		if !ok || e == nil {
+		var e *Error
+		if !errors.As(err, &e) || e == nil {
 			e = &Error{Status: http.StatusUnauthorized, Code: CodeUnauthenticated, Message: "authentication required"}
 		}
 		writeJSON(w, e.Status, errorBody{e})
