@@ -2,6 +2,7 @@ package agenthttp_test
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -44,7 +45,7 @@ func TestNoEndpointWorksWithoutATenant(t *testing.T) {
 		case "empty":
 			return "", nil // a host function that forgot to fail
 		case "banned":
-			return "", &agenthttp.Error{Status: http.StatusForbidden, Code: "forbidden", Message: "account suspended"}
+			return "", fmt.Errorf("session: %w", &agenthttp.Error{Status: http.StatusForbidden, Code: "forbidden", Message: "account suspended"})
 		case "long":
 			return strings.Repeat("x", agent.MaxIDLen+1), nil
 		}
