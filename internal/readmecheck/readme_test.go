@@ -19,6 +19,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"net/http"
 	"testing"
 	"time"
 
@@ -28,6 +29,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/valetkit/valet/agent"
+	"github.com/valetkit/valet/agent/agenthttp"
 	"github.com/valetkit/valet/agent/transcript"
 	"github.com/valetkit/valet/approval"
 	"github.com/valetkit/valet/clock/clocktest"
@@ -68,6 +70,8 @@ var (
 var (
 	_ = fmt.Sprint
 	_ = log.Print
+	_ = http.NewServeMux
+	_ = agenthttp.New
 	_ = approval.Approve
 	_ = credentials.NewMemory
 	_ = llmtest.NewScript
