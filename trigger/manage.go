@@ -227,23 +227,51 @@ func (e *Engine) RunNow(ctx context.Context, tenantID, id string) (Run, error) {
 	} else if xerr != nil {
 		r.Status = RunDead
 	}
-	if err := e.store.UpdateRun(wctx, r); err != nil {
-		return r, err
-	}
-	_, err = e.mutate(wctx, tenantID, id, func(t *Task) error {
-		t.LastRun = r.StartedAt
-		return nil
-	})
+	queued, err := e.recordNow(wctx, r, xerr == nil)
 	if err != nil {
 		return r, err
 	}
 	if xerr == nil {
-		e.ended(ctx, t, r, res, nil) // the result goes along the task's route; a waiting run is watched
+		e.endedAs(ctx, t, r, res, nil, queued) // the result goes along the task's route; a waiting run is watched
 	} else {
 		e.budgetSteps(t, r, res)
 		e.observe(LifecycleFailed, t, r) // the task is not DEAD: nothing to notify
 	}
 	return r, nil
+}
+
+// recordNow records run r of RunNow and the task's LastRun. On a
+// Dispatcher, a run that ended (told) is recorded with its task in one
+// Finish, so that a NotifyDispatcher queues its notice and a chained run
+// with the record; queued reports that it did. A failed run (the task is
+// not DEAD: nothing to tell) is recorded apart from its task.
+func (e *Engine) recordNow(ctx context.Context, r Run, told bool) (queued bool, err error) {
+	disp, ok := e.store.(Dispatcher)
+	if !ok || !told {
+		if err := e.store.UpdateRun(ctx, r); err != nil {
+			return false, err
+		}
+		_, err := e.mutate(ctx, r.TenantID, r.TaskID, func(t *Task) error {
+			t.LastRun = r.StartedAt
+			return nil
+		})
+		return false, err
+	}
+	for i := 0; ; i++ {
+		t, err := e.store.Get(ctx, r.TenantID, r.TaskID)
+		if err != nil {
+			return false, err
+		}
+		t.LastRun = r.StartedAt
+		err = disp.Finish(ctx, r, t)
+		if err == nil {
+			nd, notifies := e.store.(NotifyDispatcher)
+			return notifies && nd.DispatchesNotifications(ctx), nil
+		}
+		if !errors.Is(err, ErrConflict) || i >= conflictRetries {
+			return false, err
+		}
+	}
 }
 
 // mutate reads the task, applies f and writes it back, reading again on

@@ -44,6 +44,16 @@ func TestApproveAndCancelOnTwoReplicasSettleOneAnswer(t *testing.T) {
 		}
 	}
 	wg.Wait()
+	// The answer's notice, queued with the settlement's record, goes out
+	// through River.
+	waitFor(t, 20*time.Second, "every answer told", func() (bool, error) {
+		for i := range n {
+			if rs.count(fmt.Sprintf("mail%02d", i), trigger.NotifyResult) == 0 {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
 	time.Sleep(time.Second) // a second notice would be delivered by now
 	for i := range n {
 		id := fmt.Sprintf("mail%02d", i)

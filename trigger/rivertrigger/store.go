@@ -655,7 +655,10 @@ func (s *Store) UpdateRun(ctx context.Context, r trigger.Run) error {
 // SwapRun implements [trigger.RunSwapper]: it replaces the run old.ID with
 // r only while the stored run is old, in one statement, so that of two
 // replicas settling one run's approval at once one writes it and the
-// other gets trigger.ErrConflict (and reads it again).
+// other gets trigger.ErrConflict (and reads it again). When it ends a
+// waiting run (its approvals settled or expired), the run's notice and
+// the run a chained route queues are queued in the same transaction
+// (see Notices).
 func (s *Store) SwapRun(ctx context.Context, old, r trigger.Run) error {
 	if err := r.Check(); err != nil {
 		return err
@@ -663,7 +666,12 @@ func (s *Store) SwapRun(ctx context.Context, old, r trigger.Run) error {
 	if old.ID != r.ID || old.TenantID != r.TenantID || old.TaskID != r.TaskID {
 		return fmt.Errorf("%w: rivertrigger: swapping run %q for run %q", trigger.ErrInvalid, old.ID, r.ID)
 	}
-	return s.fail(ctx, "swap run", s.inTx(ctx, func(tx pgx.Tx) error { return s.writeRun(ctx, tx, r, &old) }))
+	return s.fail(ctx, "swap run", s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := s.writeRun(ctx, tx, r, &old); err != nil {
+			return err
+		}
+		return s.settledInTx(ctx, tx, old, r)
+	}))
 }
 
 func (s *Store) updateRun(ctx context.Context, tx pgx.Tx, r trigger.Run) error {
