@@ -200,8 +200,7 @@ func (e *Engine) settleRun(ctx context.Context, t *Task, old, r Run) (*settledEn
 	if err := write(r); err != nil {
 		return nil, err
 	}
-	nd, notifies := e.store.(NotifyDispatcher)
-	queued := swaps && notifies && nd.DispatchesNotifications(ctx)
+	queued := swaps && e.notifiesQueued(ctx)
 	t, err := e.mutate(ctx, t.TenantID, t.ID, func(t *Task) error {
 		if t.Status == StatusPendingApproval {
 			t.Status = StatusCompleted

@@ -257,16 +257,34 @@ func (e *Engine) recordNow(ctx context.Context, r Run, told bool) (queued bool, 
 		})
 		return false, err
 	}
+	return e.finishAsIs(ctx, disp, r, func(t *Task) { t.LastRun = r.StartedAt })
+}
+
+// recordAlone records r, the end of an attempt whose task was
+// rescheduled meanwhile, leaving the task as it is: in one Finish with
+// the task as stored, so that a NotifyDispatcher queues its notice with
+// it (queued), unless r is dead (its task is not DEAD: the run is told by
+// the engine, as before).
+func (e *Engine) recordAlone(ctx context.Context, disp Dispatcher, r Run) (queued bool, err error) {
+	if r.Status == RunDead || r.Status == RunFailed {
+		return false, e.store.UpdateRun(ctx, r)
+	}
+	return e.finishAsIs(ctx, disp, r, func(*Task) {})
+}
+
+// finishAsIs records r in one Finish with its task as stored, changed by
+// f, reading the task again on ErrConflict, and reports whether a
+// NotifyDispatcher queued r's notice with it.
+func (e *Engine) finishAsIs(ctx context.Context, disp Dispatcher, r Run, f func(*Task)) (queued bool, err error) {
 	for i := 0; ; i++ {
 		t, err := e.store.Get(ctx, r.TenantID, r.TaskID)
 		if err != nil {
 			return false, err
 		}
-		t.LastRun = r.StartedAt
+		f(t)
 		err = disp.Finish(ctx, r, t)
 		if err == nil {
-			nd, notifies := e.store.(NotifyDispatcher)
-			return notifies && nd.DispatchesNotifications(ctx), nil
+			return e.notifiesQueued(ctx), nil
 		}
 		if !errors.Is(err, ErrConflict) || i >= conflictRetries {
 			return false, err

@@ -408,8 +408,14 @@ func (e *Engine) ended(ctx context.Context, t *Task, r Run, res ExecResult, prev
 // finished is ended for a run recorded by a Dispatcher's Finish (with t),
 // whose notice a NotifyDispatcher queued in its transaction.
 func (e *Engine) finished(ctx context.Context, t *Task, r Run, res ExecResult, prev *Previous) {
+	e.endedAs(ctx, t, r, res, prev, e.notifiesQueued(ctx))
+}
+
+// notifiesQueued reports whether the store's Finish and SwapRun, called
+// with ctx, queue the notices of what they record (NotifyDispatcher).
+func (e *Engine) notifiesQueued(ctx context.Context) bool {
 	d, ok := e.store.(NotifyDispatcher)
-	e.endedAs(ctx, t, r, res, prev, ok && d.DispatchesNotifications(ctx))
+	return ok && d.DispatchesNotifications(ctx)
 }
 
 // endedAs is ended; queued says the run's notice is queued already.

@@ -14,43 +14,39 @@ import (
 	"github.com/valetkit/valet/trigger/rivertrigger"
 )
 
-// diesAfterEnd is a Store whose process dies the moment the end of a run
-// recorded outside an attempt's Finish commits: a waiting run settled or
-// expired (SwapRun), a run of RunNow (Finish, or UpdateRun). die stops
+// diesAfterEnd is a Store whose process dies the moment the record of a
+// run that succeeded or expired commits, by whichever write: die stops
 // the engine and its channel, and cancels RunNow's caller.
 type diesAfterEnd struct {
 	*rivertrigger.Store
 	die func()
 }
 
-func (d diesAfterEnd) SwapRun(ctx context.Context, old, r trigger.Run) error {
-	err := d.Store.SwapRun(ctx, old, r)
-	if err == nil && old.Status == trigger.RunWaiting && r.Status != trigger.RunWaiting {
+func (d diesAfterEnd) ended(r trigger.Run, err error) error {
+	if err == nil && (r.Status == trigger.RunSucceeded || r.Status == trigger.RunExpired) {
 		d.die()
 	}
 	return err
+}
+
+func (d diesAfterEnd) SwapRun(ctx context.Context, old, r trigger.Run) error {
+	return d.ended(r, d.Store.SwapRun(ctx, old, r))
 }
 
 func (d diesAfterEnd) Finish(ctx context.Context, r trigger.Run, t *trigger.Task) error {
-	err := d.Store.Finish(ctx, r, t)
-	if err == nil && strings.HasSuffix(r.ID, "#now") {
-		d.die()
-	}
-	return err
+	return d.ended(r, d.Store.Finish(ctx, r, t))
 }
 
 func (d diesAfterEnd) UpdateRun(ctx context.Context, r trigger.Run) error {
-	err := d.Store.UpdateRun(ctx, r)
-	if err == nil && strings.HasSuffix(r.ID, "#now") && r.Status == trigger.RunSucceeded {
-		d.die()
-	}
-	return err
+	return d.ended(r, d.Store.UpdateRun(ctx, r))
 }
 
 // outsideEngine is an engine on a new Store in pool's schema, wrapped by
 // wrap, whose executor ends a run waiting for approval that expires the
 // task's Action.Instruction (a duration) after the run's due time, or,
-// when that is no duration, with a report.
+// when that is no duration, with a report, having moved the task's next
+// time an hour on when it is "reschedule" (an operator's change while it
+// runs).
 func outsideEngine(t *testing.T, pool *pgxpool.Pool, chat trigger.Notifier, wrap func(*rivertrigger.Store) trigger.Store) *trigger.Engine {
 	t.Helper()
 	s, err := rivertrigger.New(pool, rivertrigger.Config{FetchPollInterval: 100 * time.Millisecond})
@@ -62,6 +58,16 @@ func outsideEngine(t *testing.T, pool *pgxpool.Pool, chat trigger.Notifier, wrap
 	}
 	exec := trigger.ExecutorFunc(func(ctx context.Context, run trigger.ExecRun) (trigger.ExecResult, error) {
 		ttl, err := time.ParseDuration(run.Task.Action.Instruction)
+		if err != nil && run.Task.Action.Instruction == "reschedule" {
+			task, err := s.Get(ctx, run.Task.TenantID, run.Task.ID)
+			if err != nil {
+				return trigger.ExecResult{}, err
+			}
+			task.NextRun = task.NextRun.Add(time.Hour)
+			if err := s.Update(ctx, task); err != nil {
+				return trigger.ExecResult{}, err
+			}
+		}
 		if err != nil {
 			return trigger.ExecResult{Result: "report of " + run.Task.ID}, nil
 		}
@@ -77,11 +83,11 @@ func outsideEngine(t *testing.T, pool *pgxpool.Pool, chat trigger.Notifier, wrap
 	return e
 }
 
-// The notice of a run whose end is recorded outside an attempt — a
-// waiting run the user approved, one whose approvals expired, a run of
-// RunNow — is queued in the transaction of that record: a replica that
-// dies right after it loses none, and another delivers it once, with its
-// key.
+// The notice of a run whose end is recorded outside an attempt's Finish
+// with its task — a waiting run the user approved, one whose approvals
+// expired, a run of RunNow, a run whose task was rescheduled while it ran
+// — is queued in the transaction of that record: a replica that dies
+// right after it loses none, and another delivers it once, with its key.
 func TestNoticeRecordedOutsideAnAttemptSurvivesDeath(t *testing.T) {
 	for _, tc := range []struct {
 		name, ttl string
@@ -91,6 +97,7 @@ func TestNoticeRecordedOutsideAnAttemptSurvivesDeath(t *testing.T) {
 		{"approved", "1h", trigger.NotifyResult, "Sent to the team."},
 		{"expired", "2s", trigger.NotifyExpired, "not confirmed in time"},
 		{"run now", "report", trigger.NotifyResult, "report of mail"},
+		{"rescheduled while it ran", "reschedule", trigger.NotifyResult, "report of mail"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pool := poolIn(t, newSchema(t))
@@ -123,6 +130,7 @@ func TestNoticeRecordedOutsideAnAttemptSurvivesDeath(t *testing.T) {
 				if _, err := a.RunNow(callerCtx, "acme", "mail"); err != nil {
 					t.Fatal(err)
 				}
+			case "rescheduled while it ran":
 			default:
 				waitFor(t, 30*time.Second, "the run waiting", statusIs(a, "acme", "mail", trigger.StatusPendingApproval))
 				if tc.name == "approved" {
