@@ -188,7 +188,9 @@ func (e *Engine) Retry(ctx context.Context, tenantID, id string) (*Task, error) 
 // RunRefused, told to the task's channel), sets LastRun, and leaves
 // NextRun and Status alone. It returns the finished run; an execution
 // failure is in the run, not the error. A task with a run under way is
-// ErrConflict.
+// ErrConflict. On a Dispatcher a run that ended is recorded with LastRun
+// in one Finish, so that a NotifyDispatcher queues its notice, and the
+// run its route chains to, with the record.
 func (e *Engine) RunNow(ctx context.Context, tenantID, id string) (Run, error) {
 	if err := checkTask(tenantID, id); err != nil {
 		return Run{}, err

@@ -154,7 +154,8 @@
 //     DEAD, the reason of a refusal) and the approvals a run waits for
 //     (trigger.NotifyApproval), in the Finish that records the run;
 //   - a run of trigger.Engine.RunNow that ended, in the Finish that
-//     records it with the task's LastRun;
+//     records it with the task's LastRun, and a run whose task was
+//     rescheduled while it ran, in a Finish with the task as it is;
 //   - the end of a waiting run, its approvals settled (its result) or
 //     expired (trigger.NotifyExpired), in the [Store.SwapRun] that
 //     records it.
@@ -173,9 +174,9 @@
 // Notifier holds no run's worker, and each notice is a job of its own, so
 // one failing holds no other. Under [Store.WorkDue] nothing is queued:
 // the engine sends the notice as it ends the run, as with a
-// trigger.MemoryStore. A run recorded alone because its task was
-// rescheduled while it ran, and a failed run of RunNow (which tells
-// nobody), are still told by the engine after the record.
+// trigger.MemoryStore. A dead run recorded alone because its task was
+// rescheduled while it ran (the task is not DEAD) is still told by the
+// engine after the record.
 //
 // A user who answers an approval on another replica while its run is
 // being recorded (the settlement kept, see below) may still be sent the
