@@ -90,41 +90,51 @@ func (e *Engine) ApprovalSettled(ctx context.Context, s Settled) (err error) {
 	// a streamed reply), within recordTimeout.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	t, r, ended, err := e.settle(wctx, s)
-	if err != nil || !ended {
+	end, err := e.settle(wctx, s)
+	if err != nil || end == nil {
 		return err
 	}
 	// Deliver outside the lock, on the engine's context: the caller's
 	// (a user's request) may end first.
-	e.ended(e.background(ctx), t, r, ExecResult{}, nil)
+	e.endedAs(e.background(ctx), end.t, end.r, ExecResult{}, nil, end.queued)
 	return nil
 }
 
-// settle records s under settleMu and reports whether it ended its run.
-// A run another replica wrote meanwhile (ErrConflict of a RunSwapper) is
-// read again: s is applied to what it wrote, or found settled already.
-func (e *Engine) settle(ctx context.Context, s Settled) (*Task, Run, bool, error) {
+// settledEnd is a run a settlement ended: t is its task after it, r its
+// record, and queued says the store queued its notice with the record
+// (a RunSwapper that is a NotifyDispatcher).
+type settledEnd struct {
+	t      *Task
+	r      Run
+	queued bool
+}
+
+// settle records s under settleMu and returns the run it ended, nil
+// when it ended none. A run another replica wrote meanwhile (ErrConflict
+// of a RunSwapper) is read again: s is applied to what it wrote, or found
+// settled already.
+func (e *Engine) settle(ctx context.Context, s Settled) (*settledEnd, error) {
 	e.settleMu.Lock()
 	defer e.settleMu.Unlock()
 	for i := 0; ; i++ {
-		t, r, ended, err := e.settleOnce(ctx, s)
+		end, err := e.settleOnce(ctx, s)
 		if !errors.Is(err, ErrConflict) || i >= conflictRetries {
-			return t, r, ended, err
+			return end, err
 		}
 	}
 }
 
-func (e *Engine) settleOnce(ctx context.Context, s Settled) (*Task, Run, bool, error) {
+func (e *Engine) settleOnce(ctx context.Context, s Settled) (*settledEnd, error) {
 	t, err := e.store.Get(ctx, s.TenantID, s.TaskID)
 	if errors.Is(err, ErrNotFound) {
-		return nil, Run{}, false, nil
+		return nil, nil
 	}
 	if err != nil {
-		return nil, Run{}, false, err
+		return nil, err
 	}
 	runs, err := e.store.Runs(ctx, s.TenantID, s.TaskID, 0)
 	if err != nil {
-		return nil, Run{}, false, err
+		return nil, err
 	}
 	for _, r := range runs {
 		for i := range r.Approvals {
@@ -132,7 +142,7 @@ func (e *Engine) settleOnce(ctx context.Context, s Settled) (*Task, Run, bool, e
 				continue
 			}
 			if r.Status != RunWaiting || r.Approvals[i].Outcome != "" {
-				return nil, Run{}, false, nil // settled already
+				return nil, nil // settled already
 			}
 			first := true // no approval of r was settled before: r.Result is still what it asked with
 			for _, a := range r.Approvals {
@@ -159,10 +169,12 @@ func (e *Engine) settleOnce(ctx context.Context, s Settled) (*Task, Run, bool, e
 // old, and ends r when all its approvals have one. On a RunSwapper the
 // record is a compare and set: when another replica wrote the run first,
 // it writes nothing and returns ErrConflict, so the run ends, and its
-// outcome is delivered, once.
-func (e *Engine) settleRun(ctx context.Context, t *Task, old, r Run) (*Task, Run, bool, error) {
+// outcome is delivered, once. A RunSwapper that is a NotifyDispatcher
+// queues the notice of the run it ends with its record.
+func (e *Engine) settleRun(ctx context.Context, t *Task, old, r Run) (*settledEnd, error) {
+	sw, swaps := e.store.(RunSwapper)
 	write := func(r Run) error {
-		if sw, ok := e.store.(RunSwapper); ok {
+		if swaps {
 			return sw.SwapRun(ctx, old, r) // ErrConflict: settle reads it again
 		}
 		return e.store.UpdateRun(ctx, r)
@@ -170,7 +182,7 @@ func (e *Engine) settleRun(ctx context.Context, t *Task, old, r Run) (*Task, Run
 	expired := true
 	for _, a := range r.Approvals {
 		if a.Outcome == "" {
-			return nil, Run{}, false, write(r)
+			return nil, write(r)
 		}
 		expired = expired && a.Outcome == OutcomeExpired
 	}
@@ -186,8 +198,9 @@ func (e *Engine) settleRun(ctx context.Context, t *Task, old, r Run) (*Task, Run
 		r.Result = settledText(t, r)
 	}
 	if err := write(r); err != nil {
-		return nil, Run{}, false, err
+		return nil, err
 	}
+	queued := swaps && e.notifiesQueued(ctx)
 	t, err := e.mutate(ctx, t.TenantID, t.ID, func(t *Task) error {
 		if t.Status == StatusPendingApproval {
 			t.Status = StatusCompleted
@@ -198,9 +211,9 @@ func (e *Engine) settleRun(ctx context.Context, t *Task, old, r Run) (*Task, Run
 		return nil
 	})
 	if err != nil {
-		return nil, Run{}, false, err
+		return nil, err
 	}
-	return t, r, true, nil
+	return &settledEnd{t: t, r: r, queued: queued}, nil
 }
 
 // keepEarly keeps s for a run not yet recorded as waiting: on a
@@ -214,29 +227,29 @@ func (e *Engine) settleRun(ctx context.Context, t *Task, old, r Run) (*Task, Run
 // approval: one heard for a task with no run in flight (a stale click, a
 // forged or guessed approval ID) is dropped, so it cannot approve a later
 // run whose approval the user never saw.
-func (e *Engine) keepEarly(ctx context.Context, s Settled) (*Task, Run, bool, error) {
+func (e *Engine) keepEarly(ctx context.Context, s Settled) (*settledEnd, error) {
 	runs, err := e.store.Runs(ctx, s.TenantID, s.TaskID, 0)
 	if err != nil {
-		return nil, Run{}, false, err
+		return nil, err
 	}
 	if !slices.ContainsFunc(runs, func(r Run) bool {
 		return r.Status == RunRunning || slices.ContainsFunc(r.Approvals, func(a Approval) bool { return a.ID == s.ApprovalID })
 	}) {
 		e.log.Warn("trigger: an approval settled for a task with no run in flight or waiting for it is dropped",
 			"tenant", s.TenantID, "task", s.TaskID, "approval", s.ApprovalID, "outcome", s.Outcome)
-		return nil, Run{}, false, nil
+		return nil, nil
 	}
 	k, ok := e.store.(SettlementKeeper)
 	if !ok {
 		e.keepEarlyHere(s)
-		return nil, Run{}, false, nil
+		return nil, nil
 	}
 	if err := k.KeepSettled(ctx, s); err != nil {
-		return nil, Run{}, false, err
+		return nil, err
 	}
 	runs, err = e.store.Runs(ctx, s.TenantID, s.TaskID, 0)
 	if err != nil {
-		return nil, Run{}, false, err
+		return nil, err
 	}
 	for _, r := range runs {
 		for _, a := range r.Approvals {
@@ -245,12 +258,12 @@ func (e *Engine) keepEarly(ctx context.Context, s Settled) (*Task, Run, bool, er
 			}
 			taken, err := k.TakeSettled(ctx, s.TenantID, s.TaskID, []string{s.ApprovalID})
 			if err != nil || len(taken) == 0 {
-				return nil, Run{}, false, err // the run's recorder took it
+				return nil, err // the run's recorder took it
 			}
 			return e.settleOnce(ctx, taken[0])
 		}
 	}
-	return nil, Run{}, false, nil
+	return nil, nil
 }
 
 // keepEarlyHere keeps s in the engine's memory.
@@ -301,14 +314,14 @@ func (e *Engine) applyEarly(ctx context.Context, t *Task, r Run) bool {
 	found := e.takeEarly(ctx, t, r)
 	ended := false
 	for _, s := range found {
-		t2, r2, done, err := e.settle(ctx, s)
+		end, err := e.settle(ctx, s)
 		if err != nil {
 			e.log.Error("trigger: recording an approval's outcome", "tenant", s.TenantID, "task", s.TaskID,
 				"approval", s.ApprovalID, "err", err)
 			continue
 		}
-		if done {
-			e.ended(ctx, t2, r2, ExecResult{}, nil)
+		if end != nil {
+			e.endedAs(ctx, end.t, end.r, ExecResult{}, nil, end.queued)
 			ended = true
 		}
 	}

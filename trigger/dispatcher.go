@@ -224,7 +224,7 @@ func (e *Engine) runDue(ctx context.Context, disp Dispatcher, t *Task, r Run, d 
 		return nil, errors.Join(xerr, err)
 	}
 	if done == nil { // rescheduled meanwhile: the run, recorded alone, still goes along t's route
-		e.ended(ctx, t, r, res, d.Previous)
+		e.endedAs(ctx, t, r, res, d.Previous, r.Status != RunDead && e.notifiesQueued(wctx))
 		return nil, xerr
 	}
 	e.finished(ctx, done, r, res, d.Previous)
@@ -415,7 +415,8 @@ func (e *Engine) finishTask(ctx context.Context, disp Dispatcher, t *Task, r Run
 			// Rescheduled meanwhile: keep the change, record the run
 			// alone. A task paused meanwhile still moves on past the
 			// due time that ran, so that Resume does not run it again.
-			return nil, e.store.UpdateRun(ctx, r)
+			_, err := e.recordAlone(ctx, disp, r)
+			return nil, err
 		}
 	}
 }

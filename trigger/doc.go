@@ -195,10 +195,13 @@
 // [Run.RouteError], and the run's status and result stand. Delivery
 // follows the run's record: a process that dies between the two loses
 // the notification, not the result. With a Store that is a
-// [NotifyDispatcher] (trigger/rivertrigger) the notice of a run's end
-// ([RunNotice]) and a chained run are queued with the record, in its
-// transaction, and are not lost: the store delivers the notice at least
-// once, by any replica, through [Engine.HandleNotification]. Every
+// [NotifyDispatcher] (trigger/rivertrigger) every notice about a run
+// ([RunNotice]: its end, by an attempt, RunNow or a settlement of its
+// approvals; the approvals it asks for; their expiry) and a chained run
+// are queued with the record, in its transaction, and are not lost: the
+// store delivers the notice at least once, by any replica, through
+// [Engine.HandleNotification], which drops a request for approvals whose
+// run no longer waits. Every
 // notification carries an IdempotencyKey ([NotificationKey] of the run
 // and the kind), the same on each delivery of it. CreateTask refuses a
 // route the engine cannot deliver.

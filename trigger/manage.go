@@ -188,7 +188,9 @@ func (e *Engine) Retry(ctx context.Context, tenantID, id string) (*Task, error) 
 // RunRefused, told to the task's channel), sets LastRun, and leaves
 // NextRun and Status alone. It returns the finished run; an execution
 // failure is in the run, not the error. A task with a run under way is
-// ErrConflict.
+// ErrConflict. On a Dispatcher a run that ended is recorded with LastRun
+// in one Finish, so that a NotifyDispatcher queues its notice, and the
+// run its route chains to, with the record.
 func (e *Engine) RunNow(ctx context.Context, tenantID, id string) (Run, error) {
 	if err := checkTask(tenantID, id); err != nil {
 		return Run{}, err
@@ -227,23 +229,69 @@ func (e *Engine) RunNow(ctx context.Context, tenantID, id string) (Run, error) {
 	} else if xerr != nil {
 		r.Status = RunDead
 	}
-	if err := e.store.UpdateRun(wctx, r); err != nil {
-		return r, err
-	}
-	_, err = e.mutate(wctx, tenantID, id, func(t *Task) error {
-		t.LastRun = r.StartedAt
-		return nil
-	})
+	queued, err := e.recordNow(wctx, r, xerr == nil)
 	if err != nil {
 		return r, err
 	}
 	if xerr == nil {
-		e.ended(ctx, t, r, res, nil) // the result goes along the task's route; a waiting run is watched
+		e.endedAs(ctx, t, r, res, nil, queued) // the result goes along the task's route; a waiting run is watched
 	} else {
 		e.budgetSteps(t, r, res)
 		e.observe(LifecycleFailed, t, r) // the task is not DEAD: nothing to notify
 	}
 	return r, nil
+}
+
+// recordNow records run r of RunNow and the task's LastRun. On a
+// Dispatcher, a run that ended (told) is recorded with its task in one
+// Finish, so that a NotifyDispatcher queues its notice and a chained run
+// with the record; queued reports that it did. A failed run (the task is
+// not DEAD: nothing to tell) is recorded apart from its task.
+func (e *Engine) recordNow(ctx context.Context, r Run, told bool) (queued bool, err error) {
+	disp, ok := e.store.(Dispatcher)
+	if !ok || !told {
+		if err := e.store.UpdateRun(ctx, r); err != nil {
+			return false, err
+		}
+		_, err := e.mutate(ctx, r.TenantID, r.TaskID, func(t *Task) error {
+			t.LastRun = r.StartedAt
+			return nil
+		})
+		return false, err
+	}
+	return e.finishAsIs(ctx, disp, r, func(t *Task) { t.LastRun = r.StartedAt })
+}
+
+// recordAlone records r, the end of an attempt whose task was
+// rescheduled meanwhile, leaving the task as it is: in one Finish with
+// the task as stored, so that a NotifyDispatcher queues its notice with
+// it (queued), unless r is dead (its task is not DEAD: the run is told by
+// the engine, as before).
+func (e *Engine) recordAlone(ctx context.Context, disp Dispatcher, r Run) (queued bool, err error) {
+	if r.Status == RunDead || r.Status == RunFailed {
+		return false, e.store.UpdateRun(ctx, r)
+	}
+	return e.finishAsIs(ctx, disp, r, func(*Task) {})
+}
+
+// finishAsIs records r in one Finish with its task as stored, changed by
+// f, reading the task again on ErrConflict, and reports whether a
+// NotifyDispatcher queued r's notice with it.
+func (e *Engine) finishAsIs(ctx context.Context, disp Dispatcher, r Run, f func(*Task)) (queued bool, err error) {
+	for i := 0; ; i++ {
+		t, err := e.store.Get(ctx, r.TenantID, r.TaskID)
+		if err != nil {
+			return false, err
+		}
+		f(t)
+		err = disp.Finish(ctx, r, t)
+		if err == nil {
+			return e.notifiesQueued(ctx), nil
+		}
+		if !errors.Is(err, ErrConflict) || i >= conflictRetries {
+			return false, err
+		}
+	}
 }
 
 // mutate reads the task, applies f and writes it back, reading again on

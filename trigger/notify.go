@@ -105,9 +105,9 @@ func NotificationKey(runID string, kind NotificationKind) string {
 // times, then log the failure on the run (the run's own result is kept).
 // Delivery is at least once: a notification may repeat after a retry or a
 // restart, with the same IdempotencyKey. With a Store that is a
-// NotifyDispatcher (trigger/rivertrigger), the notice of a run's end is
-// queued with the run's record and delivered by whichever replica works
-// it, after the one that recorded the run died too.
+// NotifyDispatcher (trigger/rivertrigger), every notice about a run is
+// queued with the record it follows and delivered by whichever replica
+// works it, after the one that recorded the run died too.
 type Notifier interface {
 	Notify(ctx context.Context, n Notification) error
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -89,17 +90,21 @@ func (e *Engine) deliver(ctx context.Context, t *Task, r Run, res ExecResult, de
 	}
 }
 
-// RunNotice returns the notification the end of run r of t (as
-// recorded, t after the run) sends on t's channel, if any: the failure of
-// a dead run (NotifyFailure), the reason of a refused one (NotifyRefused),
-// the result of a succeeded run whose route notifies (NotifyResult; not
-// when Run.ResultShown). A NotifyDispatcher queues it with the record.
+// RunNotice returns the notification that run r of t, as recorded (t
+// after the run), sends on t's channel, if any: the failure of a dead run
+// (NotifyFailure), the reason of a refused one (NotifyRefused), the result
+// of a succeeded run whose route notifies (NotifyResult; not when
+// Run.ResultShown), the approvals a waiting run asks for (NotifyApproval,
+// with their ids in Metadata["approval_ids"]), and the news that a run's
+// approvals expired unanswered (NotifyExpired; not when Run.ResultShown).
+// A NotifyDispatcher queues it in the transaction that records r so.
 func RunNotice(t *Task, r Run) (Notification, bool) {
 	if t == nil || t.Output.Channel == "" {
 		return Notification{}, false
 	}
 	var kind NotificationKind
 	var text string
+	var meta map[string]string
 	switch {
 	case r.Status == RunDead:
 		kind, text = NotifyFailure, fmt.Sprintf("The task %q stopped: its run failed %d times, last with: %s",
@@ -108,10 +113,23 @@ func RunNotice(t *Task, r Run) (Notification, bool) {
 		kind, text = NotifyRefused, refusalText(t, r)
 	case r.Status == RunSucceeded && t.RouteKind() == RouteNotify && !r.ResultShown:
 		kind, text = NotifyResult, r.Result
+	case r.Status == RunWaiting && len(r.Approvals) > 0:
+		ids := make([]string, 0, len(r.Approvals))
+		lines := make([]string, 0, len(r.Approvals))
+		for _, a := range r.Approvals {
+			ids = append(ids, a.ID)
+			lines = append(lines, "- "+textsafe.Line(a.Summary)) // a summary cannot add a line of its own
+		}
+		kind = NotifyApproval
+		text = fmt.Sprintf("%q needs your confirmation before it goes on:\n%s", t.Name, strings.Join(lines, "\n"))
+		meta = map[string]string{"approval_ids": strings.Join(ids, ",")}
+	case r.Status == RunExpired && !r.ResultShown:
+		kind = NotifyExpired
+		text = fmt.Sprintf("%q did not go on: what it asked you to confirm was not confirmed in time, so nothing was done.", t.Name)
 	default:
 		return Notification{}, false
 	}
-	return notice(t, r, kind, text, nil), true
+	return notice(t, r, kind, text, meta), true
 }
 
 // notice is the notification of kind about run r of t.
@@ -119,12 +137,6 @@ func notice(t *Task, r Run, kind NotificationKind, text string, meta map[string]
 	return Notification{Kind: kind, TenantID: t.TenantID, TaskID: t.ID, TaskName: t.Name, RunID: r.ID,
 		Channel: t.Output.Channel, Target: t.Output.Target, Text: text, Metadata: meta,
 		IdempotencyKey: NotificationKey(r.ID, kind)}
-}
-
-// notify1 sends one notification on t's channel, trying notifyAttempts
-// times.
-func (e *Engine) notify1(ctx context.Context, stop <-chan struct{}, t *Task, r Run, kind NotificationKind, text string, meta map[string]string) error {
-	return e.send(ctx, stop, notice(t, r, kind, text, meta))
 }
 
 // send delivers note on its channel, trying notifyAttempts times.
@@ -154,10 +166,17 @@ func (e *Engine) send(ctx context.Context, stop <-chan struct{}, note Notificati
 
 // HandleNotification implements [NotificationHandler]: one attempt to
 // deliver n, a notice a NotifyDispatcher queued with its run's record, on
-// the Notifier of n.Channel. On the last attempt (last) a failure is
-// logged and kept on the run (Run.RouteError), as the engine's own
-// delivery does; the run's status and result stand.
+// the Notifier of n.Channel. A request for approvals (NotifyApproval)
+// whose run no longer waits (the user answered meanwhile, or the
+// approvals expired) is dropped, not delivered. On the last attempt
+// (last) a failure is logged and kept on the run (Run.RouteError), as the
+// engine's own delivery does; the run's status and result stand.
 func (e *Engine) HandleNotification(ctx context.Context, n Notification, last bool) error {
+	if n.Kind == NotifyApproval {
+		if waits, err := e.stillWaiting(ctx, n); err != nil || !waits {
+			return err
+		}
+	}
 	var err error
 	if nf := e.notifiers[n.Channel]; nf == nil {
 		err = fmt.Errorf("no notifier for channel %q", n.Channel)
@@ -170,18 +189,60 @@ func (e *Engine) HandleNotification(ctx context.Context, n Notification, last bo
 	err = fmt.Errorf("notifier %q failed its last attempt: %w", n.Channel, err)
 	e.log.Error("trigger: delivering a notice", "tenant", n.TenantID, "task", n.TaskID, "run", n.RunID,
 		"kind", string(n.Kind), "key", n.IdempotencyKey, "err", err)
-	t, gerr := e.store.Get(ctx, n.TenantID, n.TaskID)
-	if gerr != nil {
-		return errors.Join(err, gerr)
-	}
-	r, ok := e.findRun(ctx, t, n.RunID)
-	if !ok {
-		return err
-	}
-	r.RouteError = clip(string(t.RouteKind()) + ": " + err.Error())
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	return errors.Join(err, e.store.UpdateRun(wctx, r))
+	return errors.Join(err, e.keepRouteError(wctx, n, err))
+}
+
+// stillWaiting reports whether the run n asks approvals for still waits
+// for one of them.
+func (e *Engine) stillWaiting(ctx context.Context, n Notification) (bool, error) {
+	runs, err := e.store.Runs(ctx, n.TenantID, n.TaskID, 0)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil // the task is gone
+	}
+	if err != nil {
+		return false, err
+	}
+	for _, r := range runs {
+		if r.ID == n.RunID {
+			waits := r.Status == RunWaiting && slices.ContainsFunc(r.Approvals, func(a Approval) bool { return a.Outcome == "" })
+			if !waits {
+				e.log.Info("trigger: an approval request whose run no longer waits is not sent", "tenant", n.TenantID,
+					"task", n.TaskID, "run", n.RunID, "status", string(r.Status))
+			}
+			return waits, nil
+		}
+	}
+	return false, nil // dropped from the history
+}
+
+// keepRouteError records the failure to deliver n on its run
+// (Run.RouteError). On a RunSwapper it is a compare and set, read again
+// when another writer changed the run first (a settlement of the run
+// whose approvals n asked for), so that it never writes back an older
+// record.
+func (e *Engine) keepRouteError(ctx context.Context, n Notification, failure error) error {
+	for i := 0; ; i++ {
+		t, err := e.store.Get(ctx, n.TenantID, n.TaskID)
+		if err != nil {
+			return err
+		}
+		old, ok := e.findRun(ctx, t, n.RunID)
+		if !ok {
+			return nil
+		}
+		r := old
+		r.RouteError = clip(string(t.RouteKind()) + ": " + failure.Error())
+		sw, swaps := e.store.(RunSwapper)
+		if !swaps {
+			return e.store.UpdateRun(ctx, r)
+		}
+		err = sw.SwapRun(ctx, old, r)
+		if !errors.Is(err, ErrConflict) || i >= conflictRetries {
+			return err
+		}
+	}
 }
 
 // callNotifier calls n within deliverTimeout, recovering a panic.
@@ -243,33 +304,27 @@ func (e *Engine) chain(ctx context.Context, t *Task, r Run, depth int) error {
 }
 
 // askApproval tells the task's channel, if it has one, that actions of
-// run r wait for the user's confirmation.
+// run r wait for the user's confirmation (RunNotice's NotifyApproval).
 func (e *Engine) askApproval(ctx context.Context, t *Task, r Run) {
-	if t.Output.Channel == "" {
+	n, ok := RunNotice(t, r)
+	if !ok || n.Kind != NotifyApproval {
 		return
 	}
-	var ids, lines []string
-	for _, a := range r.Approvals {
-		ids = append(ids, a.ID)
-		lines = append(lines, "- "+textsafe.Line(a.Summary)) // a summary cannot add a line of its own
-	}
-	text := fmt.Sprintf("%q needs your confirmation before it goes on:\n%s", t.Name, strings.Join(lines, "\n"))
-	stop := ctx.Done()
-	if err := e.notify1(ctx, stop, t, r, NotifyApproval, text,
-		map[string]string{"approval_ids": strings.Join(ids, ",")}); err != nil {
+	if err := e.send(ctx, ctx.Done(), n); err != nil {
 		e.log.Error("trigger: asking for an approval", "tenant", t.TenantID, "task", t.ID, "run", r.ID, "err", err)
 	}
 }
 
 // tellExpired tells the user, on the channel that asked them
 // (askApproval), that the run's approvals expired and nothing ran, unless
-// the reply to their own message told them already.
+// the reply to their own message told them already (RunNotice's
+// NotifyExpired).
 func (e *Engine) tellExpired(ctx context.Context, t *Task, r Run) {
-	if t.Output.Channel == "" || r.ResultShown {
+	n, ok := RunNotice(t, r)
+	if !ok || n.Kind != NotifyExpired {
 		return
 	}
-	text := fmt.Sprintf("%q did not go on: what it asked you to confirm was not confirmed in time, so nothing was done.", t.Name)
-	if err := e.notify1(ctx, ctx.Done(), t, r, NotifyExpired, text, nil); err != nil {
+	if err := e.send(ctx, ctx.Done(), n); err != nil {
 		e.log.Error("trigger: telling of an expired approval", "tenant", t.TenantID, "task", t.ID, "run", r.ID, "err", err)
 	}
 }
@@ -353,8 +408,14 @@ func (e *Engine) ended(ctx context.Context, t *Task, r Run, res ExecResult, prev
 // finished is ended for a run recorded by a Dispatcher's Finish (with t),
 // whose notice a NotifyDispatcher queued in its transaction.
 func (e *Engine) finished(ctx context.Context, t *Task, r Run, res ExecResult, prev *Previous) {
+	e.endedAs(ctx, t, r, res, prev, e.notifiesQueued(ctx))
+}
+
+// notifiesQueued reports whether the store's Finish and SwapRun, called
+// with ctx, queue the notices of what they record (NotifyDispatcher).
+func (e *Engine) notifiesQueued(ctx context.Context) bool {
 	d, ok := e.store.(NotifyDispatcher)
-	e.endedAs(ctx, t, r, res, prev, ok && d.DispatchesNotifications(ctx))
+	return ok && d.DispatchesNotifications(ctx)
 }
 
 // endedAs is ended; queued says the run's notice is queued already.
@@ -380,11 +441,15 @@ func (e *Engine) endedAs(ctx context.Context, t *Task, r Run, res ExecResult, pr
 			return // the user answered before the run was recorded
 		}
 		e.watch(t, r)
-		e.askApproval(ctx, t, r)
+		if !queued {
+			e.askApproval(ctx, t, r)
+		}
 		return
 	case RunExpired:
 		e.observe(LifecycleExpired, t, r)
-		e.tellExpired(ctx, t, r)
+		if !queued {
+			e.tellExpired(ctx, t, r)
+		}
 		return
 	default:
 		return

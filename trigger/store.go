@@ -94,17 +94,21 @@ type ExpiryHandler interface {
 	HandleExpiry(ctx context.Context, tenantID, taskID, runID string, at time.Time) error
 }
 
-// NotifyDispatcher is a Dispatcher that queues the notice of a run's end
-// (RunNotice: a result, a failure, a refusal) in the transaction of
-// Finish that records the run, and delivers it itself, at least once and
-// with retries, through the engine's [Engine.HandleNotification] on
-// whichever replica works it: a process that dies between the record
-// and the delivery loses no notice. The engine then does not send these
-// notices itself. trigger/rivertrigger is one.
+// NotifyDispatcher is a Dispatcher that queues the notice of a run
+// (RunNotice: a result, a failure, a refusal, the approvals a waiting run
+// asks for, their expiry) in the transaction that records the run so,
+// and delivers it itself, at least once and with retries, through the
+// engine's [Engine.HandleNotification] on whichever replica works it: a
+// process that dies between the record and the delivery loses no notice.
+// The records that queue it are Finish (the end of an attempt, a run of
+// RunNow) and, when the store is a RunSwapper too, the SwapRun that ends
+// a waiting run (its approvals settled or expired). The engine then does
+// not send these notices itself. trigger/rivertrigger is one.
 type NotifyDispatcher interface {
 	Dispatcher
-	// DispatchesNotifications reports that Finish, called with ctx,
-	// queues the notices (the engine passes the context of the run).
+	// DispatchesNotifications reports that Finish and SwapRun, called
+	// with ctx, queue the notices (the engine passes the context it
+	// records the run with).
 	DispatchesNotifications(ctx context.Context) bool
 }
 

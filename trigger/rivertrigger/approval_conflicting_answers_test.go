@@ -19,7 +19,7 @@ func TestApproveAndCancelOnTwoReplicasSettleOneAnswer(t *testing.T) {
 	rs := newReplicas(t, time.Hour)
 	a, _ := rs.start(t)
 	ctx := context.Background()
-	due := time.Now().Add(time.Second)
+	due := time.Now().Add(3 * time.Second) // creating 12 tasks on a loaded machine may take a second
 	for i := range n {
 		if err := a.CreateTask(ctx, mailTask(fmt.Sprintf("mail%02d", i), due)); err != nil {
 			t.Fatal(err)
@@ -44,6 +44,16 @@ func TestApproveAndCancelOnTwoReplicasSettleOneAnswer(t *testing.T) {
 		}
 	}
 	wg.Wait()
+	// The answer's notice, queued with the settlement's record, goes out
+	// through River.
+	waitFor(t, 20*time.Second, "every answer told", func() (bool, error) {
+		for i := range n {
+			if rs.count(fmt.Sprintf("mail%02d", i), trigger.NotifyResult) == 0 {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
 	time.Sleep(time.Second) // a second notice would be delivered by now
 	for i := range n {
 		id := fmt.Sprintf("mail%02d", i)

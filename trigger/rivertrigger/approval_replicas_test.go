@@ -147,6 +147,20 @@ func TestApprovalSettledOnceAcrossReplicas(t *testing.T) {
 			runs[0].Result != "Sent to team@example.com." || runs[0].Approvals[0].Outcome != trigger.OutcomeApproved {
 			t.Errorf("%s: task %s, runs %+v", id, task.Status, runs)
 		}
+	}
+	// The result's notice is queued with the settlement's record and
+	// delivered by River, on whichever replica: once.
+	waitFor(t, 20*time.Second, "every result told", func() (bool, error) {
+		for i := range n {
+			if rs.count(fmt.Sprintf("mail%02d", i), trigger.NotifyResult) == 0 {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	time.Sleep(500 * time.Millisecond) // a repeat would show by now
+	for i := range n {
+		id := fmt.Sprintf("mail%02d", i)
 		if got := rs.count(id, trigger.NotifyResult); got != 1 {
 			t.Errorf("%s: the result was told %d times, want once", id, got)
 		}

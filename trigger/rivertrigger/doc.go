@@ -138,45 +138,62 @@
 // between the record and the delivery loses no chained run, and the
 // delivery finds it queued. A chain past trigger.MaxChainDepth, or to a
 // task that is not ACTIVE, is left to the delivery, which records why on
-// the run. A run that succeeds when its approvals are settled is chained
-// by the delivery alone.
+// the run. A run that succeeds when its approvals are settled has its
+// chained run queued the same way, in the transaction of the settlement
+// ([Store.SwapRun]).
 //
 // # Notices
 //
-// A Store is a trigger.NotifyDispatcher. The notice of a run's end
-// (trigger.RunNotice: the result of a run whose route notifies, the
-// failure of a run that made its task DEAD, the reason of a refused run)
-// is queued as a River job of kind [NotifyJobKind] in the transaction of
-// Finish that records the run, unique by its IdempotencyKey
-// (trigger.NotificationKey of the run id and the notice's kind), and
-// whichever replica works it hands it to the engine's
+// A Store is a trigger.NotifyDispatcher. Every notice about a run
+// (trigger.RunNotice) is queued as a River job of kind [NotifyJobKind]
+// in the transaction that records what it tells, unique by its
+// IdempotencyKey (trigger.NotificationKey of the run id and the notice's
+// kind):
+//
+//   - the end of an attempt (a result, the failure that made its task
+//     DEAD, the reason of a refusal) and the approvals a run waits for
+//     (trigger.NotifyApproval), in the Finish that records the run;
+//   - a run of trigger.Engine.RunNow that ended, in the Finish that
+//     records it with the task's LastRun, and a run whose task was
+//     rescheduled while it ran, in a Finish with the task as it is;
+//   - the end of a waiting run, its approvals settled (its result) or
+//     expired (trigger.NotifyExpired), in the [Store.SwapRun] that
+//     records it.
+//
+// Whichever replica works the job hands it to the engine's
 // trigger.Engine.HandleNotification, which calls the channel's Notifier
-// once per attempt. Delivery is at least once: a Notifier may see a
-// notice again (a replica killed mid-delivery, after a River rescue), with
-// the same IdempotencyKey, which it keeps to show each once. A failed
-// attempt is tried again after Config.NotifyBackoff, doubling, up to
-// Config.NotifyAttempts; the last one's failure is logged and kept on the
-// run (Run.RouteError), the run's status and result standing. Notices go
-// through a River queue of their own (Config.NotifyQueue, NotifyWorkers
-// at once), so a slow or failing Notifier holds no run's worker, and each
-// notice is a job of its own, so one failing holds no other. Under
-// [Store.WorkDue] nothing is queued: the engine sends the notice as it
-// ends the run, as with a trigger.MemoryStore. The notices of approvals
-// (trigger.NotifyApproval, NotifyExpired) and a run recorded outside
-// Finish (a run settled by its approvals, a task rescheduled while it
-// ran) are still sent by the engine after the record.
+// once per attempt; a request for approvals whose run no longer waits
+// (answered, or expired, meanwhile) is dropped there. Delivery is at
+// least once: a Notifier may see a notice again (a replica killed
+// mid-delivery, after a River rescue), with the same IdempotencyKey,
+// which it keeps to show each once. A failed attempt is tried again after
+// Config.NotifyBackoff, doubling, up to Config.NotifyAttempts; the last
+// one's failure is logged and kept on the run (Run.RouteError), the run's
+// status and result standing. Notices go through a River queue of their
+// own (Config.NotifyQueue, NotifyWorkers at once), so a slow or failing
+// Notifier holds no run's worker, and each notice is a job of its own, so
+// one failing holds no other. Under [Store.WorkDue] nothing is queued:
+// the engine sends the notice as it ends the run, as with a
+// trigger.MemoryStore. A dead run recorded alone because its task was
+// rescheduled while it ran (the task is not DEAD) is still told by the
+// engine after the record.
+//
+// A user who answers an approval on another replica while its run is
+// being recorded (the settlement kept, see below) may still be sent the
+// request, when its job is worked before the settlement is applied.
 //
 // # What is durable
 //
-// Written in the transaction that records a run's end (Finish), so a
-// process that dies right after the record loses none of them: the
-// run's record, the task's next time and its job, the completion of the
-// run's job, the run a chained route queues, the run's notice, and the
-// expiry of a waiting run's approvals. An event is acknowledged on the
-// bus only once its run's job is queued. What follows the record in a
-// step of its own, and is lost with the process in between: the
-// Observer's lifecycle steps, a RouteMemory write, and the notices named
-// above as the engine's.
+// Written in the transaction that records a run's end or its wait for
+// approvals (Finish, SwapRun), so a process that dies right after the
+// record loses none of them: the run's record, the task's next time and
+// its job, the completion of the run's job, the run a chained route
+// queues, the run's notice, and the expiry of a waiting run's approvals.
+// An event is acknowledged on the bus only once its run's job is queued.
+// What follows the record in a step of its own, and is lost with the
+// process in between: the Observer's lifecycle steps, a RouteMemory
+// write, the task's status after a settlement (PENDING_APPROVAL to
+// COMPLETED or ACTIVE), and the notices named above as the engine's.
 //
 // # Approvals of triggered runs
 //

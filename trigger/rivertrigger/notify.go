@@ -11,8 +11,9 @@ import (
 	"github.com/valetkit/valet/trigger"
 )
 
-// NotifyJobKind is the River kind of the job that delivers the notice of
-// a run's end (trigger.RunNotice), queued with the run's record.
+// NotifyJobKind is the River kind of the job that delivers a notice
+// about a run (trigger.RunNotice: its end, the approvals it waits for,
+// their expiry), queued with the run's record.
 const NotifyJobKind = "valet_trigger_notify"
 
 // maxNotifyBackoff bounds the wait between two attempts of a notice.
@@ -35,7 +36,30 @@ func (s *Store) DispatchesNotifications(ctx context.Context) bool {
 	return !workDue
 }
 
-// notifyInTx queues in tx the notice of r's end, if it has one.
+// settledInTx queues in tx, when r ends the waiting run old (its
+// approvals settled or expired: SwapRun), r's notice and the run its
+// task's route chains to, as Finish does for the end of an attempt.
+func (s *Store) settledInTx(ctx context.Context, tx pgx.Tx, old, r trigger.Run) error {
+	if old.Status != trigger.RunWaiting || r.Status == trigger.RunWaiting {
+		return nil
+	}
+	var data []byte
+	err := tx.QueryRow(ctx, s.sql(`SELECT task FROM {tasks} WHERE tenant_id = $1 AND id = $2`),
+		r.TenantID, r.TaskID).Scan(&data)
+	if err != nil {
+		return err // the run was written: its task is there (a foreign key)
+	}
+	t, err := decodeTask(data)
+	if err != nil {
+		return err
+	}
+	if err := s.chainInTx(ctx, tx, r, t); err != nil {
+		return fmt.Errorf("queueing the chained run: %w", err)
+	}
+	return s.notifyInTx(ctx, tx, r, t)
+}
+
+// notifyInTx queues in tx the notice of r as recorded, if it has one.
 func (s *Store) notifyInTx(ctx context.Context, tx pgx.Tx, r trigger.Run, t *trigger.Task) error {
 	n, ok := trigger.RunNotice(t, r)
 	if !ok || !s.DispatchesNotifications(ctx) {
