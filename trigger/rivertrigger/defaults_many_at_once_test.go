@@ -76,7 +76,9 @@ func TestDefaultsRunManyWaitingRunsAtOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
 	for i := range n {
-		wg.Go(func() { errs <- creator.CreateTask(context.Background(), oneTime(fmt.Sprintf("tenant%03d", i), "digest", at)) })
+		wg.Go(func() {
+			errs <- creator.CreateTask(context.Background(), oneTime(fmt.Sprintf("tenant%03d", i), "digest", at))
+		})
 	}
 	wg.Wait()
 	close(errs)
