@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -39,6 +40,9 @@ import (
 //     executor's call.
 //   - other-delay-ms: from the other tenant's due time to its run's
 //     start, while the busy tenant's burst is under way.
+//   - cpu-ms/run: this process's CPU time (user+sys: both engines, River,
+//     pgx; PostgreSQL's is not in it) per run, from the engines' start to
+//     the last task COMPLETED.
 //   - conc, replicas: runs at once per replica (the lesser of River's
 //     MaxWorkers and the engine's MaxConcurrent), engines.
 
@@ -118,6 +122,16 @@ func (s burstSetup) conc() int {
 type burstResult struct {
 	rec      *burstRec
 	lastDone time.Duration // from first's due time to the last task COMPLETED
+	cpu      time.Duration // this process's user+sys time from the engines' start to the last task COMPLETED
+}
+
+// cpuTime is this process's user+sys time so far.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // burstRound creates tasks (made by mk from the time they are due at)
@@ -145,6 +159,7 @@ func burstRound(b *testing.B, replicas int, setup burstSetup, n int, mk func(at 
 	tasks := mk(base)
 	took := createAll(b, creator, tasks, benchCreators)
 	rec := newBurstRec(len(tasks))
+	cpu0 := cpuTime(b)
 	var stops []func()
 	for _, s := range stores {
 		e, err := trigger.New(trigger.Config{
@@ -196,6 +211,7 @@ func burstRound(b *testing.B, replicas int, setup burstSetup, n int, mk func(at 
 			b.Fatalf("%d of %d tasks COMPLETED a minute after their runs ended", c, len(tasks))
 		}
 	}
+	cpu := cpuTime(b) - cpu0
 	for _, stop := range stops {
 		stop()
 	}
@@ -213,7 +229,7 @@ func burstRound(b *testing.B, replicas int, setup burstSetup, n int, mk func(at 
 	if first != len(tasks) {
 		b.Fatalf("%d runs succeeded at their first attempt, want %d", first, len(tasks))
 	}
-	return burstResult{rec: rec, lastDone: done.Sub(base)}
+	return burstResult{rec: rec, lastDone: done.Sub(base), cpu: cpu}
 }
 
 func reportBurst(b *testing.B, res burstResult, n, replicas int, setup burstSetup) {
@@ -222,6 +238,7 @@ func reportBurst(b *testing.B, res burstResult, n, replicas int, setup burstSetu
 	b.ReportMetric(ideal.Seconds(), "ideal-s")
 	b.ReportMetric(res.lastDone.Seconds()/ideal.Seconds(), "x-ideal")
 	reportLags(b, res.rec)
+	b.ReportMetric(float64(res.cpu.Microseconds())/1000/float64(n), "cpu-ms/run")
 	b.ReportMetric(float64(setup.conc()), "conc")
 	b.ReportMetric(float64(replicas), "replicas")
 }
@@ -251,6 +268,7 @@ func BenchmarkMorningBurst(b *testing.B) {
 		setup burstSetup
 	}{
 		{"defaults", burstSetup{}},
+		{"defaults-no-window", burstSetup{cfg: rivertrigger.Config{TenantWindow: -1}}}, // what the window costs
 		{"old-defaults", oldDefaults},
 	} {
 		b.Run(fmt.Sprintf("%s/tasks=%d", bc.name, n), func(b *testing.B) {

@@ -151,10 +151,14 @@ func (w *worker) Work(ctx context.Context, job *river.Job[runArgs]) error {
 		return river.JobSnooze(time.Second) // not dispatching: should not happen
 	}
 	if w.s.cfg.TenantWindow > 0 {
-		if err := w.s.holdBack(ctx, job.Args.TenantID); err != nil && ctx.Err() == nil {
+		held, err := w.s.holdBack(ctx, job.Args.TenantID)
+		if err != nil && ctx.Err() == nil {
 			w.s.log.Warn("rivertrigger: holding back a tenant's runs past its window", "tenant", job.Args.TenantID, "err", err)
 		}
 		defer func() {
+			if !held && err == nil {
+				return // nothing of the tenant's held as this run started
+			}
 			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
 			defer cancel()
 			if err := w.s.letIn(lctx, job.Args.TenantID); err != nil {

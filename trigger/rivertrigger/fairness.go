@@ -2,6 +2,7 @@ package rivertrigger
 
 import (
 	"context"
+	"time"
 )
 
 // The tenant window (Config.TenantWindow, see Tenants share the
@@ -21,9 +22,15 @@ import (
 const heldKey = "valet_held"
 
 // heldFor is how long a held run waits at most: River's scheduler makes
-// it available again then, should the run that was to let it in have
-// been lost with its process.
-const heldFor = 30
+// it available again then, should every run that was to let it in have
+// been lost with its process (each run of the tenant that ends lets in,
+// the one that held it back included, so only a lost process or a
+// failing database leaves a held run to it).
+const heldFor = 2 * time.Minute
+
+// holdLockClass is the first key of the advisory lock one holdBack of a
+// tenant holds ("vt").
+const holdLockClass = "30324" // 0x7674
 
 // insertTopic is the topic of River's notification that jobs were
 // inserted into a queue (river_insert, prefixed by the schema), which
@@ -45,35 +52,48 @@ var fairIndexes = []string{
 // holdBack holds back the available runs of tenant past the window: of
 // its ready runs, the running ones and the first available ones in
 // River's order stay, up to TenantWindow; the others are scheduled
-// heldFor seconds ahead and marked held. Runs locked by a fetch under
-// way are passed over. A tenant within its window costs one indexed
-// count.
-func (s *Store) holdBack(ctx context.Context, tenant string) error {
+// heldFor ahead and marked held. Runs locked by a fetch under way are
+// passed over. It reports whether the tenant has held runs, which the
+// run that called it then lets in as it ends (letIn). A tenant within
+// its window with none held costs one query on the two indexes.
+func (s *Store) holdBack(ctx context.Context, tenant string) (held bool, err error) {
 	var over bool
-	if err := s.pool.QueryRow(ctx, s.sql(`SELECT count(*) > $3 FROM (SELECT 1 FROM {river_job}
-			WHERE kind = 'valet_trigger_run' AND state IN ('available', 'running')
-				AND args->>'tenant_id' = $1 AND queue = $2
-			LIMIT $3 + 1) ready`), tenant, s.cfg.Queue, s.cfg.TenantWindow).Scan(&over); err != nil || !over {
-		return err
+	if err := s.pool.QueryRow(ctx, s.sql(`SELECT
+			(SELECT count(*) > $3 FROM (SELECT 1 FROM {river_job}
+				WHERE kind = 'valet_trigger_run' AND state IN ('available', 'running')
+					AND args->>'tenant_id' = $1 AND queue = $2
+				LIMIT $3 + 1) ready),
+			EXISTS (SELECT 1 FROM {river_job}
+				WHERE kind = 'valet_trigger_run' AND state = 'scheduled' AND metadata ? 'valet_held'
+					AND args->>'tenant_id' = $1 AND queue = $2)`),
+		tenant, s.cfg.Queue, s.cfg.TenantWindow).Scan(&over, &held); err != nil || !over {
+		return held, err
 	}
-	_, err := s.pool.Exec(ctx, s.sql(`UPDATE {river_job} j
+	// One replica at a time holds back a tenant's runs (the others, which
+	// would find the same rows locked, pass); the lock ends with the
+	// statement's transaction.
+	_, err = s.pool.Exec(ctx, s.sql(`UPDATE {river_job} j
 		SET state = 'scheduled', scheduled_at = now() + make_interval(secs => $4),
 			metadata = j.metadata || jsonb_build_object('`+heldKey+`', true)
 		FROM (SELECT id FROM {river_job}
 			WHERE kind = 'valet_trigger_run' AND state = 'available' AND args->>'tenant_id' = $1 AND queue = $2
+				AND (SELECT pg_try_advisory_xact_lock(`+holdLockClass+`, hashtext($1 || '/' || $2)))
 			ORDER BY priority, scheduled_at, id
 			OFFSET greatest(0, $3 - (SELECT count(*) FROM {river_job}
 				WHERE kind = 'valet_trigger_run' AND state = 'running' AND args->>'tenant_id' = $1 AND queue = $2))
 			FOR UPDATE SKIP LOCKED) held
-		WHERE j.id = held.id AND j.state = 'available'`), tenant, s.cfg.Queue, s.cfg.TenantWindow, float64(heldFor))
-	return err
+		WHERE j.id = held.id AND j.state = 'available'`), tenant, s.cfg.Queue, s.cfg.TenantWindow, heldFor.Seconds())
+	return true, err
 }
 
 // letIn makes available, now, as many of tenant's held runs as its
 // window has room for, the first in River's order (priority, then
 // queue order), and tells the queue's producers, which fetch them at
 // once; being scheduled now, they come after the runs already waiting.
-// It is called when a run of the tenant ends, on whichever replica.
+// It is called when a run of the tenant ends that held runs back or
+// found some held as it started, on whichever replica: the run that
+// held them back is one, and each of those let in is another, so held
+// runs are let in as long as runs of the tenant end.
 func (s *Store) letIn(ctx context.Context, tenant string) error {
 	_, err := s.pool.Exec(ctx, s.sql(`WITH woken AS (
 			UPDATE {river_job} j SET state = 'available', scheduled_at = now(), metadata = j.metadata - '`+heldKey+`'
