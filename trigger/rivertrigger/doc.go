@@ -129,15 +129,18 @@
 // tenant has more, the tenant's available runs past the window are held
 // back (scheduled, marked valet_held in the job's metadata), and each
 // run of the tenant that ends lets as many in as the window has room
-// for, behind the runs already waiting, and wakes the workers. Another
-// tenant's run thus waits behind at most a window of a busy tenant's,
-// and a tenant alone still uses every worker when the window is at least
-// the replicas' workers together (the default, 2 × MaxWorkers, covers
-// two replicas). The state is River's table, so it holds across replicas
-// and restarts; a held run whose letting-in was lost with its process
-// comes back by itself after 30 s. Holding back does not use an attempt,
-// and the window applies to the runs Dispatch works, not to WorkDue.
-// Migrate adds two partial indexes on river_job for it.
+// for, behind the runs already waiting, and wakes the workers (one
+// replica holds a tenant back at a time, under an advisory lock).
+// Another tenant's run thus waits behind at most a window of a busy
+// tenant's, and a tenant alone still uses every worker when the window is
+// at least the replicas' workers together (the default, 2 × MaxWorkers,
+// covers two replicas). The state is River's table, so it holds across
+// replicas and restarts; a held run whose letting-in was lost with its
+// process (or to a failing database) comes back by itself after 2
+// minutes. Holding back uses no attempt, and the window applies to the
+// runs Dispatch works, not to WorkDue. It costs a run one indexed query
+// as it starts, and a busy tenant's run one more as it ends; Migrate adds
+// two partial indexes on river_job for it.
 //
 // # Firing lag and throughput
 //
