@@ -72,17 +72,20 @@ func (s *Store) holdBack(ctx context.Context, tenant string) (held bool, err err
 	// One replica at a time holds back a tenant's runs (the others, which
 	// would find the same rows locked, pass); the lock ends with the
 	// statement's transaction.
-	_, err = s.pool.Exec(ctx, s.sql(`UPDATE {river_job} j
-		SET state = 'scheduled', scheduled_at = now() + make_interval(secs => $4),
-			metadata = j.metadata || jsonb_build_object('`+heldKey+`', true)
-		FROM (SELECT id FROM {river_job}
+	// The runs to hold are chosen once, in a CTE (a subquery joined to
+	// the UPDATE may be scanned again, and each scan skip other rows).
+	_, err = s.pool.Exec(ctx, s.sql(`WITH held AS MATERIALIZED (SELECT id FROM {river_job}
 			WHERE kind = 'valet_trigger_run' AND state = 'available' AND args->>'tenant_id' = $1 AND queue = $2
 				AND (SELECT pg_try_advisory_xact_lock(`+holdLockClass+`, hashtext($1 || '/' || $2)))
 			ORDER BY priority, scheduled_at, id
 			OFFSET greatest(0, $3 - (SELECT count(*) FROM {river_job}
 				WHERE kind = 'valet_trigger_run' AND state = 'running' AND args->>'tenant_id' = $1 AND queue = $2))
-			FOR UPDATE SKIP LOCKED) held
-		WHERE j.id = held.id AND j.state = 'available'`), tenant, s.cfg.Queue, s.cfg.TenantWindow, heldFor.Seconds())
+			FOR UPDATE SKIP LOCKED)
+		UPDATE {river_job} j
+		SET state = 'scheduled', scheduled_at = now() + make_interval(secs => $4),
+			metadata = j.metadata || jsonb_build_object('`+heldKey+`', true)
+		WHERE j.id IN (SELECT id FROM held) AND j.state = 'available'`),
+		tenant, s.cfg.Queue, s.cfg.TenantWindow, heldFor.Seconds())
 	return true, err
 }
 
@@ -95,17 +98,16 @@ func (s *Store) holdBack(ctx context.Context, tenant string) (held bool, err err
 // held them back is one, and each of those let in is another, so held
 // runs are let in as long as runs of the tenant end.
 func (s *Store) letIn(ctx context.Context, tenant string) error {
-	_, err := s.pool.Exec(ctx, s.sql(`WITH woken AS (
-			UPDATE {river_job} j SET state = 'available', scheduled_at = now(), metadata = j.metadata - '`+heldKey+`'
-			FROM (SELECT id FROM {river_job}
-				WHERE kind = 'valet_trigger_run' AND state = 'scheduled' AND metadata ? 'valet_held'
-					AND args->>'tenant_id' = $1 AND queue = $2
-				ORDER BY priority, id
-				LIMIT greatest(0, $3 - (SELECT count(*) FROM {river_job}
-					WHERE kind = 'valet_trigger_run' AND state IN ('available', 'running')
-						AND args->>'tenant_id' = $1 AND queue = $2))
-				FOR UPDATE SKIP LOCKED) held
-			WHERE j.id = held.id AND j.state = 'scheduled'
+	_, err := s.pool.Exec(ctx, s.sql(`WITH held AS MATERIALIZED (SELECT id FROM {river_job}
+			WHERE kind = 'valet_trigger_run' AND state = 'scheduled' AND metadata ? 'valet_held'
+				AND args->>'tenant_id' = $1 AND queue = $2
+			ORDER BY priority, id
+			LIMIT greatest(0, $3 - (SELECT count(*) FROM {river_job}
+				WHERE kind = 'valet_trigger_run' AND state IN ('available', 'running')
+					AND args->>'tenant_id' = $1 AND queue = $2))
+			FOR UPDATE SKIP LOCKED),
+		woken AS (UPDATE {river_job} j SET state = 'available', scheduled_at = now(), metadata = j.metadata - '`+heldKey+`'
+			WHERE j.id IN (SELECT id FROM held) AND j.state = 'scheduled'
 			RETURNING 1)
 		SELECT pg_notify(coalesce(nullif($4, ''), current_schema()) || '.`+insertTopic+`',
 			json_build_object('queue', $2::text)::text)
