@@ -28,7 +28,7 @@ import (
 //	  go test ./trigger/rivertrigger/ -run '^$' -bench 'Burst|LightLoad' -benchtime 1x -timeout 60m
 //
 // VALET_BURST_TASKS sets the morning burst's size (default 10,000; the
-// old defaults take about 21 minutes over it, so measure them on fewer)
+// old defaults take about 23 minutes over it, so measure them on fewer)
 // and VALET_BURST_BUSY the busy tenant's (default 5,000). Metrics:
 //
 //   - last-done-s: from the burst's due time to its last task seen
