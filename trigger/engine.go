@@ -22,8 +22,12 @@ var ErrUnsupported = errors.New("trigger: unsupported")
 // Engine defaults.
 const (
 	// DefaultMaxConcurrent is how many runs execute at once when
-	// Config.MaxConcurrent is zero.
-	DefaultMaxConcurrent = 4
+	// Config.MaxConcurrent is zero. A run mostly waits on a model (a
+	// digest's call takes seconds and little CPU), so the default is sized
+	// for waiting, not for cores; each waiting run holds its goroutine and
+	// what its executor keeps (an agent's conversation). Lower it when
+	// runs burn CPU or a model's rate limit is the bound.
+	DefaultMaxConcurrent = 100
 	// DefaultRunTimeout bounds a run of a task without Budget.MaxWall
 	// when Config.RunTimeout is zero.
 	DefaultRunTimeout = 10 * time.Minute
@@ -129,7 +133,7 @@ type Config struct {
 	// package.
 	Logger *slog.Logger
 	// MaxConcurrent is how many runs execute at once. Zero:
-	// DefaultMaxConcurrent.
+	// DefaultMaxConcurrent (100).
 	MaxConcurrent int
 	// Grace is how late a run may start and still be on time (see
 	// MissedPolicy). Zero: DefaultGrace.

@@ -142,11 +142,29 @@ func nextRetry(job *river.Job[runArgs], now time.Time) time.Time {
 }
 
 // Work carries out one attempt through the dispatching handler (see
-// Store.work).
+// Store.work), within the tenant window: it holds back the tenant's runs
+// past it as the run starts, and lets held ones in as it ends (see
+// fairness.go).
 func (w *worker) Work(ctx context.Context, job *river.Job[runArgs]) error {
 	hp := w.s.handler.Load()
 	if hp == nil {
 		return river.JobSnooze(time.Second) // not dispatching: should not happen
+	}
+	if w.s.cfg.TenantWindow > 0 {
+		held, err := w.s.holdBack(ctx, job.Args.TenantID)
+		if err != nil && ctx.Err() == nil {
+			w.s.log.Warn("rivertrigger: holding back a tenant's runs past its window", "tenant", job.Args.TenantID, "err", err)
+		}
+		defer func() {
+			if !held && err == nil {
+				return // nothing of the tenant's held as this run started
+			}
+			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+			defer cancel()
+			if err := w.s.letIn(lctx, job.Args.TenantID); err != nil {
+				w.s.log.Warn("rivertrigger: letting a tenant's held runs in", "tenant", job.Args.TenantID, "err", err)
+			}
+		}()
 	}
 	return w.s.work(ctx, *hp, job)
 }

@@ -106,9 +106,41 @@
 //
 // River has four priority levels; [Priority] maps a task's 0–9 onto
 // them. Config.MaxWorkers is River's cap on the runs one process works at
-// once; the engine's MaxConcurrent applies within it. The engine's
-// one-run-per-task rule is per process; across replicas, a task has one
-// job at a time (the next is queued when a run ends).
+// once; the engine's MaxConcurrent applies within it. Both default to
+// trigger.DefaultMaxConcurrent, 100: a triggered run mostly waits on a
+// model (seconds of a call, little CPU), so the bound is how many may
+// wait at once, not the cores. Each waiting run holds a goroutine and
+// what its executor keeps (an agent's conversation, typically tens of
+// kilobytes, at most about its context window) and, for its short
+// queries before and after the executor, a connection of the pool: give
+// the pool 10–20 (pgxpool's default is the number of CPUs, at least 4).
+// Lower both when runs burn CPU or a model's rate limit is the bound.
+// The engine's one-run-per-task rule is per process; across replicas, a
+// task has one job at a time (the next is queued when a run ends).
+//
+// # Tenants share the workers
+//
+// River works a queue's available jobs in one order (priority, then due
+// time), so one tenant's 5,000 runs due at 08:00 would take every worker
+// until they all ran, and another tenant's run due a moment later would
+// wait behind them (25 s on 2 replicas of 100). Config.TenantWindow
+// bounds how many runs of one tenant are ready at once (running, or
+// available to a worker), across replicas: when a run starts and its
+// tenant has more, the tenant's available runs past the window are held
+// back (scheduled, marked valet_held in the job's metadata), and each
+// run of the tenant that ends lets as many in as the window has room
+// for, behind the runs already waiting, and wakes the workers (one
+// replica holds a tenant back at a time, under an advisory lock).
+// Another tenant's run thus waits behind at most a window of a busy
+// tenant's, and a tenant alone still uses every worker when the window is
+// at least the replicas' workers together (the default, 2 × MaxWorkers,
+// covers two replicas). The state is River's table, so it holds across
+// replicas and restarts; a held run whose letting-in was lost with its
+// process (or to a failing database) comes back by itself after 2
+// minutes. Holding back uses no attempt, and the window applies to the
+// runs Dispatch works, not to WorkDue. It costs a run one indexed query
+// as it starts, and a busy tenant's run one more as it ends; Migrate adds
+// two partial indexes on river_job for it.
 //
 // # Firing lag and throughput
 //
@@ -121,13 +153,14 @@
 // it was due (an Every of a few seconds).
 //
 // Under load, one engine fetches at most MaxWorkers jobs per
-// FetchCooldown: with the defaults (4 workers, 100 ms) about 40 runs a
-// second per replica, whatever the executors cost. Raise MaxWorkers (and
-// the engine's MaxConcurrent with it) or lower FetchCooldown for more:
-// 8 workers at 10 ms ran about 460 runs a second on 2 cores shared with
-// PostgreSQL. Replicas add their caps: 2 engines with 8 workers at the
-// default cooldown ran 158 runs a second, against 80 for one
-// (BenchmarkRunsPerSecond).
+// FetchCooldown (100 ms): with the defaults up to 1,000 runs a second
+// per replica, more than PostgreSQL on a small machine records. Runs
+// that wait on a model are bound by the workers instead: a burst of
+// 10,000 runs of 1 s on 2 replicas ends after ceil(10,000 / 200) s,
+// 50 s, at best (see the README's Performance section for the measured
+// figures, and BenchmarkMorningBurst). Runs that take no time ran about
+// 460 a second with 8 workers at a 10 ms cooldown on 2 cores shared with
+// PostgreSQL (BenchmarkRunsPerSecond).
 //
 // # Chained runs
 //

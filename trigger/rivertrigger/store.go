@@ -85,8 +85,10 @@ type Config struct {
 	MaxRuns int
 	// MaxWorkers is how many runs this process executes at once: River's
 	// worker cap on the queue. Keep the engine's MaxConcurrent at least
-	// as large: a run waits for one of its slots too.
-	// Default: trigger.DefaultMaxConcurrent.
+	// as large: a run waits for one of its slots too. The default is
+	// sized for runs that wait on a model, not on the CPU (see
+	// Priorities and concurrency); give the pool connections for them.
+	// Default: trigger.DefaultMaxConcurrent (100).
 	MaxWorkers int
 	// Namespace names the deployment the tasks belong to (Store.Namespace,
 	// trigger.Namespaced): give the same to the event bus
@@ -132,6 +134,15 @@ type Config struct {
 	// Default: DefaultRescueStuckJobsAfter (1h), or JobTimeout plus an
 	// hour when that is later.
 	RescueStuckJobsAfter time.Duration
+	// TenantWindow is how many runs of one tenant may be ready at once
+	// in the queue, across replicas: running, or available to a worker.
+	// A tenant's due runs past it are held back and let in as its runs
+	// end, so that another tenant's run waits behind at most this many
+	// of one busy tenant's (see Tenants share the workers). Keep it at
+	// least the replicas' MaxWorkers together, so that a tenant alone
+	// still uses every worker. Negative: no window, River's order alone.
+	// Default: 2 × MaxWorkers.
+	TenantWindow int
 	// Schema holds valet's tables and River's (river.Config.Schema; Migrate
 	// creates both there): stores in different schemas of one database
 	// keep apart, their tasks, runs and River jobs alike, whatever the
@@ -154,6 +165,7 @@ func (c Config) withDefaults(conn pgconn.Config) (Config, error) {
 	}
 	c.Queue = cmp.Or(c.Queue, DefaultQueue)
 	c.MaxWorkers = cmp.Or(c.MaxWorkers, trigger.DefaultMaxConcurrent)
+	c.TenantWindow = cmp.Or(c.TenantWindow, 2*c.MaxWorkers)
 	c.NotifyQueue = cmp.Or(c.NotifyQueue, c.Queue+"_notify")
 	if c.NotifyQueue == c.Queue {
 		return c, fmt.Errorf("%w: rivertrigger: NotifyQueue is Queue %q", trigger.ErrInvalid, c.Queue)
@@ -302,7 +314,7 @@ func (s *Store) migrate(ctx context.Context) error {
 		return err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	for _, q := range tables {
+	for _, q := range append(tables[:len(tables):len(tables)], fairIndexes...) {
 		if _, err := tx.Exec(ctx, s.sql(q)); err != nil {
 			return err
 		}
@@ -608,21 +620,6 @@ func (s *Store) Delete(ctx context.Context, tenantID, id string) error {
 		return fmt.Errorf("%w: tenant %q, task %q", trigger.ErrNotFound, tenantID, id)
 	}
 	return nil
-}
-
-// Due implements [trigger.Store.Due]. The engine does not poll it on this
-// store (River delivers the runs); it is there for inspection.
-func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]*trigger.Task, error) {
-	if limit <= 0 {
-		return nil, fmt.Errorf("%w: limit %d is not positive", trigger.ErrInvalid, limit)
-	}
-	rows, err := s.pool.Query(ctx, s.sql(`SELECT task FROM {tasks}
-		WHERE status = 'ACTIVE' AND next_run IS NOT NULL AND next_run <= $1
-		ORDER BY next_run, priority DESC, tenant_id, id LIMIT $2`), now, limit)
-	if err != nil {
-		return nil, s.fail(ctx, "due", err)
-	}
-	return s.collectTasks(ctx, "due", rows)
 }
 
 // inTx runs fn in a transaction and commits it when fn returns nil.
