@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"reflect"
 
 	"github.com/valetkit/valet/agent"
 	"github.com/valetkit/valet/approval"
@@ -56,37 +57,40 @@ type errorRule struct {
 	err    error
 	status int
 	code   string
+	fixed  string // when set, the message (the error's text may hold what lies below: an address, a user name)
 }
 
 // errorRules is the one table from valet's sentinels to HTTP answers,
 // first match wins.
 var errorRules = []errorRule{
-	{approval.ErrStale, http.StatusConflict, CodeStale},
-	{approval.ErrNotFound, http.StatusNotFound, CodeNotFound},
-	{pool.ErrNotFound, http.StatusNotFound, CodeNotFound},
-	{trigger.ErrNotFound, http.StatusNotFound, CodeNotFound},
-	{approval.ErrExpired, http.StatusGone, CodeExpired},
-	{approval.ErrInvalidDecision, http.StatusBadRequest, CodeInvalidRequest},
-	{approval.ErrNotAllowed, http.StatusUnprocessableEntity, CodeNotAllowed},
-	{agent.ErrPaused, http.StatusConflict, CodeConflict},
-	{agent.ErrStaleAgent, http.StatusConflict, CodeConflict},
-	{agent.ErrNotRunning, http.StatusConflict, CodeNotRunning},
-	{agent.ErrQueueFull, http.StatusTooManyRequests, CodeQueueFull},
-	{agent.ErrInvalidID, http.StatusBadRequest, CodeInvalidRequest},
-	{agent.ErrEmptyMessage, http.StatusBadRequest, CodeInvalidRequest},
-	{agent.ErrInvalidBudget, http.StatusBadRequest, CodeInvalidRequest},
-	{agent.ErrUnknownModel, http.StatusBadRequest, CodeInvalidRequest},
-	{agent.ErrSpendRefused, http.StatusTooManyRequests, CodeRefused},
-	{trigger.ErrInvalid, http.StatusBadRequest, CodeInvalidRequest},
-	{trigger.ErrConflict, http.StatusConflict, CodeConflict},
-	{agent.ErrCancelled, http.StatusConflict, CodeCancelled},
-	{context.Canceled, 499, CodeCancelled},
-	{context.DeadlineExceeded, http.StatusServiceUnavailable, CodeCancelled},
+	{approval.ErrStale, http.StatusConflict, CodeStale, ""},
+	{approval.ErrNotFound, http.StatusNotFound, CodeNotFound, ""},
+	{pool.ErrNotFound, http.StatusNotFound, CodeNotFound, ""},
+	{trigger.ErrNotFound, http.StatusNotFound, CodeNotFound, ""},
+	{approval.ErrExpired, http.StatusGone, CodeExpired, ""},
+	{approval.ErrInvalidDecision, http.StatusBadRequest, CodeInvalidRequest, ""},
+	{approval.ErrNotAllowed, http.StatusUnprocessableEntity, CodeNotAllowed, ""},
+	{agent.ErrPaused, http.StatusConflict, CodeConflict, ""},
+	{agent.ErrStaleAgent, http.StatusConflict, CodeConflict, ""},
+	{agent.ErrNotRunning, http.StatusConflict, CodeNotRunning, ""},
+	{agent.ErrQueueFull, http.StatusTooManyRequests, CodeQueueFull, ""},
+	{agent.ErrInvalidID, http.StatusBadRequest, CodeInvalidRequest, ""},
+	{agent.ErrEmptyMessage, http.StatusBadRequest, CodeInvalidRequest, ""},
+	{agent.ErrInvalidBudget, http.StatusBadRequest, CodeInvalidRequest, ""},
+	{agent.ErrUnknownModel, http.StatusBadRequest, CodeInvalidRequest, ""},
+	{agent.ErrSpendRefused, http.StatusTooManyRequests, CodeRefused, ""},
+	{trigger.ErrInvalid, http.StatusBadRequest, CodeInvalidRequest, ""},
+	{trigger.ErrConflict, http.StatusConflict, CodeConflict, ""},
+	{agent.ErrCancelled, http.StatusConflict, CodeCancelled, "the run was cancelled"},
+	{context.Canceled, 499, CodeCancelled, "the request was cancelled"},
+	{context.DeadlineExceeded, http.StatusServiceUnavailable, CodeCancelled, "a deadline passed before the request completed"},
 }
 
 // errorFor returns the answer to err: a rule's status and code, with the
-// error's text (secret-looking spans masked) as the message, or a 500
-// whose message says nothing (the caller logs err).
+// rule's fixed message or else the error's text (secret-looking spans
+// masked), or a 500 whose message says nothing (the caller logs err).
+// Cancellations and deadlines get a fixed message: what they wrap is often
+// a dependency's failure (a database address, a user name).
 func errorFor(err error) *Error {
 	var e *Error
 	if errors.As(err, &e) {
@@ -94,7 +98,11 @@ func errorFor(err error) *Error {
 	}
 	for _, r := range errorRules {
 		if errors.Is(err, r.err) {
-			return &Error{Status: r.status, Code: r.code, Message: agent.RedactText(err.Error())}
+			msg := r.fixed
+			if msg == "" {
+				msg = agent.RedactText(err.Error())
+			}
+			return &Error{Status: r.status, Code: r.code, Message: msg}
 		}
 	}
 	return &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"}
@@ -116,7 +124,7 @@ func (e *Error) MarshalJSON() ([]byte, error) {
 // fail answers err, logging the cause of a 500.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	e := errorFor(err)
-	if e.Status == http.StatusInternalServerError {
+	if e.Status >= http.StatusInternalServerError {
 		h.cfg.Logger.ErrorContext(r.Context(), "agenthttp: request failed", "method", r.Method, "path", r.URL.Path, "err", agent.RedactText(err.Error()))
 	}
 	writeJSON(w, e.Status, errorBody{e})
@@ -164,8 +172,11 @@ func (h *Handler) decode(w http.ResponseWriter, r *http.Request, v any, optional
 	if err := dec.Decode(v); err != nil {
 		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidJSON, Message: describeJSONError(err)}
 	}
-	if dec.More() {
+	if _, err := dec.Token(); err != io.EOF {
 		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidJSON, Message: "the body holds more than one JSON value"}
+	}
+	if err := checkKeys(data, reflect.TypeOf(v)); err != nil {
+		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidJSON, Message: err.Error()}
 	}
 	return nil
 }

@@ -3,7 +3,10 @@ package agenthttp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"path"
+	"strings"
 
 	"github.com/valetkit/valet/agent"
 	"github.com/valetkit/valet/internal/ids"
@@ -50,13 +53,25 @@ func tenantOf(r *http.Request) string {
 // another site posts cannot reach a cookie-authenticated host), and then
 // serves the endpoint.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	tenant, err := h.cfg.Tenant(r)
+	tenant, err := h.tenant(r)
 	if err != nil || !ids.Valid(tenant) {
 		var e *Error
 		if !errors.As(err, &e) || e == nil {
 			e = &Error{Status: http.StatusUnauthorized, Code: CodeUnauthenticated, Message: "authentication required"}
 		}
+		if e.Status < 400 || e.Status > 599 {
+			e = &Error{Status: http.StatusUnauthorized, Code: e.Code, Message: e.Message}
+			if e.Code == "" {
+				e.Code = CodeUnauthenticated
+			}
+		}
 		writeJSON(w, e.Status, errorBody{e})
+		return
+	}
+	if !cleanPath(r.URL.Path) {
+		// The mux would redirect to the cleaned path (with an HTML body);
+		// an API answers what it was asked for.
+		writeJSON(w, http.StatusNotFound, errorBody{&Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no such endpoint"}})
 		return
 	}
 	if _, pattern := h.mux.Handler(r); pattern == "" {
@@ -69,6 +84,36 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))
+}
+
+// errTenantPanicked answers a request whose Config.Tenant panicked.
+var errTenantPanicked = &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"}
+
+// tenant calls Config.Tenant, containing a panic of the host's function:
+// the request is answered 500 and the panic logged without its value
+// (which may hold the credentials the function was reading).
+func (h *Handler) tenant(r *http.Request) (tenant string, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			h.cfg.Logger.ErrorContext(r.Context(), "agenthttp: Config.Tenant panicked", "method", r.Method, "path", r.URL.Path, "panic_type", fmt.Sprintf("%T", p))
+			tenant, err = "", errTenantPanicked
+		}
+	}()
+	return h.cfg.Tenant(r)
+}
+
+// cleanPath reports whether p is already in the form path.Clean gives
+// (a trailing slash aside), as the mux wants it to route without a
+// redirect.
+func cleanPath(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c == p
 }
 
 // unrouted answers a request no pattern takes as the mux would (404, or
