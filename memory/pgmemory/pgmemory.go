@@ -291,8 +291,14 @@ ORDER BY seq DESC LIMIT $3`),
 FROM (SELECT seq, row_number() OVER (ORDER BY seq) AS n FROM {history} WHERE tenant_id = $1 AND conversation_id = $2) r
 WHERE h.seq = r.seq
 	AND EXISTS (SELECT 1 FROM {history} WHERE tenant_id = $1 AND conversation_id = $2 AND pos IS NULL)`),
+		// The turn's messages in one statement, in order (seq and pos
+		// both follow ordinality), numbered after the conversation's
+		// newest.
 		insertMsg: r.Replace(`INSERT INTO {history} (tenant_id, conversation_id, role, message, summary, pos)
-VALUES ($1, $2, $3, $4::json, $5, coalesce((SELECT max(pos) FROM {history} WHERE tenant_id = $1 AND conversation_id = $2), 0) + 1)`),
+SELECT $1, $2, m.role, m.message::json, m.summary, n.pos + m.i
+FROM unnest($3::text[], $4::text[], $5::boolean[]) WITH ORDINALITY AS m(role, message, summary, i),
+	(SELECT coalesce(max(pos), 0) AS pos FROM {history} WHERE tenant_id = $1 AND conversation_id = $2) n
+ORDER BY m.i`),
 		// Keep the newest $3 messages (those numbered past the newest
 		// number minus $3), from the first that is not a tool result:
 		// every older one goes. Nothing is read when the conversation
@@ -516,7 +522,10 @@ func (p *Provider) Append(ctx context.Context, tenantID, conversationID string, 
 		msgs = msgs[len(msgs)-p.maxMsgs:] // the older ones would go at once
 	}
 	encoded := make([]string, len(msgs))
+	roles := make([]string, len(msgs))
+	summaries := make([]bool, len(msgs))
 	for i, m := range msgs {
+		roles[i], summaries[i] = string(m.Role), memory.IsSummary(&msgs[i])
 		s, err := encodeMessage(m)
 		if err != nil {
 			return fmt.Errorf("pgmemory: append: %w: message %d: %w", memory.ErrInvalid, i, err)
@@ -527,9 +536,7 @@ func (p *Provider) Append(ctx context.Context, tenantID, conversationID string, 
 		b := &pgx.Batch{}
 		b.Queue(`SELECT pg_advisory_xact_lock($1)`, hashKey(p.history, tenantID, conversationID))
 		b.Queue(p.q.numberHistory, tenantID, conversationID)
-		for i, m := range msgs {
-			b.Queue(p.q.insertMsg, tenantID, conversationID, string(m.Role), encoded[i], memory.IsSummary(&msgs[i]))
-		}
+		b.Queue(p.q.insertMsg, tenantID, conversationID, roles, encoded, summaries)
 		b.Queue(p.q.trimHistory, tenantID, conversationID, p.maxMsgs)
 		return tx.SendBatch(ctx, b).Close()
 	})
