@@ -44,9 +44,21 @@ WHERE h.tenant_id = $1 AND h.conversation_id = $2 AND h.seq < cut.seq`
 )
 
 // oldTurn is one turn of the baseline: History(40), then Append of turn
-// in one transaction (advisory lock, inserts, trim to maxMsgs).
-func oldTurn(ctx context.Context, db *pgxpool.Pool, r *strings.Replacer, conv string, encoded []string, maxMsgs int) error {
-	turn := benchTurn()
+// in one transaction (advisory lock, inserts, trim to maxMsgs). It
+// returns how long each took.
+func oldTurn(ctx context.Context, db *pgxpool.Pool, r *strings.Replacer, conv string, encoded []string, maxMsgs int) (history, appended time.Duration, err error) {
+	t0 := time.Now()
+	err = oldHistory(ctx, db, r, conv)
+	history = time.Since(t0)
+	if err != nil {
+		return
+	}
+	t0 = time.Now()
+	err = oldAppend(ctx, db, r, conv, encoded, maxMsgs)
+	return history, time.Since(t0), err
+}
+
+func oldHistory(ctx context.Context, db *pgxpool.Pool, r *strings.Replacer, conv string) error {
 	rows, err := db.Query(ctx, r.Replace(oldHistorySQL), benchTenant, conv, 40)
 	if err != nil {
 		return err
@@ -59,9 +71,11 @@ func oldTurn(ctx context.Context, db *pgxpool.Pool, r *strings.Replacer, conv st
 		}
 	}
 	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
+	return rows.Err()
+}
+
+func oldAppend(ctx context.Context, db *pgxpool.Pool, r *strings.Replacer, conv string, encoded []string, maxMsgs int) error {
+	turn := benchTurn()
 	tx, err := db.Begin(ctx)
 	if err != nil {
 		return err
@@ -91,9 +105,12 @@ var benchSizes = []int{0, 40, 200, 1000}
 // every turn. 300 other conversations of 40 messages share the table.
 // Each op takes one turn at every size with this tree's provider and one
 // with the statements before issue 25 (the baseline, its own schema), in
-// rotating order. Reported: p50-ms-N (a turn at size N), before-p50-ms-N,
-// and x-N/0: p50 at N over p50 of a new conversation (flat is 1), also
-// for the baseline (before-x-N/0).
+// rotating order. Reported for both (the baseline's prefixed before-):
+// append-p50-ms-N and history-p50-ms-N, the median Append and History at
+// size N; append-x-N/0, the median Append at N over a new
+// conversation's (which trims nothing); history-x-N/40, the median
+// History at N over that at 40 (both return 40 messages; a new
+// conversation's returns none). Flat is 1.
 //
 //	VALET_TEST_POSTGRES='postgres://postgres@127.0.0.1:5432/test?sslmode=disable' \
 //	  go test -run '^$' -bench BenchmarkHistoryTurn -benchtime 300x ./memory/pgmemory/
@@ -127,7 +144,7 @@ func BenchmarkHistoryTurn(b *testing.B) {
 			if err := provs[40].Append(bg, benchTenant, conv, turn...); err != nil {
 				b.Fatal(err)
 			}
-			if err := oldTurn(bg, db, r, conv, encoded, 40); err != nil {
+			if _, _, err := oldTurn(bg, db, r, conv, encoded, 40); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -138,7 +155,7 @@ func BenchmarkHistoryTurn(b *testing.B) {
 			if err := provs[n].Append(bg, benchTenant, conv, turn...); err != nil {
 				b.Fatal(err)
 			}
-			if err := oldTurn(bg, db, r, conv, encoded, n); err != nil {
+			if _, _, err := oldTurn(bg, db, r, conv, encoded, n); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -153,7 +170,11 @@ func BenchmarkHistoryTurn(b *testing.B) {
 	}
 
 	b.Run("turn", func(b *testing.B) {
-		after, before := map[int][]time.Duration{}, map[int][]time.Duration{}
+		type series struct{ history, appended []time.Duration }
+		after, before := map[int]*series{}, map[int]*series{}
+		for _, n := range benchSizes {
+			after[n], before[n] = &series{}, &series{}
+		}
 		for i := 0; b.Loop(); i++ {
 			for k := range 2 * len(benchSizes) {
 				j := (i + k) % (2 * len(benchSizes))
@@ -162,34 +183,43 @@ func BenchmarkHistoryTurn(b *testing.B) {
 				if n == 0 {
 					conv = fmt.Sprintf("new-%d", i)
 				}
-				t0 := time.Now()
 				if j%2 == 0 {
+					t0 := time.Now()
 					h, err := provs[n].History(bg, benchTenant, conv, 40)
 					if err != nil || n > 0 && len(h) != min(n, 40) {
 						b.Fatalf("History(%s) = %d messages, %v", conv, len(h), err)
 					}
+					t1 := time.Now()
 					if err := provs[n].Append(bg, benchTenant, conv, turn...); err != nil {
 						b.Fatal(err)
 					}
-					after[n] = append(after[n], time.Since(t0))
+					after[n].history = append(after[n].history, t1.Sub(t0))
+					after[n].appended = append(after[n].appended, time.Since(t1))
 				} else {
-					if err := oldTurn(bg, db, r, conv, encoded, max(n, len(turn))); err != nil {
+					h, a, err := oldTurn(bg, db, r, conv, encoded, max(n, len(turn)))
+					if err != nil {
 						b.Fatal(err)
 					}
-					before[n] = append(before[n], time.Since(t0))
+					before[n].history = append(before[n].history, h)
+					before[n].appended = append(before[n].appended, a)
 				}
 			}
 		}
 		b.StopTimer()
-		p0, old0 := percentile(after[0], 0.5), percentile(before[0], 0.5)
-		for _, n := range benchSizes {
-			p, old := percentile(after[n], 0.5), percentile(before[n], 0.5)
-			b.ReportMetric(p, fmt.Sprintf("p50-ms-%d", n))
-			b.ReportMetric(old, fmt.Sprintf("before-p50-ms-%d", n))
-			if n > 0 {
-				b.ReportMetric(p/p0, fmt.Sprintf("x-%d/0", n))
-				b.ReportMetric(old/old0, fmt.Sprintf("before-x-%d/0", n))
+		report := func(prefix string, s map[int]*series) {
+			a0 := percentile(s[0].appended, 0.5)
+			h40 := percentile(s[40].history, 0.5)
+			for _, n := range benchSizes {
+				a, h := percentile(s[n].appended, 0.5), percentile(s[n].history, 0.5)
+				b.ReportMetric(a, fmt.Sprintf("%sappend-p50-ms-%d", prefix, n))
+				b.ReportMetric(h, fmt.Sprintf("%shistory-p50-ms-%d", prefix, n))
+				if n > 40 {
+					b.ReportMetric(a/a0, fmt.Sprintf("%sappend-x-%d/0", prefix, n))
+					b.ReportMetric(h/h40, fmt.Sprintf("%shistory-x-%d/40", prefix, n))
+				}
 			}
 		}
+		report("", after)
+		report("before-", before)
 	})
 }
