@@ -132,7 +132,8 @@
 //     is assumed: similarity is computed in Go, for these candidates
 //     alone, never for all the tenant's items;
 //   - the vector ranking holds the candidates whose cosine similarity to
-//     the query is positive, most similar first; an item without a
+//     the query is positive and at least Config.MinSimilarity (0 by
+//     default), most similar first; an item without a
 //     vector, or with one of another length than the query's (another
 //     model), is not in it;
 //   - each candidate scores the sum of 1/(60+rank) over the rankings that

@@ -41,9 +41,10 @@ func compareNewest(a, b *storedItem) int {
 
 // fuse merges the lexical hits (best first) with the vector ranking of
 // the candidates (the best LexicalCandidates lexical hits, or
-// b.MaxEntries, and the RecentCandidates newest items) by reciprocal rank
-// fusion, and returns the fused hits, best first. itemMu is held.
-func (t *tenantItems) fuse(lexical []hit, query []float32, b Budget) []hit {
+// b.MaxEntries, and the RecentCandidates newest items; those less similar
+// than minSimilarity left out of it) by reciprocal rank fusion, and
+// returns the fused hits, best first. itemMu is held.
+func (t *tenantItems) fuse(lexical []hit, query []float32, minSimilarity float64, b Budget) []hit {
 	lexical = lexical[:min(len(lexical), max(LexicalCandidates, b.MaxEntries))]
 	items := make([]*storedItem, 0, len(lexical)+RecentCandidates)
 	cands := make([]hybrid.Candidate, 0, len(lexical)+RecentCandidates)
@@ -59,7 +60,7 @@ func (t *tenantItems) fuse(lexical []hit, query []float32, b Budget) []hit {
 			cands = append(cands, hybrid.Candidate{Vector: s.vec})
 		}
 	}
-	ranked := hybrid.Fuse(query, cands, func(a, b int) int { return compareNewest(items[a], items[b]) })
+	ranked := hybrid.FuseAbove(query, cands, minSimilarity, func(a, b int) int { return compareNewest(items[a], items[b]) })
 	out := make([]hit, len(ranked))
 	for i, r := range ranked {
 		out[i] = hit{items[r.Index], r.Score}

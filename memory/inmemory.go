@@ -68,6 +68,12 @@ type Config struct {
 	// kept; Append drops the oldest past it, cutting so that the history
 	// never starts with a tool result. Default: DefaultMaxMessages (200).
 	MaxMessages int
+	// MinSimilarity is the least cosine similarity to the query an item
+	// needs to enter the vector ranking of hybrid recall (with an
+	// Embedder), from 0 to 1: an item below it is recalled only as a
+	// lexical match, so that items merely less dissimilar than the rest
+	// do not fill the budget. Default: 0, any positive similarity.
+	MinSimilarity float64
 	// Clock is the provider's clock. Nil: clock.System.
 	Clock clock.Clock
 }
@@ -86,6 +92,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: Config.MaxItemsPerTenant %d is negative", ErrInvalid, c.MaxItemsPerTenant)
 	case c.MaxMessages < 0:
 		return c, fmt.Errorf("%w: Config.MaxMessages %d is negative", ErrInvalid, c.MaxMessages)
+	case !(c.MinSimilarity >= 0 && c.MinSimilarity <= 1): // NaN too
+		return c, fmt.Errorf("%w: Config.MinSimilarity %v is not between 0 and 1", ErrInvalid, c.MinSimilarity)
 	}
 	c.MaxConversations = cmp.Or(c.MaxConversations, DefaultMaxConversations)
 	c.MaxMessages = cmp.Or(c.MaxMessages, DefaultMaxMessages)
@@ -116,6 +124,7 @@ type InMemory struct {
 	ttl               time.Duration
 	now               func() time.Time
 	embedder          llm.Embedder
+	minSimilarity     float64
 
 	// convMu guards the histories. Lock order: convMu, then itemMu.
 	convMu sync.Mutex
@@ -237,6 +246,7 @@ func NewInMemory(cfg Config) (*InMemory, error) {
 		ttl:            cfg.IdleTTL,
 		now:            cfg.Clock.Now,
 		embedder:       cfg.Embedder,
+		minSimilarity:  cfg.MinSimilarity,
 		convs:          make(map[convKey]*list.Element),
 		tenants:        make(map[string]*tenantItems),
 	}, nil
@@ -514,7 +524,7 @@ func (m *InMemory) Recall(ctx context.Context, tenantID, query string, b Budget)
 	if t := m.tenants[tenantID]; t != nil {
 		hits = t.lexical(terms)
 		if qvec != nil {
-			hits = t.fuse(hits, qvec, b)
+			hits = t.fuse(hits, qvec, m.minSimilarity, b)
 		}
 	}
 	out := take(hits, b)

@@ -6,15 +6,11 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"slices"
-	"testing"
+	"strings"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/valetkit/valet/llm"
 	"github.com/valetkit/valet/llm/llmtest"
-	"github.com/valetkit/valet/memory"
-	"github.com/valetkit/valet/memory/pgmemory"
 )
 
 // The benchmarks need a PostgreSQL; without VALET_TEST_POSTGRES they skip.
@@ -92,47 +88,65 @@ func benchText(r *rand.Rand) string {
 	}
 }
 
-// Queries as the user types them.
-var benchQueries = []string{
-	"what's my dentist's name again?",
-	"when is my sister's birthday?",
-	"book me a table somewhere nice, I fancy sushi",
-	"remind me what my dog is called",
-	"am I allergic to anything I should tell the doctor about?",
-	"when does my flight to Lisbon leave?",
-	"does the car need a service soon",
-	"Where does my brother live these days?",
-	"can you find my accountant's phone number",
-	"What do you know about my job at Globex?",
-	"I need a plumber, the kitchen sink is leaking!!",
-	"any appointments in March?",
-}
+// benchQueries are what users type: messages of 10 to 40 words, each a
+// question about something the seeded items hold, wrapped in the
+// greetings, asides and context of a real message, so that a query shares
+// common words with thousands of items and rare ones with a few. They
+// are all different: no query's plan or pages are warmer than another's.
+var benchQueries = makeBenchQueries(500)
 
-// BenchmarkRecallLexical measures Recall, lexical only (no Embedder),
-// for one tenant holding 100,000 items, with the budget an agent would
-// give: Budget{MaxTokens: 500, MaxEntries: 10}. Each op is one Recall of
-// one of benchQueries in turn; p50-ms and p99-ms are over the calls of the
-// reported run. The 100,000 items are remembered once, before the
-// sub-benchmark, 1,000 per Remember; seeding time is logged.
-//
-//	VALET_TEST_POSTGRES='postgres://postgres@127.0.0.1:5432/test?sslmode=disable' \
-//	  go test -run '^$' -bench BenchmarkRecallLexical -benchtime 200x ./memory/pgmemory/
-func BenchmarkRecallLexical(b *testing.B) {
-	benchRecall(b, nil)
-}
-
-// BenchmarkRecallHybrid is BenchmarkRecallLexical with an Embedder: the
-// same 100,000 items, each with a vector of 1,536 dimensions (the length
-// of text-embedding-3-small's), the same queries and budget. Each Recall
-// reads the 100 best lexical matches and the 100 newest items with their
-// vectors and fuses the rankings in Go. The embedder is denseEmbedder, in
-// process: the figures leave out the embedding API's round trip for the
-// query, which a real Embedder adds to every Recall.
-//
-//	VALET_TEST_POSTGRES='postgres://postgres@127.0.0.1:5432/test?sslmode=disable' \
-//	  go test -run '^$' -bench BenchmarkRecallHybrid -benchtime 200x ./memory/pgmemory/
-func BenchmarkRecallHybrid(b *testing.B) {
-	benchRecall(b, denseEmbedder{llmtest.NewEmbedder(benchDims)})
+func makeBenchQueries(n int) []string {
+	r := rand.New(rand.NewPCG(3, 5))
+	pick := func(s []string) string { return s[r.IntN(len(s))] }
+	openers := []string{"", "Hi!", "Hey, quick one:", "Morning.", "Sorry to bother you again,", "OK so",
+		"Before I forget,", "Thanks for earlier.", "Hello there,", "Right,"}
+	asks := []func() string{
+		func() string {
+			return fmt.Sprintf("could you remind me what my %s's name is and where the practice is?", pick(benchRoles))
+		},
+		func() string {
+			return fmt.Sprintf("when is my %s's birthday, I want to plan something in %s", pick(benchRelations), pick(benchCities))
+		},
+		func() string {
+			return fmt.Sprintf("I fancy %s tonight, do you remember where I like eating out in %s?", pick(benchFoods), pick(benchCities))
+		},
+		func() string { return fmt.Sprintf("what did I say my %s is called?", pick(benchPets)) },
+		func() string {
+			return fmt.Sprintf("am I allergic to anything, maybe %s? I need to tell the %s", pick(benchAllergens), pick(benchRoles))
+		},
+		func() string {
+			return fmt.Sprintf("when does my flight to %s leave, is it in %s?", pick(benchCities), pick(benchMonths))
+		},
+		func() string {
+			return fmt.Sprintf("does my %s need a service soon, maybe in %s?", pick(benchCars), pick(benchMonths))
+		},
+		func() string {
+			return fmt.Sprintf("where does my %s live these days, still in %s?", pick(benchRelations), pick(benchCities))
+		},
+		func() string {
+			return fmt.Sprintf("what do you know about my job at %s, am I still a %s there?", pick(benchCompanies), pick(benchJobs))
+		},
+		func() string {
+			return fmt.Sprintf("do I have an appointment with the %s in %s? %s %s might have booked it", pick(benchRoles),
+				pick(benchMonths), pick(benchFirst), pick(benchLast))
+		},
+	}
+	asides := []string{"", "No rush.", "I keep forgetting these things.", "My phone died and I lost my notes.",
+		"It's for the weekend plans.", "Thanks a lot, you're a lifesaver!", "Let me know if you need more details.",
+		"I think we talked about it last month.", "Also remind me to call my mother later today.",
+		"Traffic was terrible this morning, by the way."}
+	out := make([]string, 0, n)
+	seen := map[string]bool{}
+	for len(out) < n {
+		q := strings.TrimSpace(strings.Join([]string{pick(openers), asks[r.IntN(len(asks))](), pick(asides), pick(asides)}, " "))
+		q = strings.Join(strings.Fields(q), " ")
+		if w := len(strings.Fields(q)); w < 10 || w > 40 || seen[q] {
+			continue
+		}
+		seen[q] = true
+		out = append(out, q)
+	}
+	return out
 }
 
 // denseEmbedder is llmtest.Embedder with every dimension filled, as in
@@ -154,85 +168,15 @@ func (d denseEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, 
 	return vecs, err
 }
 
-// benchRecall seeds a tenant with benchItems items, embedded by emb when
-// it is not nil, and measures Recall of benchQueries.
-func benchRecall(b *testing.B, emb llm.Embedder) {
-	db := testDB(b)
-	schema := newSchema(b, db)
-	p := open(b, db, pgmemory.Config{Schema: schema, MaxItemsPerTenant: benchItems, Embedder: emb})
-	items := pgx.Identifier{schema, "memory_items"}.Sanitize()
-
-	start := time.Now()
-	r := rand.New(rand.NewPCG(11, 42))
-	batch := make([]memory.Item, benchBatch)
-	for n := 0; n < benchItems; n += benchBatch {
-		for i := range batch {
-			batch[i] = memory.Item{Text: benchText(r), Kind: "fact",
-				Source: memory.Provenance{ConversationID: fmt.Sprintf("conv-%d", (n+i)/50)}}
-		}
-		if _, err := p.Remember(bg, benchTenant, batch...); err != nil {
-			b.Fatalf("seeding: %v", err)
-		}
-	}
-	seeding := time.Since(start)
-	if _, err := db.Exec(bg, "ANALYZE "+items); err != nil {
-		b.Fatalf("ANALYZE: %v", err)
-	}
-	var size string
-	var vectors int
-	if err := db.QueryRow(bg, `SELECT pg_size_pretty(pg_total_relation_size($1::regclass)), count(embedding) FROM `+items, items).Scan(&size, &vectors); err != nil {
-		b.Fatalf("table size: %v", err)
-	}
-	b.Logf("seeded %d items (%d with vectors) in %v (%d per Remember); the table and its indexes take %s",
-		benchItems, vectors, seeding.Round(time.Millisecond), benchBatch, size)
-	if emb != nil && vectors != benchItems {
-		b.Fatalf("%d of %d items have vectors", vectors, benchItems)
-	}
-
-	// How many items each query matches, and that it recalls some.
-	budget := memory.Budget{MaxTokens: 500, MaxEntries: 10}
-	for _, q := range benchQueries {
-		var matches int
-		err := db.QueryRow(bg, `SELECT count(*) FROM `+items+` i
-WHERE i.tenant_id = $1 AND i.tsv @@ (SELECT string_agg('''' || replace(l, '''', '''''') || '''', ' | ')::tsquery
-	FROM unnest(tsvector_to_array(to_tsvector('english', $2::text))) AS l)`, benchTenant, q).Scan(&matches)
-		if err != nil {
-			b.Fatalf("counting matches of %q: %v", q, err)
-		}
-		got, err := p.Recall(bg, benchTenant, q, budget)
-		if err != nil || len(got) == 0 {
-			b.Fatalf("Recall(%q) = %d items, %v; want some", q, len(got), err)
-		}
-		b.Logf("%-60q matches %6d items, recalls %d, first %q", q, matches, len(got), got[0].Text)
-	}
-
-	b.Run("items=100k", func(b *testing.B) {
-		var times []time.Duration
-		b.ReportAllocs()
-		for i := 0; b.Loop(); i++ {
-			t0 := time.Now()
-			if _, err := p.Recall(bg, benchTenant, benchQueries[i%len(benchQueries)], budget); err != nil {
-				b.Fatal(err)
-			}
-			times = append(times, time.Since(t0))
-		}
-		b.StopTimer()
-		reportPercentiles(b, times)
-	})
-}
-
-// reportPercentiles reports the p50 and p99 of times in milliseconds.
-func reportPercentiles(b *testing.B, times []time.Duration) {
+// percentile returns the q-quantile (0 < q < 1) of times in
+// milliseconds; it sorts times.
+func percentile(times []time.Duration, q float64) float64 {
 	if len(times) == 0 {
-		return
+		return 0
 	}
 	slices.Sort(times)
-	at := func(q float64) float64 {
-		i := min(int(q*float64(len(times))), len(times)-1)
-		return float64(times[i]) / float64(time.Millisecond)
-	}
-	b.ReportMetric(at(0.50), "p50-ms")
-	b.ReportMetric(at(0.99), "p99-ms")
+	i := min(int(q*float64(len(times))), len(times)-1)
+	return float64(times[i]) / float64(time.Millisecond)
 }
 
 // benchTurn is one turn with tools: the user's message, the assistant's
@@ -247,39 +191,4 @@ func benchTurn() []llm.Message {
 		llm.ToolResultMessage(c2, `{"name":"Dr Ana Ruiz","phone":"+351 21 123 4567","address":"Rua Augusta 120, 1100-048 Lisbon"}`, false),
 		llm.AssistantMessage("Your next dentist appointment is on Friday 14 March at 9:30 with Dr Ana Ruiz, Rua Augusta 120 in Lisbon. The clinic's number is +351 21 123 4567."),
 	}
-}
-
-// BenchmarkHistoryTurn measures what one turn costs the history on
-// PostgreSQL: History(limit 40), then Append of one turn with two tool
-// calls (5 messages), on a conversation holding 200 messages — the default
-// MaxMessages, so every Append also trims the 5 oldest. ns/op and allocs
-// are of the client side plus the round trips.
-//
-//	VALET_TEST_POSTGRES='postgres://postgres@127.0.0.1:5432/test?sslmode=disable' \
-//	  go test -run '^$' -bench BenchmarkHistoryTurn -benchtime 200x ./memory/pgmemory/
-func BenchmarkHistoryTurn(b *testing.B) {
-	db := testDB(b)
-	p := open(b, db, pgmemory.Config{})
-	turn := benchTurn()
-	for range pgmemory.DefaultMaxMessages / len(turn) { // 40 turns of 5
-		if err := p.Append(bg, benchTenant, benchHistoryID, turn...); err != nil {
-			b.Fatalf("seeding: %v", err)
-		}
-	}
-	if h, err := p.History(bg, benchTenant, benchHistoryID, 0); err != nil || len(h) != pgmemory.DefaultMaxMessages {
-		b.Fatalf("seeded history = %d messages, %v; want %d", len(h), err, pgmemory.DefaultMaxMessages)
-	}
-
-	b.Run("messages=200", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			h, err := p.History(bg, benchTenant, benchHistoryID, 40)
-			if err != nil || len(h) == 0 {
-				b.Fatalf("History = %d messages, %v", len(h), err)
-			}
-			if err := p.Append(bg, benchTenant, benchHistoryID, turn...); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
 }

@@ -19,7 +19,8 @@
 // so processes starting together do not race:
 //
 //	memory_history  seq (identity, the order of messages), tenant_id,
-//	                conversation_id, role, message json, summary, created_at
+//	                conversation_id, role, message json, summary, created_at,
+//	                pos (the message's number in its conversation)
 //	memory_items    id (identity; Item.ID is its decimal form), tenant_id,
 //	                text, kind, conversation_id, task_id, skill_id,
 //	                created_at, tokens, supersedes, origin,
@@ -27,12 +28,16 @@
 //	                embedding real[] (NULL without a vector)
 //
 // with a GIN index on tsv and a B-tree on (tenant_id, created_at, id) for
-// the newest items. Tables made by an earlier version are brought up to
+// the newest items, and B-trees on the history's (tenant_id,
+// conversation_id) with seq, with pos, and with seq of its summaries
+// alone. Tables made by an earlier version are brought up to
 // date when Migrate runs again: the items gain the embedding column and
 // its index and the origin column (their old items read as
 // memory.OriginHost, but a memory_update route's task results — a task
 // id and kind "task_result" — as memory.OriginTrigger), the history the
-// summary column, and its message column
+// summary and pos columns and their indexes (a conversation's messages
+// are numbered at its next Append, those of an earlier release still
+// running included), and its message column
 // becomes json (from jsonb, which rejects the \u0000 and lone surrogate
 // escapes a tool result or the model may produce; the change rewrites the
 // table once, locking it meanwhile). No PostgreSQL extension is needed. Config.Schema and
@@ -48,7 +53,11 @@
 // deletes the oldest messages in the same transaction, cutting so that
 // the history never starts with a tool result. History is one SELECT of
 // the newest messages; a window that would start with tool results starts
-// after them. Messages are stored as JSONB: tool-call arguments come back
+// after them. Neither reads more of a conversation than it returns or
+// deletes: each message is numbered (pos), so Append finds where to cut
+// from the newest number, and the newest summary has an index of its own;
+// a turn costs the same in a conversation of 1,000 messages as in a new
+// one. Messages are stored as JSONB: tool-call arguments come back
 // with the same JSON meaning, not byte for byte (key order, spacing).
 //
 // # Recall
@@ -58,21 +67,39 @@
 // exactly as the items' text is read (lowercase, English stop words
 // dropped, Snowball stems); its lexemes are joined into an OR tsquery, so
 // an item matches when it shares any word with the query, and a query
-// with no words left recalls nothing. Matches rank by ts_rank_cd; equally ranked items come newest
-// first (CreatedAt, then ID). Items superseded by an item of the tenant are
-// left out. The budget is applied as memory.Budget documents; for a budget
-// with MaxTokens, Recall reads at most the 1,000 best matches (or
-// MaxEntries, when more), and stops reading once the budget is full.
+// with no words left recalls nothing. The Config.RecallCandidates
+// (DefaultRecallCandidates, 1,000) newest matches of the tenant (or
+// Budget.MaxEntries, when more) rank by ts_rank; equally ranked items
+// come newest first (CreatedAt, then ID). Items superseded by an item of
+// the tenant are left out. The budget is applied as memory.Budget
+// documents; a Recall returns at most the candidates, whatever the
+// budget, and stops reading once the budget is full. So a tenant within
+// the default MaxItemsPerTenant has every match ranked, and a larger one
+// pays for its newest 1,000 matches, not for all of them: a message
+// sharing "appointment" with 10,000 items costs what one sharing a rare
+// name with ten does.
+//
+// The query's tsquery is an immutable expression of the query text, so
+// PostgreSQL computes it while planning and estimates from it how many
+// items match; the statement is planned for each call (pgx's
+// QueryExecModeCacheDescribe, an unnamed statement in the same single
+// round trip, when the pool's default mode would cache a plan), so that
+// a query of common words walks the newest items and one of rare words
+// uses the GIN index.
 //
 // With Config.Embedder, recall is hybrid, as "Hybrid recall" in the
 // memory package documents: Remember embeds the items' texts (one Embed
 // call, before the transaction) and stores the vectors in the embedding
 // column; Recall embeds the query (one call), reads in one statement the
 // best memory.LexicalCandidates lexical matches (or MaxEntries, when
-// more) and the memory.RecentCandidates newest items of the tenant (by
-// created_at, then id) with their vectors, computes their cosine
-// similarity to the query in Go, merges the two rankings by reciprocal
-// rank fusion and applies the budget. An embedder that fails leaves the
+// more) of the RecallCandidates newest matches, and the
+// memory.RecentCandidates newest items of the tenant (by created_at,
+// then id) with their vectors, computes their cosine similarity to the
+// query in Go, merges the two rankings by reciprocal rank fusion and
+// applies the budget. Config.MinSimilarity keeps the items less similar
+// than it out of the vector ranking: they are recalled only as lexical
+// matches, so that the newest items do not fill the budget merely for
+// being less dissimilar than the rest. An embedder that fails leaves the
 // items without vectors (Remember) or recall lexical (Recall); it never
 // fails the call. Vectors are stored whole: 6 KiB per item for 1,536
 // dimensions (text-embedding-3-small; openai.Config.EmbeddingDimensions

@@ -11,11 +11,13 @@ import (
 
 // recallHybrid is Recall with the query's vector: one statement reads the
 // candidates — the best memory.LexicalCandidates lexical matches (or
-// b.MaxEntries when larger) and the memory.RecentCandidates newest items —
-// with their vectors; their cosine similarity to qvec is computed here and
-// the two rankings are fused, then the budget applied.
+// b.MaxEntries when larger) of the RecallCandidates newest, and the
+// memory.RecentCandidates newest items — with their vectors; their cosine
+// similarity to qvec is computed here (those below MinSimilarity stay out
+// of the vector ranking) and the two rankings are fused, then the budget
+// applied.
 func (p *Provider) recallHybrid(ctx context.Context, tenantID, query string, qvec []float32, b memory.Budget) ([]memory.Item, error) {
-	rows, err := p.db.Query(ctx, p.q.recallHybrid, tenantID, query,
+	rows, err := p.db.Query(ctx, p.q.recallHybrid, p.planned, tenantID, query, max(p.candidates, b.MaxEntries),
 		max(memory.LexicalCandidates, b.MaxEntries), memory.RecentCandidates)
 	if err != nil {
 		return nil, p.fail(ctx, "recall", err)
@@ -46,7 +48,7 @@ func (p *Provider) recallHybrid(ctx context.Context, tenantID, query string, qve
 	if err := rows.Err(); err != nil {
 		return nil, p.fail(ctx, "recall", err)
 	}
-	ranked := hybrid.Fuse(qvec, cands, func(a, b int) int {
+	ranked := hybrid.FuseAbove(qvec, cands, p.minSimilarity, func(a, b int) int {
 		return cmp.Or(items[b].CreatedAt.Compare(items[a].CreatedAt), cmp.Compare(ids[b], ids[a]))
 	})
 	var out []memory.Item

@@ -170,8 +170,9 @@ func TestHybridCandidates(t *testing.T) {
 	}
 }
 
-// TestRecallTokenBudgetCandidates: with MaxTokens, lexical Recall reads
-// at most the 1,000 best matches (or MaxEntries, when more).
+// TestRecallTokenBudgetCandidates: lexical Recall ranks at most the
+// RecallCandidates (1,000) newest matches, or MaxEntries when more, so a
+// Recall returns at most that many, whatever the budget.
 func TestRecallTokenBudgetCandidates(t *testing.T) {
 	db := testDB(t)
 	p := open(t, db, pgmemory.Config{MaxItemsPerTenant: 2000})
@@ -186,8 +187,8 @@ func TestRecallTokenBudgetCandidates(t *testing.T) {
 		b    memory.Budget
 		want int
 	}{
-		{memory.Budget{}, 1100},
-		{memory.Budget{MaxTokens: 1 << 20}, 1000},
+		{memory.Budget{}, pgmemory.DefaultRecallCandidates}, // the newest 1,000 matches are ranked
+		{memory.Budget{MaxTokens: 1 << 20}, pgmemory.DefaultRecallCandidates},
 		{memory.Budget{MaxTokens: 1 << 20, MaxEntries: 1050}, 1050},
 		{memory.Budget{MaxTokens: 9}, 3}, // "note 1099" is 3 tokens
 	} {

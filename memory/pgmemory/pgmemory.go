@@ -33,6 +33,10 @@ const (
 	// DefaultMaxItemsPerTenant is how many items one tenant keeps, as in
 	// the in-memory provider.
 	DefaultMaxItemsPerTenant = memory.DefaultMaxItemsPerTenant
+	// DefaultRecallCandidates is how many of a tenant's newest matches
+	// Recall ranks: all the matches of a tenant within
+	// DefaultMaxItemsPerTenant.
+	DefaultRecallCandidates = 1000
 )
 
 // maxIdentLen is PostgreSQL's longest identifier (NAMEDATALEN - 1).
@@ -40,12 +44,6 @@ const maxIdentLen = 63
 
 // rollbackTimeout bounds a rollback after the caller's ctx ended.
 const rollbackTimeout = 5 * time.Second
-
-// tokenBudgetCandidates is how many of the best lexical matches Recall
-// reads, at most, for a budget with MaxTokens (or MaxEntries when
-// larger): enough to fill any budget an agent gives, while a query
-// matching half a tenant's items does not bring them all over the wire.
-const tokenBudgetCandidates = 1000
 
 // Config configures [New]. The zero value means the documented defaults;
 // a zero number means its default and a negative one is refused by New.
@@ -65,11 +63,25 @@ type Config struct {
 	// it, in its transaction, and a call with more items than that is
 	// memory.ErrInvalid. Default: DefaultMaxItemsPerTenant (1,000).
 	MaxItemsPerTenant int
+	// MinSimilarity is the least cosine similarity to the query an item
+	// needs to enter the vector ranking of hybrid recall (with an
+	// Embedder), from 0 to 1: an item below it is recalled only as a
+	// lexical match, so that items merely less dissimilar than the rest
+	// do not fill the budget. Default: 0, any positive similarity.
+	MinSimilarity float64
 	// MaxMessages is how many messages of one conversation's history are
 	// kept; Append drops the oldest past it, in its transaction, cutting
 	// so that the history never starts with a tool result. Default:
 	// DefaultMaxMessages (200).
 	MaxMessages int
+	// RecallCandidates is how many of the tenant's matches Recall ranks,
+	// at most: the newest (by created_at, then id), so that a query
+	// sharing a common word with half of a large tenant's items costs no
+	// more than one sharing a rare word. A Recall returns at most this
+	// many items, whatever the budget. Default: DefaultRecallCandidates
+	// (1,000: every match of a tenant within the default
+	// MaxItemsPerTenant).
+	RecallCandidates int
 	// Schema holds the tables; it must exist. Providers in different
 	// schemas of one database keep apart. Default: "", the connection's
 	// search_path.
@@ -90,8 +102,15 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxMessages < 0 {
 		return c, fmt.Errorf("%w: pgmemory: Config.MaxMessages %d is negative", memory.ErrInvalid, c.MaxMessages)
 	}
+	if c.RecallCandidates < 0 {
+		return c, fmt.Errorf("%w: pgmemory: Config.RecallCandidates %d is negative", memory.ErrInvalid, c.RecallCandidates)
+	}
+	if !(c.MinSimilarity >= 0 && c.MinSimilarity <= 1) { // NaN too
+		return c, fmt.Errorf("%w: pgmemory: Config.MinSimilarity %v is not between 0 and 1", memory.ErrInvalid, c.MinSimilarity)
+	}
 	c.MaxItemsPerTenant = cmp.Or(c.MaxItemsPerTenant, DefaultMaxItemsPerTenant)
 	c.MaxMessages = cmp.Or(c.MaxMessages, DefaultMaxMessages)
+	c.RecallCandidates = cmp.Or(c.RecallCandidates, DefaultRecallCandidates)
 	c.TablePrefix = cmp.Or(c.TablePrefix, DefaultTablePrefix)
 	// The longest name New derives from the prefix.
 	if err := checkIdent("table prefix", c.TablePrefix+"history_conversation_idx"); err != nil {
@@ -114,7 +133,12 @@ type Provider struct {
 	maxMsgs, maxItems int
 	lockKey           int64 // Migrate's advisory lock
 	embedder          llm.Embedder
-	q                 queries
+	candidates        int     // Config.RecallCandidates
+	minSimilarity     float64 // Config.MinSimilarity
+	// planned is the pgx.QueryExecMode of the recall statements: one that
+	// PostgreSQL plans for each call's query (see planMode).
+	planned pgx.QueryExecMode
+	q       queries
 }
 
 var (
@@ -137,10 +161,13 @@ func New(db *pgxpool.Pool, cfg Config) (*Provider, error) {
 	}
 	prefix := cfg.TablePrefix
 	p := &Provider{
-		db:       db,
-		maxMsgs:  cfg.MaxMessages,
-		maxItems: cfg.MaxItemsPerTenant,
-		embedder: cfg.Embedder,
+		db:            db,
+		maxMsgs:       cfg.MaxMessages,
+		maxItems:      cfg.MaxItemsPerTenant,
+		embedder:      cfg.Embedder,
+		candidates:    cfg.RecallCandidates,
+		minSimilarity: cfg.MinSimilarity,
+		planned:       planMode(db),
 	}
 	ident := func(name string) string {
 		if cfg.Schema == "" {
@@ -181,21 +208,12 @@ type queries struct {
 	migrate, addOrigin                     []string
 	hasOrigin                              string
 	history, insertMsg, trimHistory        string
+	numberHistory                          string
 	insertItem, capItems                   string
 	recall, recallHybrid                   string
 	forgetItems, forgetHistory             string
 	deleteTenantItems, deleteTenantHistory string
 }
-
-// queryCTE is the query $2 as a tsquery q: its lexemes, read as the
-// items' text is, joined by OR; a query with none is NULL and matches
-// nothing.
-const queryCTE = `WITH q AS (
-	SELECT (
-		SELECT string_agg('''' || replace(replace(l, '\', '\\'), '''', '''''') || '''', ' | ')
-		FROM unnest(tsvector_to_array(to_tsvector('english', $2::text))) AS l
-	)::tsquery AS q
-)`
 
 func newQueries(history, items string, index func(string) string) queries {
 	r := strings.NewReplacer("{history}", history, "{items}", items)
@@ -208,7 +226,8 @@ func newQueries(history, items string, index func(string) string) queries {
 	role            text NOT NULL,
 	message         json NOT NULL,
 	summary         boolean NOT NULL DEFAULT false,
-	created_at      timestamptz NOT NULL DEFAULT now()
+	created_at      timestamptz NOT NULL DEFAULT now(),
+	pos             bigint
 )`),
 			`CREATE INDEX IF NOT EXISTS ` + index("history_conversation_idx") + ` ON ` + history + ` (tenant_id, conversation_id, seq)`,
 			r.Replace(`CREATE TABLE IF NOT EXISTS {items} (
@@ -237,6 +256,16 @@ func newQueries(history, items string, index func(string) string) queries {
 			r.Replace(`ALTER TABLE {history} ALTER COLUMN message TYPE json`),
 			r.Replace(`ALTER TABLE {history} ADD COLUMN IF NOT EXISTS summary boolean NOT NULL DEFAULT false`),
 			`CREATE INDEX IF NOT EXISTS ` + index("items_recent_idx") + ` ON ` + items + ` (tenant_id, created_at, id)`,
+			// pos numbers a conversation's messages, so that Append finds
+			// where to cut without counting them; rows written before it
+			// existed (or by an earlier release since) have none until
+			// their conversation's next Append numbers them.
+			r.Replace(`ALTER TABLE {history} ADD COLUMN IF NOT EXISTS pos bigint`),
+			`CREATE INDEX IF NOT EXISTS ` + index("history_pos_idx") + ` ON ` + history + ` (tenant_id, conversation_id, pos)`,
+			`CREATE INDEX IF NOT EXISTS ` + index("history_unnumbered_idx") + ` ON ` + history + ` (tenant_id, conversation_id) WHERE pos IS NULL`,
+			// The newest summary of a conversation, without reading its
+			// messages.
+			`CREATE INDEX IF NOT EXISTS ` + index("history_summary_idx") + ` ON ` + history + ` (tenant_id, conversation_id, seq) WHERE summary`,
 		},
 		// Whether the items table has its origin column (Migrate adds it
 		// to tables of earlier releases): NULL when there is no table.
@@ -255,55 +284,42 @@ WHERE tenant_id = $1 AND conversation_id = $2 AND seq >= coalesce((
 	WHERE tenant_id = $1 AND conversation_id = $2 AND summary
 ), 0)
 ORDER BY seq DESC LIMIT $3`),
-		insertMsg: r.Replace(`INSERT INTO {history} (tenant_id, conversation_id, role, message, summary) VALUES ($1, $2, $3, $4::json, $5)`),
-		// Keep the newest $3 messages, from the first that is not a tool
-		// result: every older one goes.
-		trimHistory: r.Replace(`WITH kept AS (
-	SELECT seq, role FROM {history} WHERE tenant_id = $1 AND conversation_id = $2 ORDER BY seq DESC LIMIT $3
-), cut AS (
-	SELECT coalesce(min(seq) FILTER (WHERE role <> 'tool'), max(seq) + 1) AS seq FROM kept
+		// Numbers the conversation's messages 1, 2, ... in their order
+		// when one has no number; otherwise (a lookup in the empty
+		// history_unnumbered_idx) it touches nothing.
+		numberHistory: r.Replace(`UPDATE {history} h SET pos = r.n
+FROM (SELECT seq, row_number() OVER (ORDER BY seq) AS n FROM {history} WHERE tenant_id = $1 AND conversation_id = $2) r
+WHERE h.seq = r.seq
+	AND EXISTS (SELECT 1 FROM {history} WHERE tenant_id = $1 AND conversation_id = $2 AND pos IS NULL)`),
+		// The turn's messages in one statement, in order (seq and pos
+		// both follow ordinality), numbered after the conversation's
+		// newest.
+		insertMsg: r.Replace(`INSERT INTO {history} (tenant_id, conversation_id, role, message, summary, pos)
+SELECT $1, $2, m.role, m.message::json, m.summary, n.pos + m.i
+FROM unnest($3::text[], $4::text[], $5::boolean[]) WITH ORDINALITY AS m(role, message, summary, i),
+	(SELECT coalesce(max(pos), 0) AS pos FROM {history} WHERE tenant_id = $1 AND conversation_id = $2) n
+ORDER BY m.i`),
+		// Keep the newest $3 messages (those numbered past the newest
+		// number minus $3), from the first that is not a tool result:
+		// every older one goes. Nothing is read when the conversation
+		// holds $3 or fewer; otherwise the messages read are the ones
+		// deleted and the kept tool results at the cut.
+		trimHistory: r.Replace(`WITH cut AS (
+	SELECT max(pos) - $3 AS pos FROM {history} WHERE tenant_id = $1 AND conversation_id = $2
 )
-DELETE FROM {history} h USING cut
-WHERE h.tenant_id = $1 AND h.conversation_id = $2 AND h.seq < cut.seq`),
+DELETE FROM {history} h
+WHERE h.tenant_id = $1 AND h.conversation_id = $2 AND (SELECT pos FROM cut) > 0 AND h.seq < coalesce(
+	(SELECT k.seq FROM {history} k
+	WHERE k.tenant_id = $1 AND k.conversation_id = $2 AND k.pos > (SELECT pos FROM cut) AND k.role <> 'tool'
+	ORDER BY k.pos LIMIT 1),
+	(SELECT max(k.seq) + 1 FROM {history} k WHERE k.tenant_id = $1 AND k.conversation_id = $2))`),
 		insertItem: r.Replace(`INSERT INTO {items} (tenant_id, text, kind, conversation_id, task_id, skill_id, created_at, tokens, supersedes, embedding, origin)
 VALUES ($1, $2, $3, $4, $5, $6, coalesce($7, now()), $8, $9, $10, $11) RETURNING id`),
 		capItems: r.Replace(`DELETE FROM {items} WHERE tenant_id = $1 AND id <= (
 	SELECT id FROM {items} WHERE tenant_id = $1 ORDER BY id DESC OFFSET $2 LIMIT 1
 )`),
-		// The best $3 lexical matches (all when $3 is NULL). In the
-		// superseded check, s.supersedes <> '' (true of any match, as an
-		// id is never '') lets PostgreSQL use the partial index
-		// items_supersedes_idx rather than hash every item of the tenant.
-		recall: r.Replace(queryCTE + `
-SELECT i.id, i.text, i.kind, i.conversation_id, i.task_id, i.skill_id, i.created_at, i.tokens, i.supersedes, i.origin,
-	ts_rank_cd(i.tsv, q.q)::float8 AS score
-FROM {items} i, q
-WHERE i.tenant_id = $1 AND q.q IS NOT NULL AND i.tsv @@ q.q
-	AND NOT EXISTS (SELECT 1 FROM {items} s WHERE s.tenant_id = i.tenant_id AND s.supersedes = i.id::text AND s.supersedes <> '')
-ORDER BY score DESC, i.created_at DESC, i.id DESC
-LIMIT $3`),
-		// The lexical candidates ($3 best matches, as above) and the $4
-		// newest items, with their vectors; lexical matches first, in
-		// their order.
-		recallHybrid: r.Replace(queryCTE + `, lex AS (
-	SELECT i.id, ts_rank_cd(i.tsv, q.q)::float8 AS score
-	FROM {items} i, q
-	WHERE i.tenant_id = $1 AND q.q IS NOT NULL AND i.tsv @@ q.q
-		AND NOT EXISTS (SELECT 1 FROM {items} s WHERE s.tenant_id = i.tenant_id AND s.supersedes = i.id::text AND s.supersedes <> '')
-	ORDER BY score DESC, i.created_at DESC, i.id DESC
-	LIMIT $3
-), recent AS (
-	SELECT i.id FROM {items} i
-	WHERE i.tenant_id = $1
-		AND NOT EXISTS (SELECT 1 FROM {items} s WHERE s.tenant_id = i.tenant_id AND s.supersedes = i.id::text AND s.supersedes <> '')
-	ORDER BY i.created_at DESC, i.id DESC
-	LIMIT $4
-)
-SELECT i.id, i.text, i.kind, i.conversation_id, i.task_id, i.skill_id, i.created_at, i.tokens, i.supersedes, i.origin,
-	lex.score, i.embedding
-FROM {items} i LEFT JOIN lex ON lex.id = i.id
-WHERE i.tenant_id = $1 AND i.id IN (SELECT id FROM lex UNION SELECT id FROM recent)
-ORDER BY lex.score DESC NULLS LAST, i.created_at DESC, i.id DESC`),
+		recall:       r.Replace(recallSQL),
+		recallHybrid: r.Replace(recallHybridSQL),
 		forgetItems: r.Replace(`DELETE FROM {items} WHERE tenant_id = $1
 	AND ($2 = '' OR conversation_id = $2) AND ($3 = '' OR task_id = $3) AND ($4 = '' OR skill_id = $4)`),
 		forgetHistory:       r.Replace(`DELETE FROM {history} WHERE tenant_id = $1 AND conversation_id = $2`),
@@ -506,7 +522,10 @@ func (p *Provider) Append(ctx context.Context, tenantID, conversationID string, 
 		msgs = msgs[len(msgs)-p.maxMsgs:] // the older ones would go at once
 	}
 	encoded := make([]string, len(msgs))
+	roles := make([]string, len(msgs))
+	summaries := make([]bool, len(msgs))
 	for i, m := range msgs {
+		roles[i], summaries[i] = string(m.Role), memory.IsSummary(&msgs[i])
 		s, err := encodeMessage(m)
 		if err != nil {
 			return fmt.Errorf("pgmemory: append: %w: message %d: %w", memory.ErrInvalid, i, err)
@@ -516,9 +535,8 @@ func (p *Provider) Append(ctx context.Context, tenantID, conversationID string, 
 	err := p.inTx(ctx, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
 		b.Queue(`SELECT pg_advisory_xact_lock($1)`, hashKey(p.history, tenantID, conversationID))
-		for i, m := range msgs {
-			b.Queue(p.q.insertMsg, tenantID, conversationID, string(m.Role), encoded[i], memory.IsSummary(&msgs[i]))
-		}
+		b.Queue(p.q.numberHistory, tenantID, conversationID)
+		b.Queue(p.q.insertMsg, tenantID, conversationID, roles, encoded, summaries)
 		b.Queue(p.q.trimHistory, tenantID, conversationID, p.maxMsgs)
 		return tx.SendBatch(ctx, b).Close()
 	})
@@ -594,76 +612,6 @@ func (p *Provider) Remember(ctx context.Context, tenantID string, items ...memor
 		return nil, p.fail(ctx, "remember", err)
 	}
 	return ids, nil
-}
-
-// Recall returns the items most relevant to query within b; see
-// memory.Provider.Recall. Relevance is PostgreSQL full-text search: the
-// query is read with to_tsvector('english', ...) like the items, its
-// lexemes are joined into an OR tsquery, and matches rank by ts_rank_cd.
-// With an Embedder, that ranking is merged with the vector similarity of
-// the candidates to the query by reciprocal rank fusion (see the package
-// documentation). Only the first memory.MaxQueryBytes of query are read
-// (memory.RecallQuery).
-func (p *Provider) Recall(ctx context.Context, tenantID, query string, b memory.Budget) ([]memory.Item, error) {
-	if err := memory.CheckID("tenant", tenantID); err != nil {
-		return nil, fmt.Errorf("pgmemory: recall: %w", err)
-	}
-	if b.MaxTokens < 0 || b.MaxEntries < 0 {
-		return nil, fmt.Errorf("pgmemory: recall: %w: budget %+v is negative", memory.ErrInvalid, b)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, p.fail(ctx, "recall", err)
-	}
-	// NUL and invalid UTF-8 replaced (a text parameter holds neither),
-	// cut to MaxQueryBytes (a tsvector holds at most 1 MB of words).
-	query = memory.RecallQuery(query)
-	if p.embedder != nil && hybrid.HasWord(query) {
-		vecs := hybrid.Embed(ctx, p.embedder, []string{query})
-		if err := ctx.Err(); err != nil {
-			return nil, p.fail(ctx, "recall", err)
-		}
-		if vecs != nil {
-			return p.recallHybrid(ctx, tenantID, query, vecs[0], b)
-		}
-	}
-	var limit *int64 // no bound without a budget
-	switch {
-	case b.MaxTokens > 0:
-		l := int64(max(tokenBudgetCandidates, b.MaxEntries))
-		limit = &l
-	case b.MaxEntries > 0:
-		l := int64(b.MaxEntries)
-		limit = &l
-	}
-	rows, err := p.db.Query(ctx, p.q.recall, tenantID, query, limit)
-	if err != nil {
-		return nil, p.fail(ctx, "recall", err)
-	}
-	defer rows.Close()
-	var out []memory.Item
-	tokens := 0
-	for rows.Next() {
-		if b.MaxEntries > 0 && len(out) == b.MaxEntries || b.MaxTokens > 0 && tokens == b.MaxTokens {
-			break // full: every item holds at least one token
-		}
-		var it memory.Item
-		var id int64
-		if err := rows.Scan(&id, &it.Text, &it.Kind, &it.Source.ConversationID, &it.Source.TaskID, &it.Source.SkillID,
-			&it.CreatedAt, &it.Tokens, &it.Supersedes, &it.Origin, &it.Score); err != nil {
-			return nil, p.fail(ctx, "recall", err)
-		}
-		if b.MaxTokens > 0 && tokens+it.Tokens > b.MaxTokens {
-			continue // too large for what remains; a smaller one may fit
-		}
-		tokens += it.Tokens
-		it.ID = strconv.FormatInt(id, 10)
-		out = append(out, it)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, p.fail(ctx, "recall", err)
-	}
-	return out, nil
 }
 
 // Forget removes what by names in one transaction; see

@@ -43,13 +43,21 @@ type Ranked struct {
 // equal similarity or score like cmp.Compare (negative: a first); it
 // should give a total order.
 func Fuse(query []float32, cands []Candidate, tie func(a, b int) int) []Ranked {
+	return FuseAbove(query, cands, 0, tie)
+}
+
+// FuseAbove is Fuse with a floor: the vector ranking holds only the
+// candidates whose cosine similarity to query is positive and at least
+// minSimilarity. A candidate below it is still ranked by its lexical
+// rank, when it has one.
+func FuseAbove(query []float32, cands []Candidate, minSimilarity float64, tie func(a, b int) int) []Ranked {
 	type similar struct {
 		i int
 		s float64
 	}
 	var sims []similar
 	for i, c := range cands {
-		if s, ok := Cosine(query, c.Vector); ok && s > 0 {
+		if s, ok := Cosine(query, c.Vector); ok && s > 0 && s >= minSimilarity {
 			sims = append(sims, similar{i, s})
 		}
 	}

@@ -1,0 +1,4 @@
+package pgmemory
+
+// EncodeMessage is encodeMessage, for the baseline of the benchmarks.
+var EncodeMessage = encodeMessage
