@@ -1,0 +1,2 @@
+// Package sqlitestore implements credentials.Store on an SQLite file.
+package sqlitestore

@@ -1,0 +1,2 @@
+// Package sqlitememory implements memory.Provider on an SQLite file.
+package sqlitememory
