@@ -81,6 +81,7 @@ type Store struct {
 	ring      *credentials.KeyRing
 	component string
 	batch     int
+	w         *sqlitex.Writer // queues this store's writes in the process
 	q         queries
 	verified  sync.Map // key id → struct{}: its key check passed
 }
@@ -109,6 +110,7 @@ func New(db *sql.DB, cfg Config) (*Store, error) {
 		ring:      cfg.KeyRing,
 		batch:     cfg.RotateBatch,
 		component: "credentials/" + cfg.Table,
+		w:         sqlitex.NewWriter(),
 		q:         newQueries(sqlitex.Quote(cfg.Table), sqlitex.Quote(cfg.Table+"_keys")),
 	}, nil
 }
@@ -222,7 +224,7 @@ func (s *Store) Save(ctx context.Context, tenantID, service, account string, cre
 	if err != nil {
 		return s.fail(ctx, "save", n, err)
 	}
-	err = sqlitex.WriteTx(ctx, s.db, func(q sqlitex.Querier) error {
+	err = s.w.Tx(ctx, s.db, func(q sqlitex.Querier) error {
 		if err := s.checkKey(ctx, q, sealed.KeyID, true); err != nil {
 			return err
 		}
@@ -355,7 +357,11 @@ func (s *Store) Delete(ctx context.Context, tenantID, service, account string) e
 	if err := ctx.Err(); err != nil {
 		return s.fail(ctx, "delete", n, err)
 	}
-	if _, err := s.db.ExecContext(ctx, s.q.del, n.tenant, n.service, n.account); err != nil {
+	err = s.w.Tx(ctx, s.db, func(q sqlitex.Querier) error {
+		_, err := q.ExecContext(ctx, s.q.del, n.tenant, n.service, n.account)
+		return err
+	})
+	if err != nil {
 		return s.fail(ctx, "delete", n, err)
 	}
 	return nil
@@ -371,11 +377,15 @@ func (s *Store) DeleteTenant(ctx context.Context, tenantID string) (int, error) 
 	if err := ctx.Err(); err != nil {
 		return 0, s.fail(ctx, op, nil, err)
 	}
-	res, err := s.db.ExecContext(ctx, s.q.delTenant, tenantID)
-	if err != nil {
-		return 0, s.fail(ctx, op, nil, err)
-	}
-	n, err := res.RowsAffected()
+	var n int64
+	err := s.w.Tx(ctx, s.db, func(q sqlitex.Querier) error {
+		res, err := q.ExecContext(ctx, s.q.delTenant, tenantID)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
 	if err != nil {
 		return 0, s.fail(ctx, op, nil, err)
 	}

@@ -29,7 +29,7 @@ func (s *Store) Update(ctx context.Context, tenantID, service, account string, f
 		return s.fail(ctx, "update", n, err)
 	}
 	var fnErr error // fn's own error, returned as it is
-	err = sqlitex.WriteTx(ctx, s.db, func(q sqlitex.Querier) error {
+	err = s.w.Tx(ctx, s.db, func(q sqlitex.Querier) error {
 		if err := s.checkKey(ctx, q, s.ring.PrimaryID(), true); err != nil {
 			return err
 		}
@@ -132,7 +132,7 @@ func (s *Store) Rotate(ctx context.Context) (int, error) {
 // the rows it could not decrypt.
 func (s *Store) rotateBatch(ctx context.Context, primary string, after name) (n int, last name, full bool, bad []error, err error) {
 	last = after
-	err = sqlitex.WriteTx(ctx, s.db, func(q sqlitex.Querier) error {
+	err = s.w.Tx(ctx, s.db, func(q sqlitex.Querier) error {
 		n, bad = 0, nil
 		if err := s.checkKey(ctx, q, primary, true); err != nil {
 			return err

@@ -239,3 +239,27 @@ func useWAL(ctx context.Context, db *sql.DB) error {
 	}
 	return nil
 }
+
+// Writer queues the write transactions of one backend in the process, so
+// that its writers take SQLite's write lock in turn, in the order they
+// asked, rather than racing for it in SQLite's busy loop: that loop is not
+// fair, and on a pool of connections a writer may lose to the others past
+// the busy timeout. Writers of other processes, and of other backends on
+// the same file, still meet in the busy loop, one per backend. The zero
+// Writer is not usable; make one with NewWriter.
+type Writer struct{ turn chan struct{} }
+
+// NewWriter returns a Writer.
+func NewWriter() *Writer { return &Writer{turn: make(chan struct{}, 1)} }
+
+// Tx waits for the writer's turn (or for ctx to end), then runs fn with
+// WriteTx.
+func (w *Writer) Tx(ctx context.Context, db *sql.DB, fn func(q Querier) error) error {
+	select {
+	case w.turn <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-w.turn }()
+	return WriteTx(ctx, db, fn)
+}

@@ -92,6 +92,7 @@ type Provider struct {
 	component         string
 	maxMsgs, maxItems int
 	embedder          llm.Embedder
+	w                 *sqlitex.Writer // queues this provider's writes in the process
 	q                 queries
 }
 
@@ -120,6 +121,7 @@ func New(db *sql.DB, cfg Config) (*Provider, error) {
 		maxMsgs:   cfg.MaxMessages,
 		maxItems:  cfg.MaxItemsPerTenant,
 		embedder:  cfg.Embedder,
+		w:         sqlitex.NewWriter(),
 		q:         newQueries(cfg.TablePrefix),
 	}, nil
 }
@@ -245,7 +247,7 @@ func (p *Provider) Append(ctx context.Context, tenantID, conversationID string, 
 		encoded[i] = s
 	}
 	now := micros(time.Now())
-	err := sqlitex.WriteTx(ctx, p.db, func(q sqlitex.Querier) error {
+	err := p.w.Tx(ctx, p.db, func(q sqlitex.Querier) error {
 		for i, m := range msgs {
 			if _, err := q.ExecContext(ctx, p.q.insertMsg, tenantID, conversationID, string(m.Role), encoded[i], memory.IsSummary(&msgs[i]), now); err != nil {
 				return err
@@ -301,7 +303,7 @@ func (p *Provider) Remember(ctx context.Context, tenantID string, items ...memor
 	}
 	now := time.Now()
 	ids := make([]string, len(items))
-	err := sqlitex.WriteTx(ctx, p.db, func(q sqlitex.Querier) error {
+	err := p.w.Tx(ctx, p.db, func(q sqlitex.Querier) error {
 		for i, it := range items {
 			created := cmp.Or(it.CreatedAt, now)
 			var id int64
@@ -402,7 +404,7 @@ func (p *Provider) Forget(ctx context.Context, tenantID string, by memory.Proven
 		return 0, p.fail(ctx, "forget", err)
 	}
 	n := 0
-	err := sqlitex.WriteTx(ctx, p.db, func(q sqlitex.Querier) error {
+	err := p.w.Tx(ctx, p.db, func(q sqlitex.Querier) error {
 		n = 0
 		stmts := []struct {
 			q    string
@@ -439,7 +441,7 @@ func (p *Provider) DeleteTenant(ctx context.Context, tenantID string) (int, erro
 		return 0, p.fail(ctx, "delete tenant", err)
 	}
 	n := 0
-	err := sqlitex.WriteTx(ctx, p.db, func(q sqlitex.Querier) error {
+	err := p.w.Tx(ctx, p.db, func(q sqlitex.Querier) error {
 		n = 0
 		for _, stmt := range []string{p.q.deleteTenantItems, p.q.deleteTenantHistory} {
 			c, err := exec(ctx, q, stmt, tenantID)
