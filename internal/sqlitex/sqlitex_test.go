@@ -160,3 +160,30 @@ func TestWriteTxRollsBack(t *testing.T) {
 		t.Errorf("sum after the rolled-back transactions = %d, %v; want 3", sum, err)
 	}
 }
+
+// TestDSNParams: the parameters the packages document take effect with
+// modernc.org/sqlite, on every connection of a pool.
+func TestDSNParams(t *testing.T) {
+	db := sqlitetest.Open(t, 3)
+	conns := make([]*sql.Conn, 3)
+	for i := range conns {
+		c, err := db.Conn(bg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns[i] = c
+	}
+	for i, c := range conns {
+		var busy, fk int
+		var mode string
+		for q, dst := range map[string]any{"PRAGMA busy_timeout": &busy, "PRAGMA foreign_keys": &fk, "PRAGMA journal_mode": &mode} {
+			if err := c.QueryRowContext(bg, q).Scan(dst); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		if busy != 5000 || fk != 1 || mode != "wal" {
+			t.Errorf("connection %d: busy_timeout %d, foreign_keys %d, journal_mode %q", i, busy, fk, mode)
+		}
+	}
+}
