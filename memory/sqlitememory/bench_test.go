@@ -195,34 +195,50 @@ var benchQueries = []string{
 // benchQueries in turn; p50-ms and p99-ms are over the calls of the
 // reported run. Both backends get the same items, 1,000 per Remember.
 func BenchmarkRecall(b *testing.B) {
-	n := envInt(b, "VALET_BENCH_ITEMS", 100_000)
+	benchRecall(b, 1, envInt(b, "VALET_BENCH_ITEMS", 100_000))
+}
+
+// BenchmarkRecallManyTenants is BenchmarkRecall on a file shared by 100
+// tenants of 1,000 items each (the default MaxItemsPerTenant), 100,000 in
+// all, recalling for one of them: the other tenants' items share its
+// words, and must cost it little.
+func BenchmarkRecallManyTenants(b *testing.B) {
+	benchRecall(b, 100, 1000)
+}
+
+// benchRecall seeds tenants tenants of perTenant items each, the same on
+// both backends, and measures Recall of benchQueries for the first.
+func benchRecall(b *testing.B, tenants, perTenant int) {
 	budget := memory.Budget{MaxTokens: 500, MaxEntries: 10}
-	for _, be := range backends(b, sqlitememory.Config{MaxItemsPerTenant: n}) {
+	for _, be := range backends(b, sqlitememory.Config{MaxItemsPerTenant: perTenant}) {
 		start := time.Now()
 		r := rand.New(rand.NewPCG(11, 42))
-		batch := make([]memory.Item, 1000)
-		for i := 0; i < n; i += len(batch) {
-			batch = batch[:min(len(batch), n-i)]
-			for j := range batch {
-				batch[j] = memory.Item{Text: itemText(r), Kind: "fact", Source: memory.Provenance{ConversationID: fmt.Sprintf("conv-%d", (i+j)/50)}}
-			}
-			if _, err := be.p.Remember(bg, "tenant-bench", batch...); err != nil {
-				b.Fatalf("%s: seeding: %v", be.name, err)
+		batch := make([]memory.Item, min(1000, perTenant))
+		for tn := range tenants {
+			for i := 0; i < perTenant; i += len(batch) {
+				batch = batch[:min(len(batch), perTenant-i)]
+				for j := range batch {
+					batch[j] = memory.Item{Text: itemText(r), Kind: "fact", Source: memory.Provenance{ConversationID: fmt.Sprintf("conv-%d", (i+j)/50)}}
+				}
+				if _, err := be.p.Remember(bg, fmt.Sprintf("tenant-%d", tn), batch...); err != nil {
+					b.Fatalf("%s: seeding: %v", be.name, err)
+				}
 			}
 		}
-		b.Logf("%s: seeded %d items in %v; the data takes %.1f MiB", be.name, n, time.Since(start).Round(time.Millisecond), float64(be.size(b))/(1<<20))
+		b.Logf("%s: seeded %d tenants of %d items in %v; the data takes %.1f MiB", be.name, tenants, perTenant,
+			time.Since(start).Round(time.Millisecond), float64(be.size(b))/(1<<20))
 		for _, q := range benchQueries {
-			got, err := be.p.Recall(bg, "tenant-bench", q, budget)
+			got, err := be.p.Recall(bg, "tenant-0", q, budget)
 			if err != nil || len(got) == 0 {
 				b.Fatalf("%s: Recall(%q) = %d items, %v; want some", be.name, q, len(got), err)
 			}
 		}
-		b.Run(fmt.Sprintf("backend=%s/items=%d", be.name, n), func(b *testing.B) {
+		b.Run(fmt.Sprintf("backend=%s/items=%d/tenants=%d", be.name, tenants*perTenant, tenants), func(b *testing.B) {
 			b.ReportAllocs()
 			var times []time.Duration
 			for i := 0; b.Loop(); i++ {
 				t0 := time.Now()
-				if _, err := be.p.Recall(bg, "tenant-bench", benchQueries[i%len(benchQueries)], budget); err != nil {
+				if _, err := be.p.Recall(bg, "tenant-0", benchQueries[i%len(benchQueries)], budget); err != nil {
 					b.Fatal(err)
 				}
 				times = append(times, time.Since(t0))
@@ -232,6 +248,8 @@ func BenchmarkRecall(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFileGrowth writes (default 100,000).
 
 // BenchmarkFileGrowth writes VALET_BENCH_CONVERSATIONS (100,000)
 // conversations of one turn each (the 5 messages of benchTurn, 1.3 KB of

@@ -312,7 +312,7 @@ func (p *Provider) Remember(ctx context.Context, tenantID string, items ...memor
 			if err != nil {
 				return err
 			}
-			if _, err := q.ExecContext(ctx, p.q.insertTerms, id, terms(it.Text)); err != nil {
+			if _, err := q.ExecContext(ctx, p.q.insertTerms, id, tenantToken(tenantID), terms(it.Text)); err != nil {
 				return err
 			}
 			ids[i] = strconv.FormatInt(id, 10)
@@ -343,7 +343,7 @@ func (p *Provider) Recall(ctx context.Context, tenantID, query string, b memory.
 		return nil, p.fail(ctx, "recall", err)
 	}
 	query = memory.RecallQuery(query)
-	match := matchQuery(query)
+	match := matchQuery(tenantID, query)
 	if p.embedder != nil && hybrid.HasWord(query) {
 		vecs := hybrid.Embed(ctx, p.embedder, []string{query})
 		if err := ctx.Err(); err != nil {

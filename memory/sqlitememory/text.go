@@ -1,6 +1,8 @@
 package sqlitememory
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 	"unicode"
 
@@ -30,24 +32,41 @@ func notWordRune(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(
 // words, separated by spaces.
 func terms(text string) string { return strings.Join(words(text), " ") }
 
-// matchQuery returns the FTS5 query matching an item that shares any
-// normalised word with query — each distinct word a quoted string, joined
-// by OR — or "" when query has none.
-func matchQuery(query string) string {
+// tenantToken is the one token the full-text index holds in an item's
+// tenant column: "t" and 16 hex digits of the tenant ID's SHA-256. Two
+// tenants whose tokens collide only read each other's index entries;
+// Recall keeps to its tenant's items by their tenant_id.
+func tenantToken(tenantID string) string {
+	h := sha256.Sum256([]byte(tenantID))
+	return "t" + hex.EncodeToString(h[:8])
+}
+
+// matchQuery returns the FTS5 query matching the tenant's items that
+// share any normalised word with query — the tenant's token in the tenant
+// column, and in the terms column each distinct word a quoted string,
+// joined by OR — or "" when query has none.
+func matchQuery(tenantID, query string) string {
 	ws := words(query)
 	seen := make(map[string]bool, len(ws))
 	var b strings.Builder
+	b.WriteString(`tenant : "` + tenantToken(tenantID) + `" AND terms : (`)
+	n := 0
 	for _, w := range ws {
 		if seen[w] {
 			continue
 		}
 		seen[w] = true
-		if b.Len() > 0 {
+		if n > 0 {
 			b.WriteString(" OR ")
 		}
+		n++
 		b.WriteByte('"')
 		b.WriteString(strings.ReplaceAll(w, `"`, `""`)) // none: a word is letters and digits
 		b.WriteByte('"')
 	}
+	if n == 0 {
+		return ""
+	}
+	b.WriteByte(')')
 	return b.String()
 }
