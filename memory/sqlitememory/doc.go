@@ -25,8 +25,8 @@
 //	                  tenant_id, text, kind, conversation_id, task_id, skill_id,
 //	                  created_at, tokens, supersedes, origin,
 //	                  embedding (BLOB of little-endian float32s; NULL without a vector)
-//	memory_items_fts  FTS5, contentless, rowid = id: tenant (one token per tenant ID,
-//	                  a hash) and terms (the item's normalised words)
+//	memory_items_fts  FTS5, contentless, rowid = id: the item's normalised words,
+//	                  each after a token naming its tenant (a hash of its ID)
 //
 // with B-trees on (tenant_id, conversation_id, seq), (tenant_id, id),
 // (tenant_id, created_at, id) and the non-empty supersedes, and a trigger
@@ -65,11 +65,10 @@
 // an item of the tenant are left out. For a budget with MaxTokens, Recall
 // reads at most the 1,000 best matches (or MaxEntries, when more).
 //
-// The index is shared by the tenants of the file; Recall's FTS5 query
-// asks for its tenant's token AND any of the words, so another tenant's
-// items cost it the reading of their index entries, never a row or a
-// score. bm25 weighs the terms column alone; its document frequencies are
-// counted over the whole file.
+// The tenants of a file share the index, but not its words: each word is
+// indexed after a token naming its tenant, so a Recall reads only its own
+// tenant's index entries, whatever the other tenants wrote, and bm25's
+// document frequencies are the tenant's, as in the in-memory provider.
 //
 // With Config.Embedder, recall is hybrid as in pgmemory: Remember embeds
 // the items' texts (one call, before its transaction); Recall embeds the

@@ -312,7 +312,7 @@ func (p *Provider) Remember(ctx context.Context, tenantID string, items ...memor
 			if err != nil {
 				return err
 			}
-			if _, err := q.ExecContext(ctx, p.q.insertTerms, id, tenantToken(tenantID), terms(it.Text)); err != nil {
+			if _, err := q.ExecContext(ctx, p.q.insertTerms, id, terms(tenantID, it.Text)); err != nil {
 				return err
 			}
 			ids[i] = strconv.FormatInt(id, 10)

@@ -66,16 +66,14 @@ func newQueries(prefix string) queries {
 			`CREATE INDEX IF NOT EXISTS ` + q("items_tenant_idx") + ` ON ` + q("items") + ` (tenant_id, id)`,
 			`CREATE INDEX IF NOT EXISTS ` + q("items_recent_idx") + ` ON ` + q("items") + ` (tenant_id, created_at, id)`,
 			`CREATE INDEX IF NOT EXISTS ` + q("items_supersedes_idx") + ` ON ` + q("items") + ` (tenant_id, supersedes) WHERE supersedes <> ''`,
-			// The items' normalised words, space-separated, indexed by FTS5
-			// without a copy of the text (contentless); its rowid is the
-			// item's id. unicode61 without diacritics removal splits them
-			// where they are split already and folds nothing memory's
-			// normalisation has not folded. The tenant column holds one
-			// token naming the item's tenant (tenantToken), so that a
-			// Recall reads the index entries of its tenant's matches
-			// rather than joining every tenant's to the items.
+			// The items' normalised words, each after its tenant's token
+			// (tenantToken), space-separated, indexed by FTS5 without a
+			// copy of the text (contentless); its rowid is the item's id.
+			// unicode61 without diacritics removal splits them where they
+			// are split already and folds nothing memory's normalisation
+			// has not folded.
 			r.Replace(`CREATE VIRTUAL TABLE IF NOT EXISTS {fts} USING fts5(
-	tenant, terms, content = '', contentless_delete = 1, tokenize = 'unicode61 remove_diacritics 0'
+	terms, content = '', contentless_delete = 1, tokenize = 'unicode61 remove_diacritics 0'
 )`),
 			// An item's words leave the index with it, however it goes.
 			r.Replace(`CREATE TRIGGER IF NOT EXISTS ` + q("items_fts_delete") + ` AFTER DELETE ON {items} BEGIN
@@ -100,15 +98,14 @@ WHERE tenant_id = ?1 AND conversation_id = ?2 AND seq < (
 )`),
 		insertItem: r.Replace(`INSERT INTO {items} (tenant_id, text, kind, conversation_id, task_id, skill_id, created_at, tokens, supersedes, embedding, origin)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) RETURNING id`),
-		insertTerms: r.Replace(`INSERT INTO {fts} (rowid, tenant, terms) VALUES (?1, ?2, ?3)`),
+		insertTerms: r.Replace(`INSERT INTO {fts} (rowid, terms) VALUES (?1, ?2)`),
 		capItems: r.Replace(`DELETE FROM {items} WHERE tenant_id = ?1 AND id <= (
 	SELECT id FROM {items} WHERE tenant_id = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2
 )`),
 		// The best ?3 lexical matches of the FTS5 query ?2 (all for -1):
-		// bm25 of the terms column (the tenant's token weighs nothing),
-		// negated so that higher is better.
+		// bm25, negated so that higher is better.
 		recall: r.Replace(`SELECT i.id, i.text, i.kind, i.conversation_id, i.task_id, i.skill_id, i.created_at, i.tokens, i.supersedes, i.origin,
-	-bm25({fts}, 0.0, 1.0) AS score
+	-bm25({fts}) AS score
 FROM {fts} JOIN {items} i ON i.id = {fts}.rowid
 WHERE {fts} MATCH ?2 AND i.tenant_id = ?1 AND {notSuperseded}
 ORDER BY score DESC, i.created_at DESC, i.id DESC
@@ -117,7 +114,7 @@ LIMIT ?3`),
 		// newest items, with their vectors; lexical matches first, in
 		// their order.
 		recallHybrid: r.Replace(`WITH lex AS (
-	SELECT i.id, -bm25({fts}, 0.0, 1.0) AS score
+	SELECT i.id, -bm25({fts}) AS score
 	FROM {fts} JOIN {items} i ON i.id = {fts}.rowid
 	WHERE {fts} MATCH ?2 AND i.tenant_id = ?1 AND {notSuperseded}
 	ORDER BY score DESC, i.created_at DESC, i.id DESC

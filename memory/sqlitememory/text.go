@@ -28,45 +28,50 @@ func words(text string) []string {
 
 func notWordRune(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }
 
-// terms is what the FTS5 index holds of an item's text: its normalised
-// words, separated by spaces.
-func terms(text string) string { return strings.Join(words(text), " ") }
-
-// tenantToken is the one token the full-text index holds in an item's
-// tenant column: "t" and 16 hex digits of the tenant ID's SHA-256. Two
-// tenants whose tokens collide only read each other's index entries;
-// Recall keeps to its tenant's items by their tenant_id.
+// tenantToken starts every word the full-text index holds of a tenant's
+// items: "t" and 16 hex digits of the tenant ID's SHA-256, so that each
+// tenant has words of its own — a Recall reads only its tenant's index
+// entries, and bm25 counts document frequencies within the tenant, as the
+// in-memory provider does. Two tenants whose tokens collide would share
+// index entries and frequencies, never items: Recall keeps to its
+// tenant's items by their tenant_id.
 func tenantToken(tenantID string) string {
 	h := sha256.Sum256([]byte(tenantID))
 	return "t" + hex.EncodeToString(h[:8])
 }
 
+// terms is what the FTS5 index holds of an item's text: its normalised
+// words, each after the tenant's token, separated by spaces.
+func terms(tenantID, text string) string {
+	tok := tenantToken(tenantID)
+	ws := words(text)
+	for i, w := range ws {
+		ws[i] = tok + w
+	}
+	return strings.Join(ws, " ")
+}
+
 // matchQuery returns the FTS5 query matching the tenant's items that
-// share any normalised word with query — the tenant's token in the tenant
-// column, and in the terms column each distinct word a quoted string,
-// joined by OR — or "" when query has none.
+// share any normalised word with query — each distinct word, after the
+// tenant's token, a quoted string, joined by OR — or "" when query has
+// none.
 func matchQuery(tenantID, query string) string {
+	tok := tenantToken(tenantID)
 	ws := words(query)
 	seen := make(map[string]bool, len(ws))
 	var b strings.Builder
-	b.WriteString(`tenant : "` + tenantToken(tenantID) + `" AND terms : (`)
-	n := 0
 	for _, w := range ws {
 		if seen[w] {
 			continue
 		}
 		seen[w] = true
-		if n > 0 {
+		if b.Len() > 0 {
 			b.WriteString(" OR ")
 		}
-		n++
 		b.WriteByte('"')
+		b.WriteString(tok)
 		b.WriteString(strings.ReplaceAll(w, `"`, `""`)) // none: a word is letters and digits
 		b.WriteByte('"')
 	}
-	if n == 0 {
-		return ""
-	}
-	b.WriteByte(')')
 	return b.String()
 }
