@@ -55,9 +55,10 @@
 // the in-memory provider — runs of letters and digits, lowercased, English
 // stop words dropped, English (Porter2) stems — so the same query finds
 // the same items in every provider (TestSameRecallAsInMemory holds this
-// package to it). Remember indexes an item's words, space-separated, in
-// the FTS5 table (tokenizer unicode61 without diacritics removal, which
-// splits them where they are split already); Recall turns the query's
+// package to it). Remember indexes an item's words, each after its
+// tenant's token, in the FTS5 table (tokenizer unicode61 without
+// diacritics removal, which splits them where they are split already
+// and folds nothing more); Recall turns the query's
 // distinct words into an FTS5 query of quoted strings joined by OR, so an
 // item matches when it shares any word, and nothing a user types is read
 // as FTS5 syntax. Matches rank by FTS5's bm25 (negated: higher is more
