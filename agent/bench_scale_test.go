@@ -320,7 +320,12 @@ func (s *scaleBench) wait(ctx context.Context, arg string) error {
 // valetConv returns a round's conversation function on a new orchestrator
 // (so no round keeps the history of the one before).
 func (s *scaleBench) valetConv(b *testing.B) func(i int) error {
-	o, err := agent.NewOrchestrator(agent.Config{Logger: benchLog, LLM: s.model, SystemPrompt: "You are a benchmark.", Tools: s.tools})
+	// Timeouts far beyond a round: on a loaded machine 20,000 conversations
+	// can take longer than the default 30 s per tool turn, and the bare
+	// loop has none (their timers are armed all the same).
+	cfg := agent.Config{Logger: benchLog, LLM: s.model, SystemPrompt: "You are a benchmark.", Tools: s.tools}
+	cfg.Loop.ToolTimeout, cfg.Loop.LLMTimeout = time.Hour, time.Hour
+	o, err := agent.NewOrchestrator(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -187,6 +187,7 @@ type turn struct {
 
 // spawned runs call i on its own goroutine.
 func (t *turn) spawned(i int) {
+	growStack(i)
 	t.exec(i)
 	if t.slots != nil {
 		<-t.slots
