@@ -66,9 +66,7 @@ func (r *run) callLLM(req llm.Request) (*llm.Response, error) {
 		}
 		t0 := time.Now()
 		if r.o.obs != nil {
-			r.obs.calls++
-			r.step(Step{Kind: StepModelRequest, Call: r.obs.calls, Request: req})
-			t0 = time.Now()
+			t0 = r.stepRequest(&req)
 		}
 		if r.o.tel != nil {
 			r.startChat(&req)
@@ -79,7 +77,7 @@ func (r *run) callLLM(req llm.Request) (*llm.Response, error) {
 		}
 		r.logModelCall(&req, resp, err, time.Since(t0)) // DEBUG (runlog_levels.go)
 		if r.o.obs != nil {
-			r.step(Step{Kind: StepModelResponse, Call: r.obs.calls, Request: llm.Request{Purpose: req.Purpose}, Response: resp, Err: err, Duration: time.Since(t0)})
+			r.stepResponse(req.Purpose, resp, err, t0)
 		}
 		if err == nil {
 			r.res.Usage = r.res.Usage.Add(resp.Usage)
@@ -102,7 +100,7 @@ func (r *run) callLLM(req llm.Request) (*llm.Response, error) {
 			return nil, err
 		}
 		if m := r.meter; m != nil && m.b.MaxWall > 0 && m.spent(time.Now()) {
-			return nil, fmt.Errorf("%w: no retry: %s: %w", ErrBudgetExceeded, m.describe(), err)
+			return nil, noRetry(m, err)
 		}
 		if st == nil {
 			st = new(callState)
@@ -116,14 +114,51 @@ func (r *run) callLLM(req llm.Request) (*llm.Response, error) {
 			req.Messages = next
 		}
 		st.tries++
-		if r.o.tel != nil {
-			r.retryEvent(st, err)
-		}
-		if r.o.obs != nil {
-			r.step(Step{Kind: StepModelRetry, Call: r.obs.calls, Retry: st.tries, ErrorKind: llm.KindOf(err), Err: err, Delay: st.delay})
-		}
-		r.log().DebugContext(r.ctx, "agent: retrying model call", "kind", llm.KindOf(err).String(), "err", maskText(err.Error()))
+		r.noteRetry(st, err)
 	}
+}
+
+// stepRequest tells the Observer of the model call req and returns when
+// the call starts.
+//
+// The helpers of callLLM keep their temporaries out of its frame, which is
+// on the stack while the model answers (see begin in run.go).
+//
+//go:noinline
+func (r *run) stepRequest(req *llm.Request) time.Time {
+	r.obs.calls++
+	r.step(Step{Kind: StepModelRequest, Call: r.obs.calls, Request: *req})
+	return time.Now()
+}
+
+// stepResponse tells the Observer how the model call that started at t0
+// ended.
+//
+//go:noinline
+func (r *run) stepResponse(purpose llm.Purpose, resp *llm.Response, err error, t0 time.Time) {
+	r.step(Step{Kind: StepModelResponse, Call: r.obs.calls, Request: llm.Request{Purpose: purpose}, Response: resp, Err: err, Duration: time.Since(t0)})
+}
+
+// noRetry is the error of a failed model call not retried because the
+// run's wall-clock budget is spent.
+//
+//go:noinline
+func noRetry(m *meter, err error) error {
+	return fmt.Errorf("%w: no retry: %s: %w", ErrBudgetExceeded, m.describe(), err)
+}
+
+// noteRetry reports the retry of a model call that failed with err to
+// telemetry, the Observer and the log.
+//
+//go:noinline
+func (r *run) noteRetry(st *callState, err error) {
+	if r.o.tel != nil {
+		r.retryEvent(st, err)
+	}
+	if r.o.obs != nil {
+		r.step(Step{Kind: StepModelRetry, Call: r.obs.calls, Retry: st.tries, ErrorKind: llm.KindOf(err), Err: err, Delay: st.delay})
+	}
+	r.log().DebugContext(r.ctx, "agent: retrying model call", "kind", llm.KindOf(err).String(), "err", maskText(err.Error()))
 }
 
 // callAside makes a model call that is not part of the conversation (an

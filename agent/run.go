@@ -101,13 +101,34 @@ func (o *Orchestrator) newRun(ctx context.Context, msg Message, emit func(Event)
 }
 
 func (r *run) execute(body func(*run) error) (*Result, error) {
+	r.begin()
+	return r.conclude(body(r))
+}
+
+// begin starts the run's telemetry and its Observer steps.
+//
+// begin, conclude, admit and prepare are kept apart from the functions that
+// stay on the goroutine's stack for the whole run (execute, handle): their
+// temporaries would otherwise be part of those frames all along, making the
+// stack of every waiting conversation deeper, and with it the stack the
+// runtime starts every new goroutine of the process with (adaptive stack
+// start averages the stacks in use). See BenchmarkScale.
+//
+//go:noinline
+func (r *run) begin() {
 	if r.o.tel != nil {
 		r.startTelemetry()
 	}
 	if r.o.obs != nil && !r.obs.late {
 		r.startStep()
 	}
-	err := body(r)
+}
+
+// conclude ends the run that body returned err for: the Result's status,
+// duration and spend, the Observer's last step, telemetry and the log line.
+//
+//go:noinline
+func (r *run) conclude(err error) (*Result, error) {
 	if r.wallCancel != nil {
 		r.wallCancel()
 	}
@@ -144,44 +165,13 @@ func (r *run) handle() (err error) {
 	parent := r.ctx
 	r.steerStart() // steer.go
 	defer func() { err = r.steerFinish(parent, err) }()
-	o, ctx, msg := r.o, r.ctx, r.msg
-	res := &r.res
-	if err := checkMessage(&msg); err != nil {
+	if done, err := r.admit(); done {
 		return err
-	}
-	if err := r.route(); err != nil {
-		return err
-	}
-	if strings.TrimSpace(msg.Text) == "" {
-		return ErrEmptyMessage
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := r.startBudget(); err != nil {
-		return err
-	}
-	if h := o.hooks.ShouldProcess; h != nil {
-		ok, reason, err := h(ctx, msg)
-		if err != nil {
-			return fmt.Errorf("agent: should-process hook: %w", err)
-		}
-		if !ok {
-			res.Status, res.Response = StatusRefused, reason
-			return nil
-		}
-	}
-	if err := r.checkSpend(); err != nil {
-		return err
-	}
-	if o.loop.RouteWhileRunning && msg.Source == SourceUser {
-		if done, err := r.routeRunning(); done { // steer.go
-			return err
-		}
 	}
 
+	o, msg := r.o, &r.msg
 	key := convKey{msg.TenantID, msg.ConversationID}
-	c, err := o.acquire(ctx, key)
+	c, err := o.acquire(r.ctx, key)
 	if err != nil {
 		return err
 	}
@@ -189,10 +179,73 @@ func (r *run) handle() (err error) {
 	begun := r.beginSteer()
 	defer r.endSteer()
 
-	// Prepare the context: persona + time + capabilities + recalled items,
-	// history, the message.
-	if err := r.open(); err != nil {
+	if err := r.prepare(begun); err != nil {
 		return r.end(err)
+	}
+	err = r.serveThenLoop()
+	if err == errPaused {
+		r.steer.paused = true
+		err = r.end(nil)
+		r.res.Status, r.res.Response = StatusPaused, ""
+		return err
+	}
+	return r.end(err)
+}
+
+// admit checks the message and asks the hooks, budget and SpendGuard
+// whether it may run; done reports that the run ends here, with err (nil
+// when a hook refused it: Result says why) or after routing the message
+// to a running loop.
+//
+//go:noinline
+func (r *run) admit() (done bool, err error) {
+	o, ctx, msg := r.o, r.ctx, r.msg
+	res := &r.res
+	if err := checkMessage(&msg); err != nil {
+		return true, err
+	}
+	if err := r.route(); err != nil {
+		return true, err
+	}
+	if strings.TrimSpace(msg.Text) == "" {
+		return true, ErrEmptyMessage
+	}
+	if err := ctx.Err(); err != nil {
+		return true, err
+	}
+	if err := r.startBudget(); err != nil {
+		return true, err
+	}
+	if h := o.hooks.ShouldProcess; h != nil {
+		ok, reason, err := h(ctx, msg)
+		if err != nil {
+			return true, fmt.Errorf("agent: should-process hook: %w", err)
+		}
+		if !ok {
+			res.Status, res.Response = StatusRefused, reason
+			return true, nil
+		}
+	}
+	if err := r.checkSpend(); err != nil {
+		return true, err
+	}
+	if o.loop.RouteWhileRunning && msg.Source == SourceUser {
+		if done, err := r.routeRunning(); done { // steer.go
+			return true, err
+		}
+	}
+	return false, nil
+}
+
+// prepare builds the context the model is sent: persona, time,
+// capabilities, recalled items, history, the texts injected while no loop
+// ran and the message.
+//
+//go:noinline
+func (r *run) prepare(begun Begun) error {
+	o, ctx, msg := r.o, r.ctx, r.msg
+	if err := r.open(); err != nil {
+		return err
 	}
 	r.setSystem(r.systemPrompt())
 	for _, t := range begun.Queued { // injected while no loop ran
@@ -210,7 +263,7 @@ func (r *run) handle() (err error) {
 		w, err := h(ctx, msg, slices.Clone(r.window))
 		if err != nil {
 			// The message is not kept; the history stays as it was.
-			return r.end(fmt.Errorf("agent: prepare-context hook: %w", err))
+			return fmt.Errorf("agent: prepare-context hook: %w", err)
 		}
 		r.setWindow(w)
 	}
@@ -218,15 +271,7 @@ func (r *run) handle() (err error) {
 	if begun.Paused {
 		r.addNote(pausedNote)
 	}
-
-	err = r.serveThenLoop()
-	if err == errPaused {
-		r.steer.paused = true
-		err = r.end(nil)
-		r.res.Status, r.res.Response = StatusPaused, ""
-		return err
-	}
-	return r.end(err)
+	return nil
 }
 
 // credentials returns the credential store the run's tool calls get: the

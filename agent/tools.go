@@ -35,23 +35,7 @@ func (out *callOutcome) park() *subPark {
 // error tool result; the loop goes on.
 func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage) {
 	o := r.o
-	recs := r.res.ToolCalls
-	base := len(recs)
-	for _, c := range calls {
-		recs = append(recs, ToolCallRecord{ID: c.ID, Name: c.Name, ArgsSummary: summarizeArgs(c.Arguments), Usage: usage})
-	}
-	r.res.ToolCalls = recs
-	if o.obs != nil {
-		for _, c := range calls {
-			r.step(Step{Kind: StepToolCall, ToolCall: c})
-		}
-	}
-	if r.emit != nil {
-		for i := range calls {
-			rec := recs[base+i]
-			r.emit(Event{Type: EventToolCallStart, ToolCall: &rec})
-		}
-	}
+	base := r.announceCalls(calls, usage)
 
 	// Calls that keep the default timeout share one deadline for the turn
 	// (they all start now); a tool with its own timeout gets its own. The
@@ -128,6 +112,45 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage) {
 			r.record(base, calls, outs, <-t.done)
 		}
 	}
+	r.pushResults(base, calls, outs)
+}
+
+// announceCalls adds a record for each call to the Result, tells the
+// Observer and the stream they start, and returns the index of the first
+// record.
+//
+// announceCalls, pushResults and the helpers of exec are kept out of
+// runTools and exec, which stay on the stack while a call runs: their
+// temporaries would make every waiting conversation's stack deeper (see
+// begin in run.go).
+//
+//go:noinline
+func (r *run) announceCalls(calls []llm.ToolCall, usage llm.Usage) int {
+	recs := r.res.ToolCalls
+	base := len(recs)
+	for _, c := range calls {
+		recs = append(recs, ToolCallRecord{ID: c.ID, Name: c.Name, ArgsSummary: summarizeArgs(c.Arguments), Usage: usage})
+	}
+	r.res.ToolCalls = recs
+	if r.o.obs != nil {
+		for _, c := range calls {
+			r.step(Step{Kind: StepToolCall, ToolCall: c})
+		}
+	}
+	if r.emit != nil {
+		for i := range calls {
+			rec := recs[base+i]
+			r.emit(Event{Type: EventToolCallStart, ToolCall: &rec})
+		}
+	}
+	return base
+}
+
+// pushResults appends one tool message per call to the window, in call
+// order, and keeps the Agent-Tools and sub-agents the calls parked.
+//
+//go:noinline
+func (r *run) pushResults(base int, calls []llm.ToolCall, outs []callOutcome) {
 	for i, c := range calls {
 		if w := outs[i].wait; w != nil {
 			if w.sub != nil {
@@ -174,42 +197,86 @@ func (t *turn) spawned(i int) {
 
 // exec runs call i and stores its outcome.
 func (t *turn) exec(i int) {
-	r, o, c := t.r, t.r.o, t.calls[i]
 	out := &t.outs[i]
-	if i >= t.allowed {
-		*out = callOutcome{result: tool.Result{Content: budgetToolSpent, IsError: true}, status: resultBudgetSpent}
-		return
+	switch {
+	case i >= t.allowed:
+		spentCall(out)
+	case t.r.o.tel != nil:
+		t.execTraced(i, out)
+	default:
+		t.execCall(i, toolTel{}, out)
 	}
-	var tt toolTel // the call's span (telemetry.go)
-	if o.tel != nil {
-		tt = r.startTool(c, false)
-		defer r.endTool(tt, c.Name, out)
-	}
-	if o.spawn != nil && r.spawnHandles(c) {
-		t0 := time.Now()
-		*out = r.spawnCall(tt.ctx(r.toolCtx), c)
-		out.dur = time.Since(t0)
-		r.markInterrupted(c, out)
+}
+
+// execTraced runs call i in its execute_tool span.
+//
+//go:noinline
+func (t *turn) execTraced(i int, out *callOutcome) {
+	r, c := t.r, &t.calls[i]
+	tt := r.startTool(*c, false)
+	defer r.endTool(tt, c.Name, out)
+	t.execCall(i, tt, out)
+}
+
+// execCall runs call i, whose span is tt: a sub-agent, an Agent-Tool, or
+// a plain tool once its risk allows it.
+func (t *turn) execCall(i int, tt toolTel, out *callOutcome) {
+	o, c := t.r.o, &t.calls[i]
+	if o.spawn != nil && t.r.spawnHandles(*c) {
+		t.execSpawn(c, tt, out)
 		return
 	}
 	if len(o.callable) > 0 {
 		if a := o.callable[c.Name]; a != nil {
-			t0 := time.Now()
-			*out = r.startAgent(a, c, t.at.Add(time.Duration(i)))
-			out.dur = time.Since(t0)
-			r.markInterrupted(c, out)
+			t.execAgent(a, i, out)
 			return
 		}
 	}
-	if t.risks != nil && t.riskGate(i, c, tt, out) {
+	if t.risks != nil && t.riskGate(i, *c, tt, out) {
 		return // denied, or waiting for the user's approval (risk.go)
 	}
+	t.execTool(c, tt, out)
+}
+
+// spentCall is the outcome of a call the run's tool-call budget does not
+// let run.
+//
+//go:noinline
+func spentCall(out *callOutcome) {
+	*out = callOutcome{result: tool.Result{Content: budgetToolSpent, IsError: true}, status: resultBudgetSpent}
+}
+
+// execSpawn runs the spawn_agent call c (spawn.go).
+//
+//go:noinline
+func (t *turn) execSpawn(c *llm.ToolCall, tt toolTel, out *callOutcome) {
+	r := t.r
+	t0 := time.Now()
+	*out = r.spawnCall(tt.ctx(r.toolCtx), *c)
+	out.dur = time.Since(t0)
+	r.markInterrupted(*c, out)
+}
+
+// execAgent starts the Agent-Tool a for call i.
+//
+//go:noinline
+func (t *turn) execAgent(a *agentTool, i int, out *callOutcome) {
+	r, c := t.r, t.calls[i]
+	t0 := time.Now()
+	*out = r.startAgent(a, c, t.at.Add(time.Duration(i)))
+	out.dur = time.Since(t0)
+	r.markInterrupted(c, out)
+}
+
+// execTool runs the plain tool call c with its deadline and the
+// ExecContext of the run.
+func (t *turn) execTool(c *llm.ToolCall, tt toolTel, out *callOutcome) {
+	r := t.r
 	parent := t.ctx
 	if tl, ok := r.tools().Get(c.Name); ok && tool.SettingsOf(tl).Timeout > 0 {
 		parent = r.toolCtx // Execute applies the tool's own timeout
 	}
-	parent = tt.ctx(parent)
-	ctx := tool.WithExecContext(parent, tool.ExecContext{
+	ctx := tool.WithExecContext(tt.ctx(parent), tool.ExecContext{
 		TenantID:       r.msg.TenantID,
 		ConversationID: r.msg.ConversationID,
 		CallID:         c.ID,
@@ -217,18 +284,28 @@ func (t *turn) exec(i int) {
 		Logger:         r.log(),
 	})
 	t0 := time.Now()
-	res := r.tools().Execute(ctx, c, 0)
-	r.scrubToolResult(&res)
-	if res.IsError && r.ctx.Err() == nil && errors.Is(res.Err, context.DeadlineExceeded) {
-		switch {
-		case r.toolCtx.Err() != nil:
-			res.Content = fmt.Sprintf("tool %q was stopped: the time budget of this request ran out", c.Name)
-		case t.ctx.Err() == context.DeadlineExceeded:
-			res.Content = fmt.Sprintf("tool %q timed out after %s", c.Name, o.loop.ToolTimeout)
-		}
+	out.result = r.tools().Execute(ctx, *c, 0)
+	out.dur = time.Since(t0)
+	out.status, out.wait = "", nil
+	r.scrubToolResult(&out.result)
+	if out.result.IsError && r.ctx.Err() == nil && errors.Is(out.result.Err, context.DeadlineExceeded) {
+		t.stoppedTool(c, out)
 	}
-	*out = callOutcome{result: res, dur: time.Since(t0)}
-	r.markInterrupted(c, out)
+	r.markInterrupted(*c, out)
+}
+
+// stoppedTool says in the result of call c, which ended with the deadline
+// of its turn or of the run, which one stopped it.
+//
+//go:noinline
+func (t *turn) stoppedTool(c *llm.ToolCall, out *callOutcome) {
+	r := t.r
+	switch {
+	case r.toolCtx.Err() != nil:
+		out.result.Content = fmt.Sprintf("tool %q was stopped: the time budget of this request ran out", c.Name)
+	case t.ctx.Err() == context.DeadlineExceeded:
+		out.result.Content = fmt.Sprintf("tool %q timed out after %s", c.Name, r.o.loop.ToolTimeout)
+	}
 }
 
 // resultInterrupted is the ResultStatus of a call stopped because the run
