@@ -4,10 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/valetkit/valet/clock"
 	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/valetkit/valet/clock"
 
 	"github.com/valetkit/valet/agent"
 	"github.com/valetkit/valet/approval"

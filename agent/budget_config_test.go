@@ -3,13 +3,14 @@ package agent_test
 import (
 	"context"
 	"errors"
-	"github.com/valetkit/valet/clock/clocktest"
 	"log/slog"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/valetkit/valet/clock/clocktest"
 
 	"github.com/valetkit/valet/agent"
 	"github.com/valetkit/valet/llm/llmtest"

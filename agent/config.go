@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/valetkit/valet/clock"
 	"log/slog"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 
 	"github.com/valetkit/valet/agent/skill"
 	"github.com/valetkit/valet/budget"
+	"github.com/valetkit/valet/clock"
 	agentctx "github.com/valetkit/valet/context"
 	"github.com/valetkit/valet/credentials"
 	"github.com/valetkit/valet/llm"

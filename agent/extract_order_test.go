@@ -2,10 +2,11 @@ package agent_test
 
 import (
 	"context"
-	"github.com/valetkit/valet/clock"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/valetkit/valet/clock"
 
 	"github.com/valetkit/valet/agent"
 	"github.com/valetkit/valet/llm"

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/valetkit/valet/clock"
 	"iter"
 	"log/slog"
 	"maps"
@@ -14,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/valetkit/valet/clock"
 
 	agentctx "github.com/valetkit/valet/context"
 	"github.com/valetkit/valet/llm"

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/valetkit/valet/clock/clocktest"
 	"iter"
 	"log/slog"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/valetkit/valet/agent"
+	"github.com/valetkit/valet/clock/clocktest"
 	"github.com/valetkit/valet/credentials"
 	"github.com/valetkit/valet/llm"
 	"github.com/valetkit/valet/llm/llmtest"

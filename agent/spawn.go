@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/valetkit/valet/internal/textsafe"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/valetkit/valet/internal/textsafe"
 
 	"github.com/valetkit/valet/agent/delegate"
 	"github.com/valetkit/valet/agent/skill"

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/valetkit/valet/clock"
 	"math"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/valetkit/valet/clock"
 )
 
 // SpendGuard limits spending across runs (Config.SpendGuard). Check runs

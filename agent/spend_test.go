@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/valetkit/valet/clock/clocktest"
 	"math"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/valetkit/valet/clock/clocktest"
 
 	"github.com/valetkit/valet/agent"
 	"github.com/valetkit/valet/llm"

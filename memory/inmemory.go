@@ -5,11 +5,12 @@ import (
 	"container/list"
 	"context"
 	"fmt"
-	"github.com/valetkit/valet/clock"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/valetkit/valet/clock"
 
 	"github.com/valetkit/valet/llm"
 	"github.com/valetkit/valet/memory/internal/hybrid"

@@ -3,12 +3,13 @@ package memory
 import (
 	"context"
 	"fmt"
-	"github.com/valetkit/valet/clock/clocktest"
 	"runtime"
 	"slices"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/valetkit/valet/clock/clocktest"
 
 	"github.com/valetkit/valet/llm"
 )

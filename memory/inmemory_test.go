@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/valetkit/valet/clock/clocktest"
 	"slices"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
+	"github.com/valetkit/valet/clock/clocktest"
 	"github.com/valetkit/valet/llm"
 	"github.com/valetkit/valet/memory"
 	"github.com/valetkit/valet/memory/memorytest"

@@ -4,10 +4,11 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"github.com/valetkit/valet/clock"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/valetkit/valet/clock"
 )
 
 // MemoryConfig configures [NewMemory]. The zero value means the

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/valetkit/valet/clock/clocktest"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/valetkit/valet/clock/clocktest"
 )
 
 func entry(tenantID, id string, expires time.Time) *Entry {

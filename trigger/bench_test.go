@@ -3,11 +3,12 @@ package trigger_test
 import (
 	"context"
 	"fmt"
-	"github.com/valetkit/valet/clock"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/valetkit/valet/clock"
 
 	"github.com/valetkit/valet/trigger"
 )

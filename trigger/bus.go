@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/valetkit/valet/clock"
 	"log/slog"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/valetkit/valet/clock"
 )
 
 // Defaults of a MemoryBus whose fields are zero.

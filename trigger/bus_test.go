@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/valetkit/valet/clock/clocktest"
 	"log/slog"
 	"slices"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/valetkit/valet/clock/clocktest"
 	"github.com/valetkit/valet/trigger"
 	"github.com/valetkit/valet/trigger/triggertest"
 )

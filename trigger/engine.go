@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/valetkit/valet/clock"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -12,6 +11,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/valetkit/valet/clock"
 	"github.com/valetkit/valet/memory"
 )
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/valetkit/valet/clock/clocktest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/valetkit/valet/clock/clocktest"
 	"github.com/valetkit/valet/trigger"
 )
 

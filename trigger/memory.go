@@ -4,10 +4,11 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"github.com/valetkit/valet/clock"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/valetkit/valet/clock"
 )
 
 // DefaultMaxRuns is how many runs a MemoryStore keeps per task when its

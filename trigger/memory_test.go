@@ -3,9 +3,10 @@ package trigger_test
 import (
 	"context"
 	"errors"
-	"github.com/valetkit/valet/clock/clocktest"
 	"testing"
 	"time"
+
+	"github.com/valetkit/valet/clock/clocktest"
 
 	"github.com/valetkit/valet/trigger"
 	"github.com/valetkit/valet/trigger/triggertest"

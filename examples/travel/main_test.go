@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/valetkit/valet/clock/clocktest"
 	"os"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/valetkit/valet/agent"
 	"github.com/valetkit/valet/approval"
+	"github.com/valetkit/valet/clock/clocktest"
 	"github.com/valetkit/valet/llm"
 	"github.com/valetkit/valet/llm/llmtest"
 	"github.com/valetkit/valet/pool"

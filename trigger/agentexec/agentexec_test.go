@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/valetkit/valet/clock"
-	"github.com/valetkit/valet/clock/clocktest"
 	"log/slog"
 	"math"
 	"strings"
@@ -13,6 +11,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/valetkit/valet/clock"
+	"github.com/valetkit/valet/clock/clocktest"
 
 	"github.com/valetkit/valet/agent"
 	"github.com/valetkit/valet/approval"

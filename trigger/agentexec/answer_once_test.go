@@ -3,11 +3,12 @@ package agentexec_test
 import (
 	"context"
 	"errors"
-	"github.com/valetkit/valet/clock"
-	"github.com/valetkit/valet/clock/clocktest"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/valetkit/valet/clock"
+	"github.com/valetkit/valet/clock/clocktest"
 
 	"github.com/valetkit/valet/agent"
 	"github.com/valetkit/valet/approval"

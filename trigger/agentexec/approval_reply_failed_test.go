@@ -3,10 +3,11 @@ package agentexec_test
 import (
 	"context"
 	"errors"
-	"github.com/valetkit/valet/clock"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/valetkit/valet/clock"
 
 	"github.com/valetkit/valet/agent"
 	"github.com/valetkit/valet/llm/llmtest"

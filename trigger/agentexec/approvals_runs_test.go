@@ -2,9 +2,10 @@ package agentexec_test
 
 import (
 	"context"
-	"github.com/valetkit/valet/clock"
 	"testing"
 	"time"
+
+	"github.com/valetkit/valet/clock"
 
 	"github.com/valetkit/valet/agent"
 	"github.com/valetkit/valet/approval"

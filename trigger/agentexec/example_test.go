@@ -3,9 +3,10 @@ package agentexec_test
 import (
 	"context"
 	"fmt"
-	"github.com/valetkit/valet/clock/clocktest"
 	"log/slog"
 	"time"
+
+	"github.com/valetkit/valet/clock/clocktest"
 
 	"github.com/valetkit/valet/agent"
 	"github.com/valetkit/valet/llm/llmtest"

@@ -2,11 +2,12 @@ package agentexec_test
 
 import (
 	"context"
-	"github.com/valetkit/valet/clock/clocktest"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/valetkit/valet/clock/clocktest"
 
 	"github.com/valetkit/valet/agent"
 	"github.com/valetkit/valet/llm/llmtest"
