@@ -197,11 +197,7 @@ func (e *Engine) settleRun(ctx context.Context, t *Task, old, r Run) (*settledEn
 	} else if r.Result == "" {
 		r.Result = settledText(t, r)
 	}
-	if err := write(r); err != nil {
-		return nil, err
-	}
-	queued := swaps && e.notifiesQueued(ctx)
-	t, err := e.mutate(ctx, t.TenantID, t.ID, func(t *Task) error {
+	moved := func(t *Task) error {
 		if t.Status == StatusPendingApproval {
 			t.Status = StatusCompleted
 			if expired {
@@ -209,7 +205,23 @@ func (e *Engine) settleRun(ctx context.Context, t *Task, old, r Run) (*settledEn
 			}
 		}
 		return nil
-	})
+	}
+	queued := swaps && e.notifiesQueued(ctx)
+	if st, ok := e.store.(RunSettler); ok && t.Status == StatusPendingApproval {
+		// The run's end and the task's move in one transaction: a
+		// conflict on either (another replica settled it, the task was
+		// edited) writes nothing, and settle reads both again.
+		next := t.Clone()
+		_ = moved(next)
+		if err := st.SettleRun(ctx, old, r, next); err != nil {
+			return nil, err
+		}
+		return &settledEnd{t: next, r: r, queued: queued}, nil
+	}
+	if err := write(r); err != nil {
+		return nil, err
+	}
+	t, err := e.mutate(ctx, t.TenantID, t.ID, moved)
 	if err != nil {
 		return nil, err
 	}

@@ -230,7 +230,10 @@
 // [Engine.HandleExpiry] is called at its time on whichever replica is
 // dispatching then, restarts or not. On a [RunSwapper] (rivertrigger)
 // a settlement is a compare and set on the run: replicas settling one
-// run at once write it once, and its outcome is delivered once. An
+// run at once write it once, and its outcome is delivered once. On a
+// [RunSettler] (rivertrigger, MemoryStore) the settlement that ends a run
+// moves its task out of PENDING_APPROVAL in the same step, so a process
+// that dies between them leaves no task stuck there. An
 // approval settled before its run is recorded waiting is kept in a
 // [SettlementKeeper] store (rivertrigger) for whichever replica records
 // the run, else in the memory of the engine that heard it — only while a

@@ -196,7 +196,7 @@ func (m *MemoryStore) AddRun(ctx context.Context, r Run) error {
 	if slices.ContainsFunc(mt.runs, func(x Run) bool { return x.ID == r.ID }) {
 		return fmt.Errorf("%w: tenant %q, task %q: run %q exists", ErrConflict, r.TenantID, r.TaskID, r.ID)
 	}
-	mt.runs = append(mt.runs, r)
+	mt.runs = append(mt.runs, cloneRun(r))
 	if over := len(mt.runs) - m.maxRuns(); over > 0 {
 		mt.runs = slices.Delete(mt.runs, 0, over)
 	}
@@ -221,7 +221,7 @@ func (m *MemoryStore) UpdateRun(ctx context.Context, r Run) error {
 	if i < 0 {
 		return fmt.Errorf("%w: tenant %q, task %q: run %q", ErrNotFound, r.TenantID, r.TaskID, r.ID)
 	}
-	mt.runs[i] = r
+	mt.runs[i] = cloneRun(r)
 	return nil
 }
 
@@ -245,7 +245,7 @@ func (m *MemoryStore) Runs(ctx context.Context, tenantID, taskID string, limit i
 	}
 	out := make([]Run, 0, n)
 	for i := len(mt.runs) - 1; i >= 0 && len(out) < n; i-- {
-		out = append(out, mt.runs[i])
+		out = append(out, cloneRun(mt.runs[i]))
 	}
 	return out, nil
 }

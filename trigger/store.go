@@ -71,6 +71,23 @@ type RunSwapper interface {
 	SwapRun(ctx context.Context, old, r Run) error
 }
 
+// RunSettler is a RunSwapper that records the end of a waiting run and
+// its task's move out of PENDING_APPROVAL (to COMPLETED, or ACTIVE when
+// the run expired) in one step, so that a process that dies in between
+// leaves neither without the other: [Engine.ApprovalSettled] uses it when
+// the Store has it (rivertrigger and MemoryStore do), and otherwise
+// records the run, then the task.
+type RunSettler interface {
+	RunSwapper
+	// SettleRun is SwapRun(ctx, old, r) and Update(ctx, t) as one
+	// transaction: both are written or neither. It returns ErrConflict,
+	// writing nothing, when the stored run is not old or the stored
+	// task's Revision is not t.Revision, and ErrNotFound when either is
+	// gone; t must be r's task and pass Check (ErrInvalid). On success t
+	// is as Update leaves it (Revision and UpdatedAt set).
+	SettleRun(ctx context.Context, old, r Run, t *Task) error
+}
+
 // ExpiryDispatcher is a Dispatcher that times the expiry of waiting runs'
 // approvals itself, durably: when a run is recorded waiting with an
 // approval that expires, it queues, with the record, a call of the

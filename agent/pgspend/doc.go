@@ -63,7 +63,13 @@
 // A threshold is reported by the transaction that passes it, which also
 // advances the row's alerts count: the Observer hears it once, on the
 // replica that passed it, after the commit (a process that dies between
-// the two loses the alert; it is never repeated).
+// the two loses the alert; it is never repeated). A threshold passed by
+// the charge of expired holds is reported by the Check whose sweep
+// charged them, the same way: the rows it charged are locked in a
+// transaction of their own that advances their alerts count, so of
+// replicas sweeping at once one reports it (a process that dies between
+// the sweep and that transaction leaves it to the next Record or
+// settlement of the row).
 //
 // # A database that is down
 //

@@ -124,6 +124,7 @@ type queries struct {
 	totals, reserve        string
 	deleteHold, sweep, add string
 	setAlerts, spentOf     string
+	lockAlerts             string
 }
 
 func newQueries(spend, holds string) queries {
@@ -185,7 +186,9 @@ func newQueries(spend, holds string) queries {
 				UNION ALL SELECT '', 'month', month, usd FROM gone)
 			INSERT INTO ` + spend + ` (tenant_id, period, key, spent_usd)
 			SELECT who, period, key, sum(usd) FROM c GROUP BY who, period, key ORDER BY who DESC, period, key
-			ON CONFLICT (tenant_id, period, key) DO UPDATE SET spent_usd = ` + spend + `.spent_usd + excluded.spent_usd`,
+			ON CONFLICT (tenant_id, period, key) DO UPDATE SET spent_usd = ` + spend + `.spent_usd + excluded.spent_usd
+			RETURNING tenant_id, period, key`,
+		lockAlerts: `SELECT spent_usd, alerts FROM ` + spend + ` WHERE tenant_id = $1 AND period = $2 AND key = $3 FOR UPDATE`,
 		add: `INSERT INTO ` + spend + ` (tenant_id, period, key, spent_usd) VALUES ($1, 'day', $2, $4), ($1, 'month', $3, $4)
 			ON CONFLICT (tenant_id, period, key) DO UPDATE SET spent_usd = ` + spend + `.spent_usd + excluded.spent_usd
 			RETURNING period, key, spent_usd, alerts`,
@@ -265,7 +268,7 @@ func (g *Guard) Check(ctx context.Context, tenantID string) error {
 		return err
 	}
 	now := g.cfg.Clock.Now()
-	if _, err := g.db.Exec(ctx, g.q.sweep, now); err != nil {
+	if err := g.sweep(ctx, now); err != nil {
 		if l := g.localFor(ctx); l != nil {
 			return l.Check(ctx, tenantID)
 		}
@@ -368,23 +371,9 @@ func (g *Guard) add(ctx context.Context, tenantID string, cost float64, h hold, 
 			return err
 		}
 		for _, r := range rs {
-			who, lim := r.who, g.cfg.LimitsOf(tenantID)
-			if who == "" {
-				lim = g.cfg.Global
-			}
-			limit := lim.DailyUSD
-			if r.period == "month" {
-				limit = lim.MonthlyUSD
-			}
-			n := r.alerts
-			for limit > 0 && n < len(g.alerts) && reached(r.spent, g.alerts[n]*limit) {
-				out = append(out, agent.SpendAlert{TenantID: who, Period: r.period, Key: r.key, SpentUSD: r.spent, LimitUSD: limit, Threshold: g.alerts[n]})
-				n++
-			}
-			if n != r.alerts {
-				if _, err := tx.Exec(ctx, g.q.setAlerts, who, r.period, r.key, n); err != nil {
-					return err
-				}
+			var err error
+			if out, err = g.passed(ctx, tx, out, r.who, r.period, r.key, r.spent, r.alerts); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -392,11 +381,7 @@ func (g *Guard) add(ctx context.Context, tenantID string, cost float64, h hold, 
 	if err != nil {
 		return err
 	}
-	if g.cfg.Observer != nil {
-		for _, a := range out {
-			g.cfg.Observer(a)
-		}
-	}
+	g.tell(out)
 	return nil
 }
 

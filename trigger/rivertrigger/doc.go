@@ -173,7 +173,7 @@
 // task that is not ACTIVE, is left to the delivery, which records why on
 // the run. A run that succeeds when its approvals are settled has its
 // chained run queued the same way, in the transaction of the settlement
-// ([Store.SwapRun]).
+// ([Store.SettleRun]).
 //
 // # Notices
 //
@@ -190,8 +190,8 @@
 //     records it with the task's LastRun, and a run whose task was
 //     rescheduled while it ran, in a Finish with the task as it is;
 //   - the end of a waiting run, its approvals settled (its result) or
-//     expired (trigger.NotifyExpired), in the [Store.SwapRun] that
-//     records it.
+//     expired (trigger.NotifyExpired), in the [Store.SettleRun] (or
+//     [Store.SwapRun]) that records it.
 //
 // Whichever replica works the job hands it to the engine's
 // trigger.Engine.HandleNotification, which calls the channel's Notifier
@@ -218,19 +218,21 @@
 // # What is durable
 //
 // Written in the transaction that records a run's end or its wait for
-// approvals (Finish, SwapRun), so a process that dies right after the
+// approvals (Finish, SettleRun), so a process that dies right after the
 // record loses none of them: the run's record, the task's next time and
 // its job, the completion of the run's job, the run a chained route
-// queues, the run's notice, and the expiry of a waiting run's approvals.
-// An event is acknowledged on the bus only once its run's job is queued.
-// What follows the record in a step of its own, and is lost with the
-// process in between: the Observer's lifecycle steps, a RouteMemory
-// write, the task's status after a settlement (PENDING_APPROVAL to
-// COMPLETED or ACTIVE), and the notices named above as the engine's.
+// queues, the run's notice, the expiry of a waiting run's approvals, and,
+// when a settlement ends a waiting run, its task's move from
+// PENDING_APPROVAL to COMPLETED (or ACTIVE, with its next run queued,
+// when the approvals expired) ([Store.SettleRun]). An event is
+// acknowledged on the bus only once its run's job is queued. What follows
+// the record in a step of its own, and is lost with the process in
+// between: the Observer's lifecycle steps, a RouteMemory write, and the
+// notices named above as the engine's.
 //
 // # Approvals of triggered runs
 //
-// A Store is a trigger.ExpiryDispatcher and a trigger.RunSwapper. A run
+// A Store is a trigger.ExpiryDispatcher and a trigger.RunSettler. A run
 // recorded waiting for approvals that expire has, in the same
 // transaction, a River job of kind [ExpiryJobKind] queued at the first
 // expiry (unique by run and time); whichever replica works it calls the
@@ -239,8 +241,10 @@
 // time across restarts of every replica. Dispatch works these jobs;
 // WorkDue does not (they are timed by the database's clock). Settling an approval replaces
 // the run's record only while it is the one the settlement read
-// ([Store.SwapRun], a compare and set): of two replicas settling one run
-// at once, one writes and delivers it, the other reads it settled. A
+// ([Store.SwapRun], a compare and set; [Store.SettleRun] when it ends the
+// run, with its task's move, in one transaction): of two replicas
+// settling one run at once, one writes and delivers it, the other writes
+// nothing and reads it settled. A
 // Store is also a trigger.SettlementKeeper: an approval settled before its
 // run is recorded waiting (the user answered while the run finished) is
 // kept in valet_trigger_settled, at most 1,024 per task, and the replica

@@ -33,6 +33,10 @@ func (d diesAfterEnd) SwapRun(ctx context.Context, old, r trigger.Run) error {
 	return d.ended(r, d.Store.SwapRun(ctx, old, r))
 }
 
+func (d diesAfterEnd) SettleRun(ctx context.Context, old, r trigger.Run, t *trigger.Task) error {
+	return d.ended(r, d.Store.SettleRun(ctx, old, r, t))
+}
+
 func (d diesAfterEnd) Finish(ctx context.Context, r trigger.Run, t *trigger.Task) error {
 	return d.ended(r, d.Store.Finish(ctx, r, t))
 }

@@ -76,6 +76,30 @@ func (s *Store) SwapRun(ctx context.Context, old, r trigger.Run) error {
 	}))
 }
 
+// SettleRun implements [trigger.RunSettler]: the swap of SwapRun (with
+// the notice and chained run it queues) and the update of t (with the
+// run it queues when t is ACTIVE again) in one transaction, the task's
+// row locked first, so that a process that dies after the settlement
+// never leaves its task PENDING_APPROVAL, and of two replicas settling at
+// once the one that loses writes nothing.
+func (s *Store) SettleRun(ctx context.Context, old, r trigger.Run, t *trigger.Task) error {
+	if err := r.Check(); err != nil {
+		return err
+	}
+	if old.ID != r.ID || old.TenantID != r.TenantID || old.TaskID != r.TaskID {
+		return fmt.Errorf("%w: rivertrigger: swapping run %q for run %q", trigger.ErrInvalid, old.ID, r.ID)
+	}
+	if t == nil || r.TenantID != t.TenantID || r.TaskID != t.ID {
+		return fmt.Errorf("%w: rivertrigger: run %q is not of the task given", trigger.ErrInvalid, r.ID)
+	}
+	return s.update(ctx, "settle run", t, func(tx pgx.Tx) error {
+		if err := s.writeRun(ctx, tx, r, &old); err != nil {
+			return err
+		}
+		return s.settledInTx(ctx, tx, old, r)
+	})
+}
+
 func (s *Store) updateRun(ctx context.Context, tx pgx.Tx, r trigger.Run) error {
 	return s.writeRun(ctx, tx, r, nil)
 }

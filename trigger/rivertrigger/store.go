@@ -214,6 +214,7 @@ var (
 	_ trigger.ExpiryDispatcher = (*Store)(nil)
 	_ trigger.NotifyDispatcher = (*Store)(nil)
 	_ trigger.RunSwapper       = (*Store)(nil)
+	_ trigger.RunSettler       = (*Store)(nil)
 	_ trigger.SettlementKeeper = (*Store)(nil)
 	_ trigger.Namespaced       = (*Store)(nil)
 )

@@ -45,6 +45,7 @@ func RunStore(t *testing.T, newStore NewStore) {
 		{"RunsBounded", testRunsBounded},
 		{"RunStatuses", testRunStatuses},
 		{"CancelledContext", testCancelled},
+		{"SettleRun", testSettleRun},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
