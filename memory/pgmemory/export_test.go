@@ -1,4 +1,6 @@
 package pgmemory
 
-// EncodeMessage is encodeMessage, for the baseline of the benchmarks.
-var EncodeMessage = encodeMessage
+import "github.com/valetkit/valet/memory/internal/msgjson"
+
+// EncodeMessage is how a message is stored, for the baseline of the benchmarks.
+var EncodeMessage = msgjson.Encode

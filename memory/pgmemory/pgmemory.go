@@ -3,7 +3,6 @@ package pgmemory
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -20,6 +19,7 @@ import (
 	"github.com/valetkit/valet/llm"
 	"github.com/valetkit/valet/memory"
 	"github.com/valetkit/valet/memory/internal/hybrid"
+	"github.com/valetkit/valet/memory/internal/msgjson"
 )
 
 // Defaults of a zero [Config].
@@ -397,58 +397,6 @@ func (p *Provider) fail(ctx context.Context, op string, err error) error {
 	return fmt.Errorf("pgmemory: %s: %w", op, err)
 }
 
-// storedMessage is how a message is kept in the history's JSONB column.
-// Tool-call arguments that are not valid JSON are kept as a string.
-type storedMessage struct {
-	Role       llm.Role     `json:"role"`
-	Content    string       `json:"content,omitempty"`
-	ToolCalls  []storedCall `json:"tool_calls,omitempty"`
-	ToolCallID string       `json:"tool_call_id,omitempty"`
-	Name       string       `json:"name,omitempty"`
-	IsError    bool         `json:"is_error,omitempty"`
-}
-
-type storedCall struct {
-	ID      string          `json:"id"`
-	Name    string          `json:"name"`
-	Args    json.RawMessage `json:"arguments,omitempty"`
-	RawArgs *string         `json:"arguments_raw,omitempty"`
-}
-
-func encodeMessage(m llm.Message) (string, error) {
-	s := storedMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name, IsError: m.IsError}
-	for _, c := range m.ToolCalls {
-		sc := storedCall{ID: c.ID, Name: c.Name}
-		if c.Arguments != nil {
-			if json.Valid(c.Arguments) {
-				sc.Args = c.Arguments
-			} else {
-				raw := string(c.Arguments)
-				sc.RawArgs = &raw
-			}
-		}
-		s.ToolCalls = append(s.ToolCalls, sc)
-	}
-	b, err := json.Marshal(s)
-	return string(b), err
-}
-
-func decodeMessage(b []byte) (llm.Message, error) {
-	var s storedMessage
-	if err := json.Unmarshal(b, &s); err != nil {
-		return llm.Message{}, err
-	}
-	m := llm.Message{Role: s.Role, Content: s.Content, ToolCallID: s.ToolCallID, Name: s.Name, IsError: s.IsError}
-	for _, c := range s.ToolCalls {
-		tc := llm.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Args}
-		if c.RawArgs != nil {
-			tc.Arguments = json.RawMessage(*c.RawArgs)
-		}
-		m.ToolCalls = append(m.ToolCalls, tc)
-	}
-	return m, nil
-}
-
 // History returns the newest limit messages of a conversation, oldest
 // first, from its newest summary (memory.IsSummary) on, in one statement;
 // see memory.Provider.History. Limit 0 means all
@@ -479,7 +427,7 @@ func (p *Provider) History(ctx context.Context, tenantID, conversationID string,
 			rows.Close()
 			return nil, p.fail(ctx, "history", err)
 		}
-		m, err := decodeMessage(raw)
+		m, err := msgjson.Decode(raw)
 		if err != nil {
 			rows.Close()
 			return nil, p.fail(ctx, "history", err)
@@ -526,7 +474,7 @@ func (p *Provider) Append(ctx context.Context, tenantID, conversationID string, 
 	summaries := make([]bool, len(msgs))
 	for i, m := range msgs {
 		roles[i], summaries[i] = string(m.Role), memory.IsSummary(&msgs[i])
-		s, err := encodeMessage(m)
+		s, err := msgjson.Encode(m)
 		if err != nil {
 			return fmt.Errorf("pgmemory: append: %w: message %d: %w", memory.ErrInvalid, i, err)
 		}

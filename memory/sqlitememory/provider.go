@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -15,6 +14,7 @@ import (
 	"github.com/valetkit/valet/llm"
 	"github.com/valetkit/valet/memory"
 	"github.com/valetkit/valet/memory/internal/hybrid"
+	"github.com/valetkit/valet/memory/internal/msgjson"
 )
 
 // Defaults of a zero [Config].
@@ -198,7 +198,7 @@ func (p *Provider) History(ctx context.Context, tenantID, conversationID string,
 		if err := rows.Scan(&raw); err != nil {
 			return nil, p.fail(ctx, "history", err)
 		}
-		m, err := decodeMessage(raw)
+		m, err := msgjson.Decode(raw)
 		if err != nil {
 			return nil, p.fail(ctx, "history", err)
 		}
@@ -240,7 +240,7 @@ func (p *Provider) Append(ctx context.Context, tenantID, conversationID string, 
 	}
 	encoded := make([]string, len(msgs))
 	for i, m := range msgs {
-		s, err := encodeMessage(m)
+		s, err := msgjson.Encode(m)
 		if err != nil {
 			return fmt.Errorf("sqlitememory: append: %w: message %d: %w", memory.ErrInvalid, i, err)
 		}
@@ -466,57 +466,4 @@ func exec(ctx context.Context, q sqlitex.Querier, stmt string, args ...any) (int
 	}
 	n, err := res.RowsAffected()
 	return int(n), err
-}
-
-// storedMessage is how a message is kept in the history's message column
-// (JSON text), as in pgmemory. Tool-call arguments that are not valid
-// JSON are kept as a string.
-type storedMessage struct {
-	Role       llm.Role     `json:"role"`
-	Content    string       `json:"content,omitempty"`
-	ToolCalls  []storedCall `json:"tool_calls,omitempty"`
-	ToolCallID string       `json:"tool_call_id,omitempty"`
-	Name       string       `json:"name,omitempty"`
-	IsError    bool         `json:"is_error,omitempty"`
-}
-
-type storedCall struct {
-	ID      string          `json:"id"`
-	Name    string          `json:"name"`
-	Args    json.RawMessage `json:"arguments,omitempty"`
-	RawArgs *string         `json:"arguments_raw,omitempty"`
-}
-
-func encodeMessage(m llm.Message) (string, error) {
-	s := storedMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name, IsError: m.IsError}
-	for _, c := range m.ToolCalls {
-		sc := storedCall{ID: c.ID, Name: c.Name}
-		if c.Arguments != nil {
-			if json.Valid(c.Arguments) {
-				sc.Args = c.Arguments
-			} else {
-				raw := string(c.Arguments)
-				sc.RawArgs = &raw
-			}
-		}
-		s.ToolCalls = append(s.ToolCalls, sc)
-	}
-	b, err := json.Marshal(s)
-	return string(b), err
-}
-
-func decodeMessage(b []byte) (llm.Message, error) {
-	var s storedMessage
-	if err := json.Unmarshal(b, &s); err != nil {
-		return llm.Message{}, err
-	}
-	m := llm.Message{Role: s.Role, Content: s.Content, ToolCallID: s.ToolCallID, Name: s.Name, IsError: s.IsError}
-	for _, c := range s.ToolCalls {
-		tc := llm.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Args}
-		if c.RawArgs != nil {
-			tc.Arguments = json.RawMessage(*c.RawArgs)
-		}
-		m.ToolCalls = append(m.ToolCalls, tc)
-	}
-	return m, nil
 }
