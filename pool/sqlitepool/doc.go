@@ -6,9 +6,9 @@
 //	import _ "modernc.org/sqlite" // the "sqlite" driver, in your main package
 //
 //	db, err := sql.Open("sqlite", "file:valet.db?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)")
-//	db.SetMaxOpenConns(1)                               // River's advice for SQLite
+//	db.SetMaxOpenConns(1)                                 // River's advice for SQLite
 //	store, err := sqlitepool.New(db, sqlitepool.Config{}) // zero fields: the defaults
-//	err = store.Migrate(ctx)                            // once per start; idempotent
+//	err = store.Migrate(ctx)                              // once per start; idempotent
 //	o, err := agent.NewOrchestrator(agent.Config{LLM: model, Agents: reg, Pool: store})
 //
 // New takes the *sql.DB the host opened (and closes) and a Config whose
