@@ -27,6 +27,12 @@
 // begun with BEGIN IMMEDIATE, queued in the process behind the store's
 // other writes.
 //
+// Each write is a commit, which with SQLite's default synchronous(FULL)
+// waits for the disk; with WAL, _pragma=synchronous(NORMAL) in the DSN
+// makes commits wait for it only at checkpoints: a crash of the process
+// still loses nothing committed, a power loss may undo the last commits.
+// BenchmarkParkAndTake measures both.
+//
 // # The lock of a conversation
 //
 // The package has no pool.Locker: SQLite is for one process, and one

@@ -130,7 +130,7 @@ func New(db *sql.DB, cfg Config) (*Store, error) {
 type queries struct {
 	migrate                       []string
 	sweepTenant, sweepAll         string
-	exists, live, insert          string
+	occupancy, insert             string
 	update, revision              string
 	get, list, take, takeRevision string
 	del, drop                     string
@@ -166,8 +166,10 @@ func newQueries(table string) queries {
 		},
 		sweepTenant: r.Replace(`DELETE FROM {t} WHERE tenant_id = ?1 AND expires_at <= ?2`),
 		sweepAll:    r.Replace(`DELETE FROM {t} WHERE expires_at <= ?1`),
-		exists:      r.Replace(`SELECT count(*) FROM {t} WHERE tenant_id = ?1 AND id = ?2`),
-		live:        r.Replace(`SELECT count(*) FROM {t} WHERE tenant_id = ?1 AND expires_at > ?2`),
+		// Whether the ID is taken, and how many unexpired entries the
+		// tenant holds.
+		occupancy: r.Replace(`SELECT EXISTS (SELECT 1 FROM {t} WHERE tenant_id = ?1 AND id = ?2),
+	(SELECT count(*) FROM {t} WHERE tenant_id = ?1 AND expires_at > ?3)`),
 		insert: r.Replace(`INSERT INTO {t} (tenant_id, id, revision, created_at, expires_at, entry)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6)`),
 		// ?3 the revision read, ?4 the cutoff.
@@ -252,15 +254,13 @@ func (s *Store) Create(ctx context.Context, e *pool.Entry) error {
 		} else if _, err := q.ExecContext(ctx, s.q.sweepTenant, e.TenantID, cutoff); err != nil {
 			return err
 		}
+		var exists bool
 		var n int
-		if err := q.QueryRowContext(ctx, s.q.exists, e.TenantID, e.ID).Scan(&n); err != nil {
+		if err := q.QueryRowContext(ctx, s.q.occupancy, e.TenantID, e.ID, micros(now)).Scan(&exists, &n); err != nil {
 			return err
 		}
-		if n > 0 {
+		if exists {
 			return pool.ErrExists
-		}
-		if err := q.QueryRowContext(ctx, s.q.live, e.TenantID, micros(now)).Scan(&n); err != nil {
-			return err
 		}
 		if n >= s.max {
 			return fmt.Errorf("%w (the cap is %d unexpired entries)", pool.ErrTenantFull, s.max)
