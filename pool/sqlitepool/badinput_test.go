@@ -427,3 +427,21 @@ func TestSweep(t *testing.T) {
 		t.Errorf("%d rows after a Create past retention; want 1 (the new one)", n)
 	}
 }
+
+// TestIDNotUTF8: an ID that is not UTF-8 cannot survive the entry's JSON
+// (encoding/json replaces its bytes), so Create and Update refuse it with
+// pool.ErrInvalidEntry instead of storing an entry nobody could read back.
+func TestIDNotUTF8(t *testing.T) {
+	s := open(t, sqlitetest.Open(t, 1), sqlitepool.Config{})
+	e := entry("t", "agt_\xff")
+	if err := s.Create(bg, e); !errors.Is(err, pool.ErrInvalidEntry) || !strings.Contains(err.Error(), "UTF-8") {
+		t.Errorf("Create with an ID that is not UTF-8: %v; want ErrInvalidEntry naming UTF-8", err)
+	}
+	e.Revision, e.CreatedAt = 1, time.Now()
+	if err := s.Update(bg, e); !errors.Is(err, pool.ErrInvalidEntry) {
+		t.Errorf("Update with an ID that is not UTF-8: %v; want ErrInvalidEntry", err)
+	}
+	if _, err := s.Get(bg, "t", "agt_\xff"); !errors.Is(err, pool.ErrNotFound) {
+		t.Errorf("Get with an ID that is not UTF-8: %v; want ErrNotFound", err)
+	}
+}

@@ -62,7 +62,9 @@
 // nothing. Config.Table chooses another name (the indexes are named after
 // it); stores on the same file and table share their entries, so tenants
 // and IDs are kept apart by the key, whatever they contain (':', braces,
-// a NUL byte in an ID).
+// a NUL byte in an ID). As the entry is kept as JSON, Create and Update
+// refuse an ID that is not valid UTF-8 with pool.ErrInvalidEntry (the
+// tenant's is refused by Entry.Check already).
 //
 // # Atomicity and expiry
 //
