@@ -10,9 +10,12 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/valetkit/valet/agent"
 	"github.com/valetkit/valet/approval"
+	"github.com/valetkit/valet/clock"
+	"github.com/valetkit/valet/clock/clocktest"
 	"github.com/valetkit/valet/internal/sqlitetest"
 	"github.com/valetkit/valet/llm"
 	"github.com/valetkit/valet/llm/llmtest"
@@ -91,11 +94,16 @@ type process struct {
 }
 
 // start opens the file at path as a host would at start-up and migrates
-// it; wrap, when set, wraps the pool the orchestrator uses.
-func start(t *testing.T, path string, wrap func(*sqlitepool.Store) pool.Store) *process {
+// it; wrap, when set, wraps the pool the orchestrator uses; clk, when
+// set, is the clock of the orchestrator and the pool.
+func start(t *testing.T, path string, wrap func(*sqlitepool.Store) pool.Store, clk ...clock.Clock) *process {
 	t.Helper()
+	var c clock.Clock
+	if len(clk) > 0 {
+		c = clk[0]
+	}
 	p := &process{db: sqlitetest.OpenPath(t, path, 1)}
-	p.store = open(t, p.db, sqlitepool.Config{})
+	p.store = open(t, p.db, sqlitepool.Config{Clock: c})
 	mem, err := sqlitememory.New(p.db, sqlitememory.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +126,7 @@ func start(t *testing.T, path string, wrap func(*sqlitepool.Store) pool.Store) *
 		store = wrap(p.store)
 	}
 	p.o, err = agent.NewOrchestrator(agent.Config{LLM: model(t), Agents: reg, Pool: store, Memory: mem,
-		Logger: slog.New(slog.DiscardHandler)})
+		Clock: c, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,6 +225,37 @@ func TestApprovalSurvivesRestart(t *testing.T) {
 	}
 	if !strings.Contains(res.Response, "Done.") {
 		t.Errorf("the answer: %q", res.Response)
+	}
+	next.stop(t)
+}
+
+// TestApprovalExpiredWhileDown: an approval whose wait ends while the
+// process is down is not listed at the next start, and a decision on it
+// is approval.ErrExpired: nothing is sent, and the entry leaves the file.
+func TestApprovalExpiredWhileDown(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "valet.db")
+	clk := clocktest.New(time.Now())
+	first := start(t, path, nil, clk)
+	res, err := first.o.HandleMessage(bg, agent.Message{TenantID: "u1", ConversationID: "mail", Text: "please mail the team"})
+	if err != nil || len(res.PendingApprovals) != 1 {
+		t.Fatalf("the first message: %+v, %v; want one approval pending", res, err)
+	}
+	id := res.PendingApprovals[0].ID
+	first.stop(t)
+
+	clk.Advance(agent.DefaultApprovalTimeout + time.Minute) // down past the wait
+	next := start(t, path, nil, clk)
+	if pending, err := next.o.ListPendingApprovals(bg, "u1"); err != nil || len(pending) != 0 {
+		t.Errorf("after the wait ended, pending approvals = %+v, %v; want none", pending, err)
+	}
+	if _, err := next.o.ResolveApproval(bg, "u1", id, approval.Decision{Action: approval.Approve}); !errors.Is(err, approval.ErrExpired) {
+		t.Errorf("approving after the wait ended: %v, want approval.ErrExpired", err)
+	}
+	if got := sends(t, next.db); len(got) != 0 {
+		t.Errorf("emails sent: %v; want none", got)
+	}
+	if _, err := next.store.Get(bg, "u1", id); !errors.Is(err, pool.ErrNotFound) {
+		t.Errorf("the expired entry after the decision: %v; want it gone", err)
 	}
 	next.stop(t)
 }
