@@ -1,0 +1,8 @@
+//go:build !unix
+
+package sqlitetrigger
+
+// lockFile takes no lock where flock(2) is not available (Windows): there
+// the host must run one dispatching engine per file, as the package
+// documentation says.
+func lockFile(string) (func(), error) { return func() {}, nil }
