@@ -91,4 +91,3 @@ func TestSecondDispatcherOnTheFileRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 }
-
