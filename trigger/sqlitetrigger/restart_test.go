@@ -91,3 +91,32 @@ func TestSecondDispatcherOnTheFileRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A process that opens the file without dispatching (a command-line tool,
+// an admin page) creates a task; the dispatching process runs it.
+func TestTaskCreatedByANonDispatchingStoreRuns(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "valet.db")
+	s1, _ := newStoreAt(t, path)
+	s2, _ := newStoreAt(t, path)
+	var calls atomic.Int32
+	e1, _ := engineOn(t, s1, trigger.ExecutorFunc(func(context.Context, trigger.ExecRun) (trigger.ExecResult, error) {
+		calls.Add(1)
+		return trigger.ExecResult{}, nil
+	}))
+	tool, err := trigger.New(trigger.Config{Store: s2, Executors: map[string]trigger.Executor{
+		trigger.DefaultExecutor: trigger.ExecutorFunc(func(context.Context, trigger.ExecRun) (trigger.ExecResult, error) {
+			t.Error("the tool's engine, which does not run, executed a run")
+			return trigger.ExecResult{}, nil
+		})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := tool.CreateTask(ctx, oneTime("a", "from-the-tool", time.Now().Add(200*time.Millisecond))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the tool's task run by the dispatching engine", statusIs(e1, "a", "from-the-tool", trigger.StatusCompleted))
+	if n := calls.Load(); n != 1 {
+		t.Errorf("%d executions, want 1", n)
+	}
+}
