@@ -2,7 +2,9 @@ package sqlitetrigger_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,32 +21,42 @@ import (
 // due runs per second on River: this package's store on an SQLite file
 // (one connection, River's advice) beside rivertrigger on PostgreSQL
 // (VALET_TEST_POSTGRES; the benchmark skips without it), the same engine
-// and settings on both (River's MaxWorkers 50, FetchCooldown 20 ms, FetchPollInterval 100 ms,
-// a no-op executor). Each iteration is one round on each backend, the
-// backends alternating. Run it once:
+// and settings on both (River's MaxWorkers 50, FetchCooldown 20 ms,
+// FetchPollInterval 100 ms, a no-op executor). The file is opened with
+// sqlitex.DSNParams (synchronous FULL, SQLite's default: every commit
+// waits for the disk), and again with synchronous(NORMAL) added
+// ("sqlite-normal"). Each iteration is one round on each backend, in
+// turn. Run it once:
 //
-//	go test -run '^$' -bench RiverSQLiteVsPostgres -benchtime 3x ./trigger/sqlitetrigger/
+//	VALET_TEST_POSTGRES=… go test -run '^$' -bench RiverSQLiteVsPostgres -benchtime 3x ./trigger/sqlitetrigger/
 //
 // Metrics: create/s is Engine.CreateTask calls per second from one
 // goroutine (each a transaction: the task and its River job); runs/s is
 // benchDue runs over the time from the first executor call to the last
-// run recorded (Finish committed); the ratios are SQLite over PostgreSQL.
+// run recorded (Finish committed); the ratios are SQLite's over
+// PostgreSQL's.
 func BenchmarkRiverSQLiteVsPostgres(b *testing.B) {
 	pgtest.URL(b)
-	var createS, createP, runsS, runsP float64
+	var createS, createN, createP, runsS, runsN, runsP float64
 	for b.Loop() {
-		c, r := benchRound(b, sqliteBackend(b))
+		c, r := benchRound(b, sqliteBackend(b, ""))
 		createS, runsS = createS+c, runsS+r
+		c, r = benchRound(b, sqliteBackend(b, "_pragma=synchronous(NORMAL)"))
+		createN, runsN = createN+c, runsN+r
 		c, r = benchRound(b, postgresBackend(b))
 		createP, runsP = createP+c, runsP+r
 	}
 	n := float64(b.N)
 	b.ReportMetric(createS/n, "sqlite-create/s")
+	b.ReportMetric(createN/n, "sqlite-normal-create/s")
 	b.ReportMetric(createP/n, "pg-create/s")
 	b.ReportMetric(createS/createP, "create-ratio")
+	b.ReportMetric(createN/createP, "normal-create-ratio")
 	b.ReportMetric(runsS/n, "sqlite-runs/s")
+	b.ReportMetric(runsN/n, "sqlite-normal-runs/s")
 	b.ReportMetric(runsP/n, "pg-runs/s")
 	b.ReportMetric(runsS/runsP, "runs-ratio")
+	b.ReportMetric(runsN/runsP, "normal-runs-ratio")
 }
 
 const (
@@ -77,9 +89,15 @@ func (c *counting) Finish(ctx context.Context, r trigger.Run, t *trigger.Task) e
 	return err
 }
 
-func sqliteBackend(b *testing.B) benchStore {
+// sqliteBackend opens a new file with sqlitex.DSNParams and extra.
+func sqliteBackend(b *testing.B, extra string) benchStore {
 	b.Helper()
-	db := sqlitetest.Open(b, 1)
+	db, err := sql.Open("sqlite", sqlitetest.DSN(filepath.Join(b.TempDir(), "valet.db"), extra))
+	if err != nil {
+		b.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	b.Cleanup(func() { db.Close() })
 	s, err := sqlitetrigger.New(db, sqlitetrigger.Config{MaxWorkers: 50, FetchCooldown: 20 * time.Millisecond, FetchPollInterval: 100 * time.Millisecond})
 	if err != nil {
 		b.Fatal(err)
