@@ -87,6 +87,8 @@
 // valet_schema_versions (a file recording a newer version is refused
 // with ErrSchemaTooNew, naming both, before anything is written), and
 // brings River's tables (river_job, river_leader, river_queue, …) to the
-// version its release needs with rivermigrate. Run it from one process at
-// a time.
+// version its release needs with rivermigrate. Processes starting
+// together migrate one after the other: Migrate holds a lock on the file
+// named by the database's path and "-valet-trigger-migrate.lock" (on
+// systems with flock; elsewhere, migrate from one process at a time).
 package sqlitetrigger

@@ -290,9 +290,14 @@ func TestEventsOnRiver(t *testing.T) {
 	if r := got.Load(); r == nil || r.Event == nil || r.Event.ID != "msg-1" || r.Event.Data["n"] != 3.0 {
 		t.Fatalf("executor saw %+v", r)
 	}
-	if st := jobStates(t, db, "amazon"); st["completed"] != 1 || len(st) != 1 {
-		t.Fatalf("jobs: %v, want one completed for three deliveries", st)
-	}
+	// River completes an event run's job after its worker returns.
+	waitFor(t, 10*time.Second, "one job, completed, for three deliveries", func() (bool, error) {
+		st := jobStates(t, db, "amazon")
+		if n := st["completed"] + st["running"]; n != 1 || len(st) != 1 {
+			return false, fmt.Errorf("jobs: %v", st)
+		}
+		return st["completed"] == 1, nil
+	})
 	if n := calls.Load(); n != 1 {
 		t.Fatalf("%d executions, want 1", n)
 	}

@@ -3,11 +3,30 @@
 package sqlitetrigger
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"syscall"
+	"time"
 )
+
+// lockFileWait takes an exclusive flock(2) on the file at path, creating
+// it, waiting (trying again every lockPoll) while another holds it, until
+// ctx ends.
+func lockFileWait(ctx context.Context, path string) (func(), error) {
+	for {
+		unlock, err := lockFile(path)
+		if !errors.Is(err, ErrDispatching) {
+			return unlock, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(lockPoll):
+		}
+	}
+}
 
 // lockFile takes an exclusive flock(2) on the file at path, creating it.
 // The kernel lets the lock go when the process ends, killed too, so a

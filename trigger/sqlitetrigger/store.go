@@ -238,7 +238,12 @@ func New(db *sql.DB, cfg Config) (*Store, error) {
 // written; a connection without a busy timeout with ErrNoBusyTimeout.
 // Run it from one process at a time.
 func (s *Store) Migrate(ctx context.Context) error {
-	err := sqlitex.Migrate(ctx, s.db, component, SchemaVersion, func(q sqlitex.Querier, from int) error {
+	unlock, err := s.lockMigrate(ctx)
+	if err != nil {
+		return s.fail(ctx, "migrate", err)
+	}
+	defer unlock()
+	err = sqlitex.Migrate(ctx, s.db, component, SchemaVersion, func(q sqlitex.Querier, from int) error {
 		for _, stmt := range tables {
 			if _, err := q.ExecContext(ctx, stmt); err != nil {
 				return err
