@@ -82,8 +82,8 @@
 // # Tables
 //
 // Migrate creates valet_trigger_tasks, valet_trigger_runs and
-// valet_trigger_write (empty; every write transaction of the Store writes
-// to it first), records SchemaVersion under "trigger/valet_trigger" in
+// valet_trigger_write (kept empty: every write transaction of the Store
+// begins with a DELETE on it, which takes SQLite's write lock), records SchemaVersion under "trigger/valet_trigger" in
 // valet_schema_versions (a file recording a newer version is refused
 // with ErrSchemaTooNew, naming both, before anything is written), and
 // brings River's tables (river_job, river_leader, river_queue, …) to the
