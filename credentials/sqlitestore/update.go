@@ -30,7 +30,7 @@ func (s *Store) Update(ctx context.Context, tenantID, service, account string, f
 	}
 	var fnErr error // fn's own error, returned as it is
 	err = s.w.Tx(ctx, s.db, func(q sqlitex.Querier) error {
-		if err := s.checkKey(ctx, q, s.ring.PrimaryID(), true); err != nil {
+		if _, err := s.checkKey(ctx, q, s.ring.PrimaryID(), true); err != nil {
 			return err
 		}
 		var old credentials.Sealed
@@ -76,6 +76,7 @@ func (s *Store) Update(ctx context.Context, tenantID, service, account string, f
 	if err != nil {
 		return s.fail(ctx, "update", n, err)
 	}
+	s.remember(s.ring.PrimaryID())
 	return nil
 }
 
@@ -134,7 +135,7 @@ func (s *Store) rotateBatch(ctx context.Context, primary string, after name) (n 
 	last = after
 	err = s.w.Tx(ctx, s.db, func(q sqlitex.Querier) error {
 		n, bad = 0, nil
-		if err := s.checkKey(ctx, q, primary, true); err != nil {
+		if _, err := s.checkKey(ctx, q, primary, true); err != nil {
 			return err
 		}
 		rows, err := q.QueryContext(ctx, s.q.rotateSelect, primary, after.tenant, after.service, after.account, s.batch)
@@ -188,5 +189,6 @@ func (s *Store) rotateBatch(ctx context.Context, primary string, after name) (n 
 	if err != nil {
 		return 0, after, false, bad, err
 	}
+	s.remember(primary)
 	return n, last, full, bad, nil
 }
