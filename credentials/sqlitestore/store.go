@@ -217,6 +217,9 @@ func (s *Store) Save(ctx context.Context, tenantID, service, account string, cre
 	if err != nil {
 		return fmt.Errorf("sqlitestore: save (%s): %w", n, err)
 	}
+	if err := s.notInUpdate(ctx); err != nil {
+		return s.fail(ctx, "save", n, err)
+	}
 	if err := ctx.Err(); err != nil {
 		return s.fail(ctx, "save", n, err)
 	}
@@ -362,6 +365,9 @@ func (s *Store) Delete(ctx context.Context, tenantID, service, account string) e
 		return fmt.Errorf("sqlitestore: delete: %w", err)
 	}
 	n := &name{tenantID, service, account}
+	if err := s.notInUpdate(ctx); err != nil {
+		return s.fail(ctx, "delete", n, err)
+	}
 	if err := ctx.Err(); err != nil {
 		return s.fail(ctx, "delete", n, err)
 	}
@@ -382,6 +388,9 @@ func (s *Store) DeleteTenant(ctx context.Context, tenantID string) (int, error) 
 		return 0, fmt.Errorf("sqlitestore: delete tenant: %w", err)
 	}
 	op := fmt.Sprintf("delete tenant %q", tenantID)
+	if err := s.notInUpdate(ctx); err != nil {
+		return 0, s.fail(ctx, op, nil, err)
+	}
 	if err := ctx.Err(); err != nil {
 		return 0, s.fail(ctx, op, nil, err)
 	}

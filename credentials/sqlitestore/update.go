@@ -9,13 +9,30 @@ import (
 	"github.com/valetkit/valet/internal/sqlitex"
 )
 
+// inUpdate is the key of the ctx value naming the store whose Update is
+// running the fn that got the ctx.
+type inUpdate struct{}
+
+// notInUpdate refuses a write called with the ctx an Update of this store
+// gave its fn: Update holds the store's turn to write and the file's write
+// lock until fn returns, so the write could never start and would wait
+// until ctx ends.
+func (s *Store) notInUpdate(ctx context.Context) error {
+	if ctx.Value(inUpdate{}) == s {
+		return fmt.Errorf("%w: a write called from the fn of an Update of this store would wait for that Update to end: write after Update returns", credentials.ErrInvalid)
+	}
+	return nil
+}
+
 // Update changes the credential with fn in one write transaction: it
 // takes the file's write lock (BEGIN IMMEDIATE), reads and decrypts the
 // row, calls fn, encrypts what fn returns under the primary key and
 // writes it with a revision check. See credentials.Updater. Every write
 // to the file — not only to this credential — waits while fn runs, so fn
-// should be one token refresh, not more; reads go on (WAL). A row that
-// does not decrypt fails before fn is called, and nothing is written.
+// should be one token refresh, not more; reads go on (WAL). fn must not
+// write to the store: a write called with fn's ctx fails at once with
+// credentials.ErrInvalid. A row that does not decrypt fails before fn is
+// called, and nothing is written.
 func (s *Store) Update(ctx context.Context, tenantID, service, account string, fn func(ctx context.Context, old credentials.Secret) (any, error)) error {
 	account, err := credentials.Normalize(tenantID, service, account)
 	if err != nil {
@@ -24,6 +41,9 @@ func (s *Store) Update(ctx context.Context, tenantID, service, account string, f
 	n := &name{tenantID, service, account}
 	if fn == nil {
 		return fmt.Errorf("sqlitestore: update (%s): %w: Update needs a func", n, credentials.ErrInvalid)
+	}
+	if err := s.notInUpdate(ctx); err != nil {
+		return s.fail(ctx, "update", n, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return s.fail(ctx, "update", n, err)
@@ -42,7 +62,7 @@ func (s *Store) Update(ctx context.Context, tenantID, service, account string, f
 		if err != nil {
 			return err
 		}
-		v, err := fn(ctx, sec)
+		v, err := fn(context.WithValue(ctx, inUpdate{}, s), sec)
 		if err != nil {
 			fnErr = err
 			return err
@@ -91,6 +111,9 @@ func (s *Store) Update(ctx context.Context, tenantID, service, account string, f
 // with the rest and returns an error naming such rows and their key ids.
 // The revision and updated_at of a row do not change.
 func (s *Store) Rotate(ctx context.Context) (int, error) {
+	if err := s.notInUpdate(ctx); err != nil {
+		return 0, s.fail(ctx, "rotate", nil, err)
+	}
 	if err := ctx.Err(); err != nil {
 		return 0, s.fail(ctx, "rotate", nil, err)
 	}
