@@ -90,9 +90,10 @@
 // be quick. fn must not write to the store: called with the ctx fn was
 // given, Save, Delete, Update, DeleteTenant and Rotate fail at once with
 // an error wrapping credentials.ErrInvalid (with another ctx they would
-// wait for the Update until that ctx ends). On one connection
-// (SetMaxOpenConns(1)), fn must not read the store either: the connection
-// is Update's until fn returns.
+// wait for the Update until that ctx ends). fn may read the store: Get
+// and List called with fn's ctx read on the Update's connection, so they
+// work on one connection (SetMaxOpenConns(1)) too, where a read with
+// another ctx would wait for the connection until that ctx ends.
 //
 // # Errors
 //

@@ -252,11 +252,12 @@ func (s *Store) Get(ctx context.Context, tenantID, service, account string) (cre
 		return credentials.Secret{}, s.fail(ctx, "get", n, err)
 	}
 	var sealed credentials.Sealed
-	err = s.db.QueryRowContext(ctx, s.q.get, n.tenant, n.service, n.account).Scan(&sealed.KeyID, &sealed.Nonce, &sealed.Ciphertext)
+	q := s.reader(ctx)
+	err = q.QueryRowContext(ctx, s.q.get, n.tenant, n.service, n.account).Scan(&sealed.KeyID, &sealed.Nonce, &sealed.Ciphertext)
 	if err != nil {
 		return credentials.Secret{}, s.fail(ctx, "get", n, err)
 	}
-	sec, err := s.open(ctx, s.db, n, sealed)
+	sec, err := s.open(ctx, q, n, sealed)
 	if err != nil {
 		return credentials.Secret{}, s.fail(ctx, "get", n, err)
 	}
@@ -337,7 +338,7 @@ func (s *Store) List(ctx context.Context, tenantID, service string) ([]credentia
 	if err := ctx.Err(); err != nil {
 		return nil, s.fail(ctx, op, nil, err)
 	}
-	rows, err := s.db.QueryContext(ctx, s.q.list, tenantID, service)
+	rows, err := s.reader(ctx).QueryContext(ctx, s.q.list, tenantID, service)
 	if err != nil {
 		return nil, s.fail(ctx, op, nil, err)
 	}

@@ -9,16 +9,40 @@ import (
 	"github.com/valetkit/valet/internal/sqlitex"
 )
 
-// inUpdate is the key of the ctx value naming the store whose Update is
-// running the fn that got the ctx.
+// inUpdate is the key of the ctx value an Update gives its fn: an
+// *updating naming the store and the connection holding its transaction.
 type inUpdate struct{}
+
+type updating struct {
+	s *Store
+	q sqlitex.Querier
+}
+
+// updateOf returns the connection of the Update of this store whose fn got
+// ctx, or nil.
+func (s *Store) updateOf(ctx context.Context) sqlitex.Querier {
+	if u, ok := ctx.Value(inUpdate{}).(*updating); ok && u.s == s {
+		return u.q
+	}
+	return nil
+}
+
+// reader is what Get and List read with: the Update's connection when
+// called from its fn (on one connection it is the only one, and Update
+// holds it until fn returns), otherwise the pool.
+func (s *Store) reader(ctx context.Context) sqlitex.Querier {
+	if q := s.updateOf(ctx); q != nil {
+		return q
+	}
+	return s.db
+}
 
 // notInUpdate refuses a write called with the ctx an Update of this store
 // gave its fn: Update holds the store's turn to write and the file's write
 // lock until fn returns, so the write could never start and would wait
 // until ctx ends.
 func (s *Store) notInUpdate(ctx context.Context) error {
-	if ctx.Value(inUpdate{}) == s {
+	if s.updateOf(ctx) != nil {
 		return fmt.Errorf("%w: a write called from the fn of an Update of this store would wait for that Update to end: write after Update returns", credentials.ErrInvalid)
 	}
 	return nil
@@ -29,8 +53,10 @@ func (s *Store) notInUpdate(ctx context.Context) error {
 // row, calls fn, encrypts what fn returns under the primary key and
 // writes it with a revision check. See credentials.Updater. Every write
 // to the file — not only to this credential — waits while fn runs, so fn
-// should be one token refresh, not more; reads go on (WAL). fn must not
-// write to the store: a write called with fn's ctx fails at once with
+// should be one token refresh, not more; reads go on (WAL). fn may read
+// the store with the ctx it is given (Get and List then read on Update's
+// connection, so they work on one connection too) but must not write to
+// it: a write called with fn's ctx fails at once with
 // credentials.ErrInvalid. A row that does not decrypt fails before fn is
 // called, and nothing is written.
 func (s *Store) Update(ctx context.Context, tenantID, service, account string, fn func(ctx context.Context, old credentials.Secret) (any, error)) error {
@@ -62,7 +88,7 @@ func (s *Store) Update(ctx context.Context, tenantID, service, account string, f
 		if err != nil {
 			return err
 		}
-		v, err := fn(context.WithValue(ctx, inUpdate{}, s), sec)
+		v, err := fn(context.WithValue(ctx, inUpdate{}, &updating{s, q}), sec)
 		if err != nil {
 			fnErr = err
 			return err

@@ -55,3 +55,43 @@ func TestUpdateFnWritingRefused(t *testing.T) {
 		t.Errorf("a write refused inside fn stored something: Get = %v", err)
 	}
 }
+
+// TestUpdateFnReadsOnOneConnection: on one connection (the advised
+// SetMaxOpenConns(1)) the connection is Update's while fn runs; fn may
+// still read the store with the ctx it was given — a token refresh that
+// reads the OAuth client's own credential — and sees what the file holds.
+func TestUpdateFnReadsOnOneConnection(t *testing.T) {
+	s := open(t, sqlitetest.Open(t, 1), newRing(t, "k1", map[string][]byte{"k1": newKey()}))
+	for svc, tok := range map[string]string{"google": "old", "google-client": "client-secret"} {
+		if err := s.Save(bg, "t", svc, "", map[string]string{"token": tok}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(bg, 20*time.Second) // a bound for the test only
+	defer cancel()
+	err := s.Update(ctx, "t", "google", "", func(ctx context.Context, old credentials.Secret) (any, error) {
+		var client struct{ Token string }
+		sec, err := s.Get(ctx, "t", "google-client", "")
+		if err != nil {
+			return nil, err
+		}
+		if err := sec.Decode(&client); err != nil {
+			return nil, err
+		}
+		list, err := s.List(ctx, "t", "")
+		if err != nil {
+			return nil, err
+		}
+		if len(list) != 2 {
+			t.Errorf("List from fn: %d credentials; want 2", len(list))
+		}
+		return map[string]string{"token": "new-with-" + client.Token}, nil
+	})
+	if err != nil {
+		t.Fatalf("Update whose fn reads the store: %v", err)
+	}
+	var got struct{ Token string }
+	if sec, err := s.Get(bg, "t", "google", ""); err != nil || sec.Decode(&got) != nil || got.Token != "new-with-client-secret" {
+		t.Errorf("after the Update: token %q, %v; want %q", got.Token, err, "new-with-client-secret")
+	}
+}
