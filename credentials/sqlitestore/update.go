@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/valetkit/valet/credentials"
 	"github.com/valetkit/valet/internal/sqlitex"
@@ -14,14 +15,15 @@ import (
 type inUpdate struct{}
 
 type updating struct {
-	s *Store
-	q sqlitex.Querier
+	s    *Store
+	q    sqlitex.Querier
+	over atomic.Bool // fn returned: the ctx is an ordinary one again
 }
 
 // updateOf returns the connection of the Update of this store whose fn got
 // ctx, or nil.
 func (s *Store) updateOf(ctx context.Context) sqlitex.Querier {
-	if u, ok := ctx.Value(inUpdate{}).(*updating); ok && u.s == s {
+	if u, ok := ctx.Value(inUpdate{}).(*updating); ok && u.s == s && !u.over.Load() {
 		return u.q
 	}
 	return nil
@@ -88,7 +90,9 @@ func (s *Store) Update(ctx context.Context, tenantID, service, account string, f
 		if err != nil {
 			return err
 		}
-		v, err := fn(context.WithValue(ctx, inUpdate{}, &updating{s, q}), sec)
+		u := &updating{s: s, q: q}
+		v, err := fn(context.WithValue(ctx, inUpdate{}, u), sec)
+		u.over.Store(true)
 		if err != nil {
 			fnErr = err
 			return err

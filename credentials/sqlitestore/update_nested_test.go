@@ -95,3 +95,33 @@ func TestUpdateFnReadsOnOneConnection(t *testing.T) {
 		t.Errorf("after the Update: token %q, %v; want %q", got.Token, err, "new-with-client-secret")
 	}
 }
+
+// TestUpdateFnCtxAfterUpdate: the ctx fn got is an ordinary one once fn
+// has returned: work fn started with it (a goroutine saving the refreshed
+// token elsewhere) reads and writes the store as any caller does, not on
+// the Update's connection, which is gone.
+func TestUpdateFnCtxAfterUpdate(t *testing.T) {
+	s := open(t, sqlitetest.Open(t, 1), newRing(t, "k1", map[string][]byte{"k1": newKey()}))
+	if err := s.Save(bg, "t", "google", "", map[string]string{"token": "old"}); err != nil {
+		t.Fatal(err)
+	}
+	var kept context.Context
+	err := s.Update(bg, "t", "google", "", func(ctx context.Context, old credentials.Secret) (any, error) {
+		kept = ctx
+		return map[string]string{"token": "new"}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(kept, 20*time.Second) // a bound for the test only
+	defer cancel()
+	if err := s.Save(ctx, "t", "google-copy", "", map[string]string{"token": "new"}); err != nil {
+		t.Errorf("Save with fn's ctx after the Update: %v", err)
+	}
+	if _, err := s.Get(ctx, "t", "google-copy", ""); err != nil {
+		t.Errorf("Get with fn's ctx after the Update: %v", err)
+	}
+	if list, err := s.List(ctx, "t", ""); err != nil || len(list) != 2 {
+		t.Errorf("List with fn's ctx after the Update: %d, %v; want 2", len(list), err)
+	}
+}
