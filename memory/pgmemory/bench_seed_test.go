@@ -1,8 +1,10 @@
 package pgmemory_test
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"testing"
 	"time"
 
@@ -20,6 +22,10 @@ import (
 // complete and of which version. Drop it with
 //
 //	DROP SCHEMA valetbench_pgmemory CASCADE
+//
+// VALET_BENCH_PGMEMORY_SCHEMA names another schema instead, so that two
+// trees benchmarked on one database at once do not migrate each other's
+// (see benchSchemaName).
 const (
 	benchSchema   = "valetbench_pgmemory"
 	benchSeedMark = "valet pgmemory recall benchmark seed v1: 100000 items with 1536-dim vectors"
@@ -30,6 +36,7 @@ const (
 // vectors, seeding it (by COPY) when it is missing or incomplete.
 func seedBench(b *testing.B, db *pgxpool.Pool) string {
 	b.Helper()
+	benchSchema := benchSchemaName()
 	schemaID := pgx.Identifier{benchSchema}.Sanitize()
 	if _, err := db.Exec(bg, `CREATE SCHEMA IF NOT EXISTS `+schemaID); err != nil {
 		b.Fatalf("creating %s: %v", benchSchema, err)
@@ -101,4 +108,10 @@ func BenchmarkSeed(b *testing.B) {
 	seedBench(b, testDB(b))
 	for b.Loop() {
 	}
+}
+
+// benchSchemaName is the schema of the recall benchmarks' items:
+// VALET_BENCH_PGMEMORY_SCHEMA, or benchSchema when it is unset.
+func benchSchemaName() string {
+	return cmp.Or(os.Getenv("VALET_BENCH_PGMEMORY_SCHEMA"), benchSchema)
 }

@@ -2,31 +2,29 @@ package pgmemory
 
 import (
 	"cmp"
-	"context"
 	"strconv"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/valetkit/valet/memory"
 	"github.com/valetkit/valet/memory/internal/hybrid"
 )
 
-// recallHybrid is Recall with the query's vector: one statement reads the
-// candidates — the best memory.LexicalCandidates lexical matches (or
-// b.MaxEntries when larger) of the RecallCandidates newest, and the
-// memory.RecentCandidates newest items — with their vectors; their cosine
-// similarity to qvec is computed here (those below MinSimilarity stay out
-// of the vector ranking) and the two rankings are fused, then the budget
-// applied.
-func (p *Provider) recallHybrid(ctx context.Context, tenantID, query string, qvec []float32, b memory.Budget) ([]memory.Item, error) {
-	rows, err := p.db.Query(ctx, p.q.recallHybrid, p.planned, tenantID, query, max(p.candidates, b.MaxEntries),
-		max(memory.LexicalCandidates, b.MaxEntries), memory.RecentCandidates)
-	if err != nil {
-		return nil, p.fail(ctx, "recall", err)
-	}
+// readHybrid reads the rows of the hybrid statement — the best
+// memory.LexicalCandidates lexical matches (or b.MaxEntries when larger)
+// of the RecallCandidates newest, and the memory.RecentCandidates newest
+// items — with their vectors; their cosine similarity to qvec is
+// computed here (those below MinSimilarity stay out of the vector
+// ranking) and the two rankings are fused, then the budget applied. It
+// returns what foundSQL says, as readLexical does, and no items unless
+// that is -1.
+func (p *Provider) readHybrid(rows pgx.Rows, qvec []float32, b memory.Budget) ([]memory.Item, int64, error) {
 	defer rows.Close()
 	var (
 		items []memory.Item
 		ids   []int64
 		cands []hybrid.Candidate
+		found int64
 	)
 	for rows.Next() {
 		var it memory.Item
@@ -34,8 +32,8 @@ func (p *Provider) recallHybrid(ctx context.Context, tenantID, query string, qve
 		var score *float64
 		var vec []float32
 		if err := rows.Scan(&id, &it.Text, &it.Kind, &it.Source.ConversationID, &it.Source.TaskID, &it.Source.SkillID,
-			&it.CreatedAt, &it.Tokens, &it.Supersedes, &it.Origin, &score, &vec); err != nil {
-			return nil, p.fail(ctx, "recall", err)
+			&it.CreatedAt, &it.Tokens, &it.Supersedes, &it.Origin, &score, &vec, &found); err != nil {
+			return nil, 0, err
 		}
 		it.ID = strconv.FormatInt(id, 10)
 		c := hybrid.Candidate{Vector: vec}
@@ -46,7 +44,10 @@ func (p *Provider) recallHybrid(ctx context.Context, tenantID, query string, qve
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, p.fail(ctx, "recall", err)
+		return nil, 0, err
+	}
+	if found >= 0 {
+		return nil, found, nil
 	}
 	ranked := hybrid.FuseAbove(qvec, cands, p.minSimilarity, func(a, b int) int {
 		return cmp.Or(items[b].CreatedAt.Compare(items[a].CreatedAt), cmp.Compare(ids[b], ids[a]))
@@ -65,5 +66,5 @@ func (p *Provider) recallHybrid(ctx context.Context, tenantID, query string, qve
 		it.Score = r.Score
 		out = append(out, it)
 	}
-	return out, nil
+	return out, -1, nil
 }

@@ -210,14 +210,14 @@ type queries struct {
 	history, insertMsg, trimHistory        string
 	numberHistory                          string
 	insertItem, capItems                   string
-	recall, recallHybrid                   string
+	recall, hybrid                         [2]string // by step: walk, index
 	forgetItems, forgetHistory             string
 	deleteTenantItems, deleteTenantHistory string
 }
 
 func newQueries(history, items string, index func(string) string) queries {
 	r := strings.NewReplacer("{history}", history, "{items}", items)
-	return queries{
+	q := queries{
 		migrate: []string{
 			r.Replace(`CREATE TABLE IF NOT EXISTS {history} (
 	seq             bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -318,14 +318,19 @@ VALUES ($1, $2, $3, $4, $5, $6, coalesce($7, now()), $8, $9, $10, $11) RETURNING
 		capItems: r.Replace(`DELETE FROM {items} WHERE tenant_id = $1 AND id <= (
 	SELECT id FROM {items} WHERE tenant_id = $1 ORDER BY id DESC OFFSET $2 LIMIT 1
 )`),
-		recall:       r.Replace(recallSQL),
-		recallHybrid: r.Replace(recallHybridSQL),
 		forgetItems: r.Replace(`DELETE FROM {items} WHERE tenant_id = $1
 	AND ($2 = '' OR conversation_id = $2) AND ($3 = '' OR task_id = $3) AND ($4 = '' OR skill_id = $4)`),
 		forgetHistory:       r.Replace(`DELETE FROM {history} WHERE tenant_id = $1 AND conversation_id = $2`),
 		deleteTenantItems:   r.Replace(`DELETE FROM {items} WHERE tenant_id = $1`),
 		deleteTenantHistory: r.Replace(`DELETE FROM {history} WHERE tenant_id = $1`),
 	}
+	for step, stmt := range recallStatements(recallSQL, "$5") {
+		q.recall[step] = r.Replace(stmt)
+	}
+	for step, stmt := range recallStatements(recallHybridSQL, "$6") {
+		q.hybrid[step] = r.Replace(stmt)
+	}
+	return q
 }
 
 // Migrate creates the tables and their indexes if they do not exist. It
