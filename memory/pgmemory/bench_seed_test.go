@@ -28,12 +28,15 @@ import (
 // (see benchSchemaName).
 const (
 	benchSchema   = "valetbench_pgmemory"
-	benchSeedMark = "valet pgmemory recall benchmark seed v1: 100000 items with 1536-dim vectors"
+	benchSeedMark = "valet pgmemory recall benchmark seed v2: 100000 items with 1536-dim vectors in embedding (real[]) and embedding_f32"
 )
 
 // seedBench returns the benchmark schema, migrated by the provider of
 // this tree and holding benchItems items of benchTenant with dense
-// vectors, seeding it (by COPY) when it is missing or incomplete.
+// vectors, seeding it (by COPY) when it is missing, incomplete or of an
+// earlier seed. Each vector is stored twice: as real[] in embedding, which
+// the baseline (Recall before issue 25) reads, and as float32s in
+// embedding_f32, which Recall writes and reads now.
 func seedBench(b *testing.B, db *pgxpool.Pool) string {
 	b.Helper()
 	benchSchema := benchSchemaName()
@@ -81,10 +84,10 @@ func seedBench(b *testing.B, db *pgxpool.Pool) string {
 		rows := make([][]any, batch)
 		for i, text := range texts {
 			rows[i] = []any{benchTenant, text, "fact", fmt.Sprintf("conv-%d", (n+i)/50),
-				base.Add(time.Duration(n+i) * time.Minute), memory.EstimateTokens(text), vecs[i]}
+				base.Add(time.Duration(n+i) * time.Minute), memory.EstimateTokens(text), vecs[i], pgmemory.EncodeVector(vecs[i])}
 		}
 		if _, err := tx.CopyFrom(bg, pgx.Identifier{benchSchema, "memory_items"},
-			[]string{"tenant_id", "text", "kind", "conversation_id", "created_at", "tokens", "embedding"},
+			[]string{"tenant_id", "text", "kind", "conversation_id", "created_at", "tokens", "embedding", "embedding_f32"},
 			pgx.CopyFromRows(rows)); err != nil {
 			b.Fatalf("seeding: %v", err)
 		}

@@ -2,6 +2,8 @@ package pgmemory
 
 import (
 	"cmp"
+	"encoding/binary"
+	"math"
 	"strconv"
 
 	"github.com/jackc/pgx/v5"
@@ -30,10 +32,14 @@ func (p *Provider) readHybrid(rows pgx.Rows, qvec []float32, b memory.Budget) ([
 		var it memory.Item
 		var id int64
 		var score *float64
+		var f32 []byte
 		var vec []float32
 		if err := rows.Scan(&id, &it.Text, &it.Kind, &it.Source.ConversationID, &it.Source.TaskID, &it.Source.SkillID,
-			&it.CreatedAt, &it.Tokens, &it.Supersedes, &it.Origin, &score, &vec, &found); err != nil {
+			&it.CreatedAt, &it.Tokens, &it.Supersedes, &it.Origin, &score, &f32, &vec, &found); err != nil {
 			return nil, 0, err
+		}
+		if f32 != nil {
+			vec = decodeVector(f32)
 		}
 		it.ID = strconv.FormatInt(id, 10)
 		c := hybrid.Candidate{Vector: vec}
@@ -67,4 +73,31 @@ func (p *Provider) readHybrid(rows pgx.Rows, qvec []float32, b memory.Budget) ([
 		out = append(out, it)
 	}
 	return out, -1, nil
+}
+
+// encodeVector is v as the embedding_f32 column holds it: each float32's
+// bits, little-endian; nil (NULL) for nil.
+func encodeVector(v []float32) []byte {
+	if v == nil {
+		return nil
+	}
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return b
+}
+
+// decodeVector is the vector encodeVector wrote as b; nil when b is not
+// one (its length not a multiple of 4), so that the item is left out of
+// the vector ranking as one without a vector.
+func decodeVector(b []byte) []float32 {
+	if len(b)%4 != 0 {
+		return nil
+	}
+	v := make([]float32, len(b)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v
 }

@@ -80,7 +80,8 @@ LIMIT $4`
 
 // recallHybridSQL reads the lexical candidates (the $4 best ranked of the
 // candidates, as recallSQL ranks them) and the $5 newest items that no
-// item supersedes, with their vectors; lexical matches first, in their
+// item supersedes, with their vectors (embedding_f32, or the real[] of an
+// item remembered before it existed); lexical matches first, in their
 // order; each with {found}, as recallSQL.
 const recallHybridSQL = `WITH cand AS ({cand}), lex AS (
 	SELECT c.id, ts_rank(c.tsv, ` + tsquerySQL + `)::float8 AS score, c.created_at
@@ -95,7 +96,7 @@ const recallHybridSQL = `WITH cand AS ({cand}), lex AS (
 	LIMIT $5
 )
 SELECT i.id, i.text, i.kind, i.conversation_id, i.task_id, i.skill_id, i.created_at, i.tokens, i.supersedes, i.origin,
-	lex.score, i.embedding, {found}::int8 AS found
+	lex.score, i.embedding_f32, CASE WHEN i.embedding_f32 IS NULL THEN i.embedding END, {found}::int8 AS found
 FROM {items} i LEFT JOIN lex ON lex.id = i.id
 WHERE i.tenant_id = $1 AND i.id IN (SELECT id FROM lex UNION SELECT id FROM recent)
 ORDER BY lex.score DESC NULLS LAST, i.created_at DESC, i.id DESC`
