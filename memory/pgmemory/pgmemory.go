@@ -76,9 +76,11 @@ type Config struct {
 	MaxMessages int
 	// RecallCandidates is how many of the tenant's matches Recall ranks,
 	// at most: the newest (by created_at, then id), so that a query
-	// sharing a common word with half of a large tenant's items costs no
-	// more than one sharing a rare word. A Recall returns at most this
-	// many items, whatever the budget. Default: DefaultRecallCandidates
+	// sharing a common word with half of a large tenant's items ranks no
+	// more than this many. Recall walks at most ten of the tenant's
+	// newest items per candidate before it uses the GIN index instead
+	// (see "Recall" in the package documentation). A Recall returns at
+	// most this many items, whatever the budget. Default: DefaultRecallCandidates
 	// (1,000: every match of a tenant within the default
 	// MaxItemsPerTenant).
 	RecallCandidates int
