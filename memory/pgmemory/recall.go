@@ -28,15 +28,19 @@ const tsquerySQL = `CASE WHEN length(to_tsvector('english', $2::text)) = 0 THEN 
 // candidatesSQL is the tenant's $3 newest items matching the query, with
 // the columns Recall returns and the text search vector, found by the
 // GIN index: every match is read, then the newest kept. Recall runs it
-// only when the walk (walkSQL) did not answer,
-// with PostgreSQL's index and sequential scans off for the transaction,
-// so that the planner cannot walk instead (see indexPlanSQL).
-// Superseded items are left out after, so that the check runs for these
-// alone.
-const candidatesSQL = `SELECT i.id, i.text, i.kind, i.conversation_id, i.task_id, i.skill_id, i.created_at, i.tokens, i.supersedes, i.origin, i.tsv
+// only when the walk (walkSQL) did not answer. The subquery's OFFSET 0
+// keeps the ORDER BY and LIMIT out of its plan, so that walking the
+// newest items until enough match is not one of PostgreSQL's choices, and
+// sequential scans are off for its transaction (indexPlanSQL): what is
+// left is the GIN index (or, for a tenant that is a small part of the
+// table, the tenant's rows by its index). Superseded items are left out
+// after, so that the check runs for these alone.
+const candidatesSQL = `SELECT m.* FROM (
+	SELECT i.id, i.text, i.kind, i.conversation_id, i.task_id, i.skill_id, i.created_at, i.tokens, i.supersedes, i.origin, i.tsv
 	FROM {items} i
 	WHERE i.tenant_id = $1 AND i.tsv @@ (` + tsquerySQL + `)
-	ORDER BY i.created_at DESC, i.id DESC
+	OFFSET 0) m
+	ORDER BY m.created_at DESC, m.id DESC
 	LIMIT $3`
 
 // walkSQL is candidatesSQL's answer read by walking the tenant's newest
@@ -101,13 +105,14 @@ FROM {items} i LEFT JOIN lex ON lex.id = i.id
 WHERE i.tenant_id = $1 AND i.id IN (SELECT id FROM lex UNION SELECT id FROM recent)
 ORDER BY lex.score DESC NULLS LAST, i.created_at DESC, i.id DESC`
 
-// indexPlanSQL turns off, for the rest of the transaction, the plans
-// that would walk the tenant's items instead of using the GIN index: the
-// planner estimates a tsquery's matches from statistics that cannot tell
-// a word absent from the items from a rare one (each unknown word counts
-// for 0.3 % of them), and walked 100,000 items for a query whose words
-// matched 1 % of them.
-const indexPlanSQL = `SET LOCAL enable_indexscan = off; SET LOCAL enable_seqscan = off`
+// indexPlanSQL turns off sequential scans for the rest of the
+// transaction, which PostgreSQL would choose over the GIN index for a
+// query it believes matches many items: it estimates a tsquery's matches
+// from statistics that cannot tell a word absent from the items from a
+// rare one (each unknown word counts for 0.3 % of them). Index scans stay
+// on: the newest items of hybrid recall and the check for superseding
+// items use them.
+const indexPlanSQL = `SET LOCAL enable_seqscan = off`
 
 // The steps of a Recall, each a way of finding the candidates: walking
 // the newest items, then, when that did not answer, the GIN index.
@@ -207,7 +212,7 @@ type querier interface {
 
 // recall runs Recall's statements on db, hybrid when qvec is not nil:
 // the walk, then, when it did not answer, the index, in a transaction
-// that turns off the plans that would walk instead (indexPlanSQL).
+// with sequential scans off (indexPlanSQL).
 func (p *Provider) recall(ctx context.Context, db querier, tenantID, query string, qvec []float32, b memory.Budget) ([]memory.Item, error) {
 	read := func(rows pgx.Rows) ([]memory.Item, int64, error) { return readLexical(rows, b) }
 	if qvec != nil {
