@@ -86,8 +86,10 @@ LIMIT $4`
 // candidates, as recallSQL ranks them) and the $5 newest items that no
 // item supersedes, with their vectors (embedding_f32, or the real[] of an
 // item remembered before it existed); lexical matches first, in their
-// order; each with {found}, as recallSQL.
-const recallHybridSQL = `WITH cand AS ({cand}), lex AS (
+// order; each with {found}, as recallSQL, computed once (f). When the
+// walk did not answer, the vectors stay unread: the index step reads
+// them.
+const recallHybridSQL = `WITH cand AS ({cand}), f AS MATERIALIZED (SELECT {found}::int8 AS found), lex AS (
 	SELECT c.id, ts_rank(c.tsv, ` + tsquerySQL + `)::float8 AS score, c.created_at
 	FROM cand c
 	WHERE ` + notSupersededSQL + `
@@ -100,7 +102,8 @@ const recallHybridSQL = `WITH cand AS ({cand}), lex AS (
 	LIMIT $5
 )
 SELECT i.id, i.text, i.kind, i.conversation_id, i.task_id, i.skill_id, i.created_at, i.tokens, i.supersedes, i.origin,
-	lex.score, i.embedding_f32, CASE WHEN i.embedding_f32 IS NULL THEN i.embedding END, {found}::int8 AS found
+	lex.score, CASE WHEN (SELECT found FROM f) < 0 THEN i.embedding_f32 END,
+	CASE WHEN (SELECT found FROM f) < 0 AND i.embedding_f32 IS NULL THEN i.embedding END, (SELECT found FROM f)
 FROM {items} i LEFT JOIN lex ON lex.id = i.id
 WHERE i.tenant_id = $1 AND i.id IN (SELECT id FROM lex UNION SELECT id FROM recent)
 ORDER BY lex.score DESC NULLS LAST, i.created_at DESC, i.id DESC`
