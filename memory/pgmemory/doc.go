@@ -87,16 +87,16 @@
 // of how many items match: it cannot tell a word absent from the items
 // from a rare one (it counts each for 0.3 % of them), and a message of
 // 10 to 40 words holds many. Recall first walks the tenant's newest
-// items, at most ten per candidate (10,000 by default), and stops at the
-// last candidate: that answers every query whose words match a tenth of
-// the items or more. When it does not (fewer matches in the walk, and
+// items, at most 15 per candidate (15,000 by default), and stops at the
+// last candidate: that answers every query whose words match a fifteenth
+// of the items or more. When it does not (fewer matches in the walk, and
 // more items), the same statement runs again in a transaction with
-// enable_indexscan and enable_seqscan off (SET LOCAL), so that PostgreSQL
-// reads every match through the GIN index, then sorts them: fewer than a
-// tenth of the items. Either way the candidates are the same newest
-// matches. For a tenant of 100,000 items the costliest query reads about
-// 20,000 rows (a walk, then the index), against 100,000 for a plan chosen
-// on the estimates. The query's tsquery is an immutable expression of the
+// enable_seqscan off (SET LOCAL) and its match scan fenced from the
+// ORDER BY (OFFSET 0), so that PostgreSQL reads every match through the
+// GIN index, then sorts them: fewer than a fifteenth of the items. Either
+// way the candidates are the same newest matches. For a tenant of
+// 100,000 items the costliest query reads about 18,000 rows (a walk, then
+// the index), against 100,000 for a plan chosen on the estimates. The query's tsquery is an immutable expression of the
 // query text, computed once while planning; each statement is planned
 // for its call's query (pgx's QueryExecModeCacheDescribe, an unnamed
 // statement in the same single round trip, when the pool's default mode

@@ -77,7 +77,7 @@ type Config struct {
 	// RecallCandidates is how many of the tenant's matches Recall ranks,
 	// at most: the newest (by created_at, then id), so that a query
 	// sharing a common word with half of a large tenant's items ranks no
-	// more than this many. Recall walks at most ten of the tenant's
+	// more than this many. Recall walks at most 15 of the tenant's
 	// newest items per candidate before it uses the GIN index instead
 	// (see "Recall" in the package documentation). A Recall returns at
 	// most this many items, whatever the budget. Default: DefaultRecallCandidates

@@ -127,14 +127,17 @@ const (
 // walkPerCandidate is how many of the tenant's newest items the walk
 // reads per candidate, at most. A query whose words match a share s of
 // the items finds its candidates within 1/s of the newest, so the walk
-// answers a query matching a tenth of the items or more; for one
-// matching fewer, the index reads every match, fewer than a tenth of
-// the items. With 1,000 candidates the walk reads 10,000 rows at most,
-// which is also, for a tenant of 100,000 items, where walking and the
-// index cost the same: the worst query reads about 20,000 rows (the
-// walk, then the index), where a plan chosen on PostgreSQL's estimates
-// read all 100,000.
-const walkPerCandidate = 10
+// answers a query matching a fifteenth of the items or more; for one
+// matching fewer, the index reads every match, fewer than a fifteenth of
+// the items. A row the index reads (a random heap page, then a sort)
+// costs 3 to 4 times one the walk reads (EXPLAIN ANALYZE on the
+// benchmark's items), so for a tenant of 100,000 items and 1,000
+// candidates the two cost the same near a walk of 17,000 rows; 15 per
+// candidate measured best over the benchmark's 500 queries (10 left the
+// queries matching a tenth of the items, as one common word does, to
+// both steps). The worst query then reads about 18,000 rows, where a plan
+// chosen on PostgreSQL's estimates read all 100,000.
+const walkPerCandidate = 15
 
 // recallStatements returns stmt for each step: {cand} the step's
 // candidates, {found} what foundSQL says (-1 for the index), {n} the

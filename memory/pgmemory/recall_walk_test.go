@@ -56,13 +56,14 @@ func newestMatches(items []memory.Item, word string, n int) []string {
 }
 
 // TestRecallPastTheWalk: Recall reads a tenant's newest items until it
-// has RecallCandidates matches, ten items per candidate at most; when a
+// has RecallCandidates matches, 15 items per candidate at most; when a
 // query's words are rarer than that, it reads every match by the index.
 // Either way the candidates are the RecallCandidates newest matches. With
-// 3 candidates the walk reads 30 items: it answers "plumber" (every other
+// 3 candidates the walk reads 45 items: it answers "plumber" (every other
 // item) and "boiler" (every 5th); "violin" (the 2 newest and an old one),
-// "dentist" (every 25th) and "zebra" (the oldest) need the index. In
-// every query mode of pgx and with an Embedder (hybrid recall).
+// "dentist" (every 25th; 8 candidates: a walk of 120) and "zebra" (the
+// oldest) need the index. In every query mode of pgx and with an Embedder
+// (hybrid recall).
 func TestRecallPastTheWalk(t *testing.T) {
 	db := testDB(t)
 	items := walkItems()
