@@ -146,7 +146,12 @@ func (p precomputed) Embed(_ context.Context, texts []string) ([][]float32, erro
 // Recall, before-p50-ms and before-p99-ms of the baseline, x-p99 (this
 // p99 / the baseline's), and top10-same: the share of the baseline's
 // recalled texts that this Recall also returns for the first 100 queries
-// (the two rank differently).
+// (the two rank differently). Also reported, from PostgreSQL's counters
+// (see costMeter), what one Recall reads over all 500 queries: buf-p50
+// and buf-p99 (shared buffers of the items table, its indexes and TOAST),
+// rows-p50 and rows-p99 (table rows), and the same for the baseline over
+// the first 100 (before-buf-*, before-rows-*); and it logs the ten
+// slowest queries of the timed loop with what they read.
 //
 //	VALET_TEST_POSTGRES='postgres://postgres@127.0.0.1:5432/test?sslmode=disable' \
 //	  go test -run '^$' -bench BenchmarkRecallLexical -benchtime 300x ./memory/pgmemory/
