@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 
@@ -60,12 +61,21 @@ const (
 // connections.
 func benchPool(b *testing.B, schema string) *pgxpool.Pool {
 	b.Helper()
+	return benchPoolTraced(b, schema, nil)
+}
+
+// benchPoolTraced is benchPool with tracer on its connections, if set.
+func benchPoolTraced(b *testing.B, schema string, tracer pgx.QueryTracer) *pgxpool.Pool {
+	b.Helper()
 	cfg, err := pgxpool.ParseConfig(postgresURL(b))
 	if err != nil {
 		b.Fatal(err)
 	}
 	cfg.ConnConfig.RuntimeParams["search_path"] = schema
 	cfg.MaxConns = benchPoolConns
+	if tracer != nil {
+		cfg.ConnConfig.Tracer = tracer
+	}
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		b.Fatal(err)

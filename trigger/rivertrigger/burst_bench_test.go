@@ -121,6 +121,7 @@ func (s burstSetup) conc() int {
 
 type burstResult struct {
 	rec      *burstRec
+	queries  *queryCounter // the engines' statements from their start to the last task COMPLETED
 	lastDone time.Duration // from first's due time to the last task COMPLETED
 	cpu      time.Duration // this process's user+sys time from the engines' start to the last task COMPLETED
 }
@@ -142,8 +143,9 @@ func burstRound(b *testing.B, replicas int, setup burstSetup, n int, mk func(at 
 	schema := newSchema(b)
 	stores := make([]*rivertrigger.Store, replicas)
 	pools := make([]*pgxpool.Pool, replicas)
+	queries := newQueryCounter()
 	for i := range stores {
-		pools[i] = benchPool(b, schema)
+		pools[i] = benchPoolTraced(b, schema, queries)
 		s, err := rivertrigger.New(pools[i], setup.cfg)
 		if err != nil {
 			b.Fatal(err)
@@ -160,6 +162,7 @@ func burstRound(b *testing.B, replicas int, setup burstSetup, n int, mk func(at 
 	took := createAll(b, creator, tasks, benchCreators)
 	rec := newBurstRec(len(tasks))
 	cpu0 := cpuTime(b)
+	queries.on.Store(true)
 	var stops []func()
 	for _, s := range stores {
 		e, err := trigger.New(trigger.Config{
@@ -212,6 +215,7 @@ func burstRound(b *testing.B, replicas int, setup burstSetup, n int, mk func(at 
 		}
 	}
 	cpu := cpuTime(b) - cpu0
+	queries.on.Store(false)
 	for _, stop := range stops {
 		stop()
 	}
@@ -229,7 +233,7 @@ func burstRound(b *testing.B, replicas int, setup burstSetup, n int, mk func(at 
 	if first != len(tasks) {
 		b.Fatalf("%d runs succeeded at their first attempt, want %d", first, len(tasks))
 	}
-	return burstResult{rec: rec, lastDone: done.Sub(base), cpu: cpu}
+	return burstResult{rec: rec, queries: queries, lastDone: done.Sub(base), cpu: cpu}
 }
 
 func reportBurst(b *testing.B, res burstResult, n, replicas int, setup burstSetup) {
@@ -239,6 +243,10 @@ func reportBurst(b *testing.B, res burstResult, n, replicas int, setup burstSetu
 	b.ReportMetric(res.lastDone.Seconds()/ideal.Seconds(), "x-ideal")
 	reportLags(b, res.rec)
 	b.ReportMetric(float64(res.cpu.Microseconds())/1000/float64(n), "cpu-ms/run")
+	b.ReportMetric(float64(res.queries.total.Load())/float64(n), "queries/run")
+	if os.Getenv("VALET_BURST_QUERIES") != "" {
+		res.queries.report(b, n)
+	}
 	b.ReportMetric(float64(setup.conc()), "conc")
 	b.ReportMetric(float64(replicas), "replicas")
 }
