@@ -64,6 +64,10 @@ func benchPool(b *testing.B, schema string) *pgxpool.Pool {
 	return benchPoolTraced(b, schema, nil)
 }
 
+// benchApp is the application_name of the benchmark's connections in
+// schema, by which pgCPU finds their backends.
+func benchApp(schema string) string { return "valet-bench-" + schema }
+
 // benchPoolTraced is benchPool with tracer on its connections, if set.
 func benchPoolTraced(b *testing.B, schema string, tracer pgx.QueryTracer) *pgxpool.Pool {
 	b.Helper()
@@ -72,6 +76,7 @@ func benchPoolTraced(b *testing.B, schema string, tracer pgx.QueryTracer) *pgxpo
 		b.Fatal(err)
 	}
 	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	cfg.ConnConfig.RuntimeParams["application_name"] = benchApp(schema)
 	cfg.MaxConns = benchPoolConns
 	if tracer != nil {
 		cfg.ConnConfig.Tracer = tracer

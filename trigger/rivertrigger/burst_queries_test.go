@@ -7,12 +7,15 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // queryCounter is a pgx tracer, for the burst benchmarks only, that
@@ -81,4 +84,55 @@ func (c *queryCounter) report(b *testing.B, runs int) {
 		fmt.Fprintf(&sb, "\n%8.2f/run %7d  %s", float64(c.by[k])/float64(runs), c.by[k], k)
 	}
 	fmt.Fprintf(os.Stderr, "%s: queries by statement:%s\n", b.Name(), sb.String())
+}
+
+// pgCPU sums the CPU time (user+sys, from /proc) of the PostgreSQL
+// backends serving connections named app (application_name), which must
+// run on this machine; ok is false when /proc does not show them (a
+// remote server). The pid of each is returned with its time, so that a
+// later reading counts a backend present at both once.
+func pgCPU(b *testing.B, pool *pgxpool.Pool, app string) (byPID map[int]time.Duration, ok bool) {
+	b.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT pid FROM pg_stat_activity WHERE application_name = $1`, app)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		b.Fatal(err)
+	}
+	byPID = make(map[int]time.Duration, len(pids))
+	for _, pid := range pids {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return nil, false
+		}
+		// Fields after the command's closing parenthesis: state is the
+		// 3rd field of stat, utime the 14th and stime the 15th.
+		_, rest, found := strings.Cut(string(data), ") ")
+		f := strings.Fields(rest)
+		if !found || len(f) < 13 {
+			return nil, false
+		}
+		ut, err1 := strconv.ParseInt(f[11], 10, 64)
+		st, err2 := strconv.ParseInt(f[12], 10, 64)
+		if err1 != nil || err2 != nil {
+			return nil, false
+		}
+		byPID[int(pid)] = time.Duration(ut+st) * time.Second / clockTicks
+	}
+	return byPID, true
+}
+
+// clockTicks is Linux's USER_HZ, the unit of /proc's CPU times.
+const clockTicks = 100
+
+// pgCPUSince is the CPU time the backends of after used since before:
+// all of it for a backend started since.
+func pgCPUSince(before, after map[int]time.Duration) time.Duration {
+	var d time.Duration
+	for pid, t := range after {
+		d += t - before[pid]
+	}
+	return d
 }
