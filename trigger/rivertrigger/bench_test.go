@@ -39,13 +39,12 @@ import (
 //   - workers, maxconc, poll-ms: the settings (River's MaxWorkers per
 //     engine, the engine's MaxConcurrent, River's FetchPollInterval).
 //
-// River's leader moves scheduled jobs to available every 5 seconds
-// (maintenance.JobSchedulerIntervalDefault, not configurable through
-// river.Config), but looks that far ahead: a job due within the next 5
-// seconds is made available early, keeping its scheduled_at, and a worker
-// fetches it at its first poll (FetchPollInterval) after it is due. Under
-// load the bound is throughput instead: a producer fetches at most
-// MaxWorkers jobs per FetchCooldown.
+// Each dispatching Store makes the runs due within the next 15 seconds
+// available every second, keeping their scheduled_at, and wakes the
+// workers when they are due (promote.go); River's leader, which moves
+// scheduled jobs to available every 5 seconds looking 5 seconds ahead,
+// finds them done. Under load the bound is throughput instead: a
+// producer fetches at most MaxWorkers jobs per FetchCooldown.
 
 const (
 	benchLagTasks  = 10_000

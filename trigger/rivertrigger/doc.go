@@ -138,9 +138,12 @@
 // replicas and restarts; a held run whose letting-in was lost with its
 // process (or to a failing database) comes back by itself after 2
 // minutes. Holding back uses no attempt, and the window applies to the
-// runs Dispatch works, not to WorkDue. It costs a run one indexed query
-// as it starts, and a busy tenant's run one more as it ends; Migrate adds
-// two partial indexes on river_job for it.
+// runs Dispatch works, not to WorkDue. Its check is part of the
+// statement a scheduled run starts with (an event's or a chained run's
+// own query), and a busy tenant's run costs one statement more as it
+// starts (holding back) and one as it ends (letting in); a run made
+// available before its time is neither counted nor held until its time.
+// Migrate adds two partial indexes on river_job for it.
 //
 // # Firing lag and throughput
 //
