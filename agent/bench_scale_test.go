@@ -177,6 +177,9 @@ const (
 	metricStacks     = "/memory/classes/heap/stacks:bytes"
 	metricStartStack = "/gc/stack/starting-size:bytes"
 	metricGCs        = "/gc/cycles/total:gc-cycles"
+	metricAllocs     = "/gc/heap/allocs:objects"      // tiny objects apart:
+	metricTinyAllocs = "/gc/heap/tiny/allocs:objects" // their sum is MemStats.Mallocs
+	metricAllocBytes = "/gc/heap/allocs:bytes"        // MemStats.TotalAlloc
 )
 
 // readMetrics reads the named runtime metrics (all uint64) as float64s.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/valetkit/valet/llm"
 )
@@ -33,7 +34,15 @@ type buffers struct {
 	base   []llm.Message // msgs' backing array from its first slot (len = cap)
 	dead   int           // slots of base before msgs, dropped by trims
 	tokens int           // the history's token total
+	// recs holds the run's Result.ToolCalls while it runs (announceCalls);
+	// the Result gets an exact copy when the buffer goes back to the pool
+	// (releaseBuffers), so a run of 15 calls allocates 15 records once
+	// instead of 1, 2, 4, 8 and 16 as they come.
+	recs []ToolCallRecord
 }
+
+// maxPooledRecords is the largest record array given back to the pool.
+const maxPooledRecords = 256
 
 // maxPooledBuffer is the largest buffer (in messages) given back to the
 // pool; a larger one, from an exceptional run, is left to the collector.
@@ -49,6 +58,25 @@ func (o *Orchestrator) getBuffers() *buffers {
 		return b
 	}
 	return new(buffers)
+}
+
+// releaseBuffers gives the run's buffer back to the pool, and the Result
+// its own copy of the tool-call records first: the buffer's next run
+// reuses the array they lived in.
+func (r *run) releaseBuffers() {
+	b := r.buf
+	if b == nil {
+		return
+	}
+	r.buf, r.window, r.early = nil, nil, nil
+	if recs := r.res.ToolCalls; len(recs) > 0 {
+		r.res.ToolCalls = slices.Clone(recs)
+		clear(recs)
+		if cap(recs) <= maxPooledRecords {
+			b.recs = recs[:0]
+		}
+	}
+	r.o.putBuffers(b)
 }
 
 func (o *Orchestrator) putBuffers(b *buffers) {

@@ -83,6 +83,9 @@ type run struct {
 	// shares its parent's. steerSt holds a top run's.
 	steer   *steering
 	steerSt steering
+	// turnSt is the state of the run's tool turn, reused turn after turn
+	// (tools.go).
+	turnSt turn
 }
 
 func (o *Orchestrator) newRun(ctx context.Context, msg Message, emit func(Event) bool) *run {
@@ -307,8 +310,7 @@ func (r *run) end(err error) error {
 		r.untrusted = untrustedIn(r.buf.msgs, nil) // also what a trimmed window no longer holds
 	}
 	if r.buf != nil {
-		o.putBuffers(r.buf)
-		r.buf, r.window, r.early = nil, nil, nil
+		r.releaseBuffers()
 	}
 	if err != nil {
 		if serr != nil {

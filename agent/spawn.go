@@ -466,8 +466,7 @@ func (r *run) handleSub(partial *string) error {
 				break
 			}
 		}
-		r.o.putBuffers(r.buf)
-		r.buf, r.window, r.early = nil, nil, nil
+		r.releaseBuffers()
 	}()
 	p := r.sub.prompt
 	r.setSystem(p, r.o.ctxm.MessageTokens(llm.Message{Role: llm.RoleSystem, Content: p}))

@@ -52,7 +52,7 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage) {
 	r.res.Consumed.ToolCalls += allowed
 	turnCtx, cancel := context.WithTimeout(r.toolCtx, timeout)
 	defer cancel()
-	t := &turn{r: r, calls: calls, outs: make([]callOutcome, len(calls)), ctx: turnCtx, creds: r.credentials(), allowed: allowed}
+	t := r.newTurn(calls, turnCtx, allowed)
 	if len(o.callable) > 0 {
 		t.at = o.now()
 	}
@@ -83,8 +83,10 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage) {
 		if last > 0 {
 			// One goroutine per call, ending with it: a conversation parked
 			// in a slow call holds that call's goroutine and nothing more.
-			t.done = make(chan int, last)
-			if last > o.loop.MaxParallelTools-1 {
+			if cap(t.done) < last {
+				t.done = make(chan int, last)
+			}
+			if last > o.loop.MaxParallelTools-1 && t.slots == nil {
 				t.slots = make(chan struct{}, o.loop.MaxParallelTools-1)
 			}
 			for i := range last {
@@ -113,6 +115,8 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage) {
 		}
 	}
 	r.pushResults(base, calls, outs)
+	clear(outs) // the next turn reuses them: hold no result meanwhile
+	*t = turn{outs: outs[:0], done: t.done, slots: t.slots}
 }
 
 // announceCalls adds a record for each call to the Result, tells the
@@ -127,6 +131,9 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage) {
 //go:noinline
 func (r *run) announceCalls(calls []llm.ToolCall, usage llm.Usage) int {
 	recs := r.res.ToolCalls
+	if recs == nil && r.buf != nil {
+		recs = r.buf.recs[:0] // the pooled array (releaseBuffers)
+	}
 	base := len(recs)
 	for _, c := range calls {
 		recs = append(recs, ToolCallRecord{ID: c.ID, Name: c.Name, ArgsSummary: summarizeArgs(c.Arguments), Usage: usage})
@@ -166,23 +173,43 @@ func (r *run) pushResults(base int, calls []llm.ToolCall, outs []callOutcome) {
 	}
 }
 
-// turn is the state the calls of one turn share: one allocation for the
-// turn, and methods instead of closures for its goroutines.
+// turn is the state the calls of one turn share, with methods instead of
+// closures for its goroutines. A run keeps one (run.turnSt) and reuses it,
+// its outcomes and its channels from turn to turn (newTurn): every
+// goroutine of a turn has ended when runTools returns, and the channels
+// are empty then.
 type turn struct {
 	r     *run
 	calls []llm.ToolCall
 	outs  []callOutcome
 	ctx   context.Context // the turn's deadline
 	creds credentials.Store
-	at    time.Time     // when agents of this turn are parked: in call order, a nanosecond apart
-	done  chan int      // the index of each call run on its own goroutine, when it ends
-	slots chan struct{} // bounds those goroutines to MaxParallelTools-1; nil when unbounded
+	at    time.Time // when agents of this turn are parked: in call order, a nanosecond apart
+	// done receives the index of each call run on its own goroutine, when
+	// it ends; slots bounds those goroutines to MaxParallelTools-1, nil when
+	// unbounded. Both are made on first need and kept for the next turns.
+	done  chan int
+	slots chan struct{}
 	// allowed is how many calls the budget lets run, the first ones in
 	// call order; the others get an error result.
 	allowed int
 	// risks are the risk checks of the allowed calls (risk.go); nil when
 	// all are low risk.
 	risks []riskVerdict
+}
+
+// newTurn readies the run's turn for calls, the first allowed of which
+// may run, under ctx.
+func (r *run) newTurn(calls []llm.ToolCall, ctx context.Context, allowed int) *turn {
+	t := &r.turnSt
+	outs := t.outs[:0]
+	if cap(outs) < len(calls) {
+		outs = make([]callOutcome, 0, len(calls))
+	}
+	outs = outs[:len(calls)]
+	clear(outs)
+	*t = turn{r: r, calls: calls, outs: outs, ctx: ctx, creds: r.credentials(), allowed: allowed, done: t.done, slots: t.slots}
+	return t
 }
 
 // spawned runs call i on its own goroutine.
