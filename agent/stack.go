@@ -35,3 +35,25 @@ func growStack(i int) byte {
 	buf[-i%len(buf)] = byte(i)
 	return buf[(-i+1)%len(buf)]
 }
+
+// boundStackBytes is the stack a tool-call goroutine gets up front when its
+// arguments were decoded on the loop's goroutine (tool.Bound): what stays
+// on it is the tool's own frames and about 1.1 KB of valet's (execBound,
+// Bound.Run, the retry loop, the panic guard). A goroutine started at 2 KB
+// would outgrow that inside the tool, copying every frame of the chain;
+// growing to 4 KB while one frame deep costs a copy of one frame, and a
+// goroutine the runtime already starts at 4 KB does not grow at all.
+// BenchmarkScale: a parked tool goroutine keeps 4 KB, not the 8 KB of
+// toolStackBytes.
+const boundStackBytes = 4 << 10
+
+// growBoundStack makes the current goroutine's stack at least
+// boundStackBytes deep (a 2 KB frame does not fit a 2 KB stack, fits a
+// 4 KB one).
+//
+//go:noinline
+func growBoundStack(i int) byte {
+	var buf [boundStackBytes / 2]byte
+	buf[i%len(buf)] = byte(i)
+	return buf[(i+1)%len(buf)]
+}

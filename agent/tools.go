@@ -19,6 +19,10 @@ type callOutcome struct {
 	// wait is an Agent-Tool parked in the pool, or, with wait.sub set, a
 	// sub-agent waiting for approval, not parked yet (spawn_park.go).
 	wait *Waiting
+	// call is a plain tool call bound on the loop's goroutine (bindCall),
+	// when bound is set: its arguments already validated and decoded.
+	call  tool.Bound
+	bound bool
 }
 
 // park is the sub-agent waiting for approval that out holds, if any.
@@ -75,6 +79,7 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage) {
 	last := len(calls) - 1
 	if o.loop.MaxParallelTools == 1 {
 		for i := range calls {
+			t.bindCall(i)
 			t.exec(i)
 			r.record(base, calls, outs, i)
 		}
@@ -93,9 +98,11 @@ func (r *run) runTools(calls []llm.ToolCall, usage llm.Usage) {
 				if t.slots != nil {
 					t.slots <- struct{}{}
 				}
+				t.bindCall(i)
 				go t.spawned(i)
 			}
 		}
+		t.bindCall(last)
 		t.exec(last)
 		// Record in the order calls finished: first those done before the
 		// inline one, then it, then the rest as they come.
@@ -213,9 +220,21 @@ func (r *run) newTurn(calls []llm.ToolCall, ctx context.Context, allowed int) *t
 }
 
 // spawned runs call i on its own goroutine.
+//
+// A plain tool call arrives bound (bindCall): its arguments were validated
+// and decoded on the loop's goroutine, whose stack is already deep, so this
+// goroutine's stack holds only execBound, Run and the tool's own frames
+// while the tool waits: it grows to 4 KB up front, not 8 (stack.go). Other
+// calls (Agent-Tools, sub-agents, tools not made by tool.New, whose Call
+// decodes) grow it to 8 KB first.
 func (t *turn) spawned(i int) {
-	growStack(i)
-	t.exec(i)
+	if out := &t.outs[i]; out.bound && out.call.Decoded() {
+		growBoundStack(i)
+		t.execBound(i, out)
+	} else {
+		growStack(i)
+		t.exec(i)
+	}
 	if t.slots != nil {
 		<-t.slots
 	}
@@ -226,6 +245,8 @@ func (t *turn) spawned(i int) {
 func (t *turn) exec(i int) {
 	out := &t.outs[i]
 	switch {
+	case out.bound:
+		t.execBound(i, out)
 	case i >= t.allowed:
 		spentCall(out)
 	case t.r.o.tel != nil:
@@ -262,7 +283,10 @@ func (t *turn) execCall(i int, tt toolTel, out *callOutcome) {
 	if t.risks != nil && t.riskGate(i, *c, tt, out) {
 		return // denied, or waiting for the user's approval (risk.go)
 	}
-	t.execTool(c, tt, out)
+	// A plain call bindCall did not bind (it binds every call that gets
+	// here): bind it now.
+	out.call, out.bound = t.r.tools().Bind(*c), true
+	t.runBound(i, tt, out)
 }
 
 // spentCall is the outcome of a call the run's tool-call budget does not
@@ -295,30 +319,102 @@ func (t *turn) execAgent(a *agentTool, i int, out *callOutcome) {
 	r.markInterrupted(c, out)
 }
 
-// execTool runs the plain tool call c with its deadline and the
-// ExecContext of the run.
-func (t *turn) execTool(c *llm.ToolCall, tt toolTel, out *callOutcome) {
-	r := t.r
+// bindCall binds call i on the loop's goroutine when it is a plain tool
+// call that runs: one the budget allows, not a sub-agent nor an Agent-Tool,
+// not denied or parked by the risk policy (those go through execCall). Its
+// arguments are validated and decoded here, where the stack is already
+// deep, and not on the goroutine that runs it (spawned).
+//
+//go:noinline
+func (t *turn) bindCall(i int) {
+	r, o, c := t.r, t.r.o, &t.calls[i]
+	if i >= t.allowed || o.spawn != nil && r.spawnHandles(*c) || len(o.callable) > 0 && o.callable[c.Name] != nil {
+		return
+	}
+	if t.risks != nil {
+		if v := t.risks[i]; v.classified && (v.decision == RiskDenied || v.decision == RiskParked) {
+			return
+		}
+	}
+	out := &t.outs[i]
+	out.call, out.bound = r.tools().Bind(*c), true
+}
+
+// execBound runs the plain tool call i, bound by bindCall, in its span.
+// Its frame is all the loop keeps on a call's goroutine while the tool runs
+// (beside Bound.Run's): what it needs before and after the call is done in
+// helpers.
+func (t *turn) execBound(i int, out *callOutcome) {
+	var tt toolTel
+	if t.r.o.tel != nil || t.risks != nil {
+		tt = t.openBound(i)
+	}
+	ctx := t.boundCtx(i, tt)
+	t0 := time.Now()
+	out.result = out.call.Run(ctx, 0)
+	out.dur = time.Since(t0)
+	t.boundDone(i, tt, t.r.o.tel != nil, out)
+}
+
+// openBound opens the span of the bound call i and logs its risk verdict.
+//
+//go:noinline
+func (t *turn) openBound(i int) toolTel {
+	var tt toolTel
+	if t.r.o.tel != nil {
+		tt = t.r.startTool(t.calls[i], false)
+	}
+	if t.risks != nil {
+		t.riskGate(i, t.calls[i], tt, &t.outs[i]) // logs a medium risk; never stops a bound call
+	}
+	return tt
+}
+
+// runBound runs call i, bound late by execCall, with its deadline and the
+// ExecContext of the run, in the span tt that execTraced opened.
+func (t *turn) runBound(i int, tt toolTel, out *callOutcome) {
+	ctx := t.boundCtx(i, tt)
+	t0 := time.Now()
+	out.result = out.call.Run(ctx, 0)
+	out.dur = time.Since(t0)
+	t.boundDone(i, tt, false, out) // execTraced closes the span
+}
+
+// boundCtx is the ctx call i runs with: the turn's deadline, or the run's
+// when the tool has a timeout of its own (Run applies it), carrying the
+// call's span and ExecContext.
+//
+//go:noinline
+func (t *turn) boundCtx(i int, tt toolTel) context.Context {
+	r, c := t.r, &t.calls[i]
 	parent := t.ctx
 	if tl, ok := r.tools().Get(c.Name); ok && tool.SettingsOf(tl).Timeout > 0 {
-		parent = r.toolCtx // Execute applies the tool's own timeout
+		parent = r.toolCtx
 	}
-	ctx := tool.WithExecContext(tt.ctx(parent), tool.ExecContext{
+	return tool.WithExecContext(tt.ctx(parent), tool.ExecContext{
 		TenantID:       r.msg.TenantID,
 		ConversationID: r.msg.ConversationID,
 		CallID:         c.ID,
 		Credentials:    t.creds,
 		Logger:         r.log(),
 	})
-	t0 := time.Now()
-	out.result = r.tools().Execute(ctx, *c, 0)
-	out.dur = time.Since(t0)
+}
+
+// boundDone masks secrets in the result of call i, says what stopped it
+// when a deadline did, and with end closes its span tt.
+//
+//go:noinline
+func (t *turn) boundDone(i int, tt toolTel, end bool, out *callOutcome) {
+	r, c := t.r, &t.calls[i]
 	out.status, out.wait = "", nil
 	r.scrubToolResult(&out.result)
 	if out.result.IsError && r.ctx.Err() == nil && errors.Is(out.result.Err, context.DeadlineExceeded) {
 		t.stoppedTool(c, out)
 	}
 	r.markInterrupted(*c, out)
+	if end {
+		r.endTool(tt, c.Name, out)
+	}
 }
 
 // stoppedTool says in the result of call c, which ended with the deadline

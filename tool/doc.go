@@ -85,7 +85,11 @@
 // never needs special handling: Content is what the model should read
 // next, IsError says whether the call failed, and Err keeps the Go error for
 // logs and metrics. An unknown tool name is answered with the list of tools
-// that exist, closest name first.
+// that exist, closest name first. Execute is Bind and Run in one: Bind
+// looks the tool up and validates and decodes the arguments, Run runs the
+// call, on any goroutine (the orchestrator binds on its loop's goroutine
+// and runs each parallel call on a goroutine of its own, which then holds
+// only the tool's frames and a few of Run's while the tool waits).
 //
 // # Context
 //

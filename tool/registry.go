@@ -2,10 +2,7 @@ package tool
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -132,36 +129,8 @@ const fixArgumentsHint = "\nFix the arguments to match the tool's schema and cal
 //   - panic: `tool "x" failed: internal error` (details only in Err)
 //   - other error: `tool "x" failed: <error text>`
 func (r *Registry) Execute(ctx context.Context, call llm.ToolCall, defaultTimeout time.Duration) Result {
-	t, ok := r.Get(call.Name)
-	if !ok {
-		return r.unknown(call.Name)
-	}
-	timeout := SettingsOf(t).Timeout
-	if timeout <= 0 {
-		timeout = defaultTimeout
-	}
-	callCtx := ctx
-	if timeout > 0 {
-		var cancel context.CancelFunc
-		callCtx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
-	}
-	out, attempts, err := safeCall(callCtx, t, call)
-	if err == nil {
-		return Result{Content: out, Attempts: attempts}
-	}
-	var ae *ArgumentError
-	var pe *PanicError
-	switch {
-	case errors.As(err, &ae):
-		return Result{Content: ae.Error() + fixArgumentsHint, IsError: true, Err: ae}
-	case errors.As(err, &pe):
-		return Result{Content: fmt.Sprintf("tool %q failed: internal error", call.Name), IsError: true, Err: pe, Attempts: attempts}
-	case timeout > 0 && ctx.Err() == nil && errors.Is(callCtx.Err(), context.DeadlineExceeded):
-		msg := fmt.Sprintf("tool %q timed out after %s", call.Name, timeout)
-		return Result{Content: msg, IsError: true, Err: &timeoutError{msg: msg, cause: err}, Attempts: attempts}
-	}
-	return Result{Content: fmt.Sprintf("tool %q failed: %s", call.Name, err), IsError: true, Err: err, Attempts: attempts}
+	b := r.Bind(call)
+	return b.Run(ctx, defaultTimeout)
 }
 
 // timeoutError wraps context.DeadlineExceeded and the tool's own error.
@@ -172,23 +141,6 @@ type timeoutError struct {
 
 func (e *timeoutError) Error() string   { return e.msg + ": " + e.cause.Error() }
 func (e *timeoutError) Unwrap() []error { return []error{context.DeadlineExceeded, e.cause} }
-
-// safeCall calls t and turns a panic into a *PanicError, for tools not made
-// by New.
-func safeCall(ctx context.Context, t Tool, call llm.ToolCall) (out string, attempts int, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			out, attempts, err = "", max(attempts, 1), &PanicError{Tool: call.Name, Value: v, Stack: debug.Stack()}
-		}
-	}()
-	if c, ok := t.(interface {
-		callCounted(context.Context, json.RawMessage) (string, int, error)
-	}); ok {
-		return c.callCounted(ctx, call.Arguments)
-	}
-	out, err = t.Call(ctx, call.Arguments)
-	return out, 1, err
-}
 
 func (r *Registry) unknown(name string) Result {
 	names := r.Names()

@@ -193,32 +193,12 @@ func (t *funcTool[In, Out]) argumentSchema() *Schema { return t.schema }
 // transient errors as configured. A panic in the function is recovered and
 // returned as a *PanicError.
 func (t *funcTool[In, Out]) Call(ctx context.Context, args json.RawMessage) (string, error) {
-	out, _, err := t.callCounted(ctx, args)
+	c, err := t.bind(args)
+	if err != nil {
+		return "", err
+	}
+	out, _, err := c.call(ctx)
 	return out, err
-}
-
-// callCounted is Call that also reports how many times the function ran:
-// 0 when the arguments were rejected, more than 1 after retries.
-func (t *funcTool[In, Out]) callCounted(ctx context.Context, args json.RawMessage) (string, int, error) {
-	if t.err != nil {
-		return "", 0, t.err
-	}
-	var in In
-	if ae := t.schema.decode(args, &in); ae != nil {
-		ae.Tool = t.spec.Name
-		return "", 0, ae
-	}
-	delay := t.settings.RetryDelay
-	for attempt := 1; ; attempt++ {
-		out, err := t.invoke(ctx, in)
-		if err == nil || attempt > t.settings.Retries || !IsTransient(err) {
-			return out, attempt, err
-		}
-		if !sleep(ctx, delay) {
-			return "", attempt, err
-		}
-		delay *= 2
-	}
 }
 
 func (t *funcTool[In, Out]) invoke(ctx context.Context, in In) (s string, err error) {
