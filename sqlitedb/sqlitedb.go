@@ -1,6 +1,7 @@
 package sqlitedb
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -59,6 +60,9 @@ type Stores struct {
 	// Memory keeps each conversation's history and the long-term items
 	// (memory.Provider).
 	Memory *sqlitememory.Provider
+
+	db                  *sql.DB
+	credTable, memTable string // the credentials table, the memory tables' prefix
 }
 
 // Open returns every store of valet on db, an SQLite database the caller
@@ -93,7 +97,11 @@ func Open(ctx context.Context, db *sql.DB, cfg Config) (*Stores, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlitedb: memory: %w", err)
 	}
-	s := &Stores{Credentials: creds, Memory: mem}
+	s := &Stores{
+		Credentials: creds, Memory: mem, db: db,
+		credTable: cmp.Or(cc.Table, sqlitestore.DefaultTable),
+		memTable:  cmp.Or(cfg.Memory.TablePrefix, sqlitememory.DefaultTablePrefix),
+	}
 	for _, m := range []struct {
 		name string
 		m    interface{ Migrate(context.Context) error }
