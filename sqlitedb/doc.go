@@ -75,6 +75,22 @@
 //     committed is there, what it had not is not (a conversation's turn is
 //     appended in one transaction, so history holds whole turns).
 //
+// # Moving to PostgreSQL
+//
+// Stores.CopyTo copies what the file holds into any other stores through
+// their public methods — every credential (decrypted with this file's
+// ring and encrypted again by the target, which may use another key),
+// every conversation's history from its newest summary on, every
+// long-term item with its kind, provenance, origin and time, and which
+// item supersedes which:
+//
+//	creds, err := pgstore.New(pg, pgstore.Config{KeyRing: ring}) // then Migrate
+//	mem, err := pgmemory.New(pg, pgmemory.Config{})             // then Migrate
+//	n, err := stores.CopyTo(ctx, sqlitedb.Target{Credentials: creds, Memory: mem})
+//
+// Run it once, with the assistant stopped, into empty stores. Vectors are
+// not copied; a target with an Embedder embeds the texts again.
+//
 // # One process
 //
 // Several processes may open the file and take turns to write; that is
