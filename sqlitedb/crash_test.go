@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"testing"
 
+	"go.uber.org/goleak"
 	"modernc.org/sqlite"
 
 	"github.com/valetkit/valet/agent"
@@ -40,15 +41,15 @@ const (
 	stageAfterAppend = "after-append" // once Append has committed, before HandleMessage returns
 )
 
-// TestMain runs the tests, or, in a child of TestKilledMidTurn, the
-// orchestrator that kills itself.
+// TestMain runs the tests, checking that no goroutine outlives them, or,
+// in a child of TestKilledMidTurn, the orchestrator that kills itself.
 func TestMain(m *testing.M) {
 	if stage := os.Getenv(envCrashStage); stage != "" {
 		err := crashChild(stage, os.Getenv(envCrashFile), os.Getenv(envCrashKey))
 		fmt.Fprintln(os.Stderr, "the child did not die:", err)
 		os.Exit(3)
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 func die() {
