@@ -170,3 +170,26 @@ func TestFileKey(t *testing.T) {
 		t.Errorf("-db and -postgres together: %v", err)
 	}
 }
+
+// TestFileNotADatabase: -db naming a file that is not a database stops
+// the program, saying so, before anything is written beside or into it.
+func TestFileNotADatabase(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "notes.txt")
+	notes := bytes.Repeat([]byte("my notes, not a database\n"), 200)
+	if err := os.WriteFile(path, notes, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(EnvCredentialsKey, "")
+	var out bytes.Buffer
+	err := run(context.Background(), &out, options{Offline: true, Interactive: true, In: strings.NewReader("hi\n"), DB: path})
+	if err == nil || !strings.Contains(err.Error(), "not an SQLite database") || !strings.Contains(err.Error(), "-db "+path) {
+		t.Errorf("run on a text file: %v\n%s", err, out.String())
+	}
+	if got, _ := os.ReadFile(path); !bytes.Equal(got, notes) {
+		t.Error("the file was changed")
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("files were created beside it: %d entries", len(entries))
+	}
+}

@@ -112,20 +112,34 @@ func openFile(ctx context.Context, w io.Writer, path string) (*storage, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("-db: %w", err)
 	}
-	ring, from, err := keyRingForFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("-db: %w", err)
-	}
 	db, err := sql.Open("sqlite", sqlitedb.DSN(path))
 	if err != nil {
 		return nil, fmt.Errorf("-db: %w", err)
 	}
 	db.SetMaxOpenConns(1) // River's advice for SQLite
+	ok := false
+	defer func() {
+		if !ok {
+			db.Close()
+		}
+	}()
+	// An existing file that is not a database is refused before a key
+	// file is created beside it.
+	if _, err := os.Stat(path); err == nil {
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema`).Scan(&n); err != nil {
+			return nil, fmt.Errorf("-db %s: not an SQLite database valet can read (choose another file with -db): %w", path, err)
+		}
+	}
+	ring, from, err := keyRingForFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("-db: %w", err)
+	}
 	stores, err := sqlitedb.Open(ctx, db, sqlitedb.Config{KeyRing: ring})
 	if err != nil {
-		db.Close()
 		return nil, fmt.Errorf("-db %s: %w", path, err)
 	}
+	ok = true
 	fmt.Fprintf(w, "credentials: SQLite file %s, encrypted with key %q from %s\n", path, credentialsKeyID, from)
 	fmt.Fprintf(w, "history and memory: SQLite file %s\n", path)
 	return &storage{
