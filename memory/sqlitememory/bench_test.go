@@ -32,7 +32,10 @@ import (
 //
 // VALET_BENCH_ITEMS sets how many items BenchmarkRecall seeds (default
 // 100,000) and VALET_BENCH_CONVERSATIONS how many conversations
-// BenchmarkFileGrowth writes (default 100,000).
+// BenchmarkFileGrowth writes (default 100,000). VALET_BENCH_BACKEND=postgres
+// leaves the SQLite side out, so that a long BenchmarkFileGrowth can run
+// its two sides as two processes at once (unset VALET_TEST_POSTGRES for
+// the SQLite side alone).
 
 // backend is one side of the comparison.
 type backend struct {
@@ -43,9 +46,12 @@ type backend struct {
 
 // backends returns the providers to compare, each with cfg's limits.
 func backends(b *testing.B, cfg sqlitememory.Config) []backend {
-	path := filepath.Join(b.TempDir(), "bench.db")
-	db := sqlitetest.OpenPath(b, path, 1)
-	out := []backend{{"sqlite", open(b, db, cfg), func(b *testing.B) int64 { return fileSize(b, db, path) }}}
+	var out []backend
+	if os.Getenv("VALET_BENCH_BACKEND") != "postgres" {
+		path := filepath.Join(b.TempDir(), "bench.db")
+		db := sqlitetest.OpenPath(b, path, 1)
+		out = append(out, backend{"sqlite", open(b, db, cfg), func(b *testing.B) int64 { return fileSize(b, db, path) }})
+	}
 	if os.Getenv(pgtest.EnvVar) == "" {
 		b.Logf("%s not set: the PostgreSQL side is skipped", pgtest.EnvVar)
 		return out
@@ -208,7 +214,10 @@ func benchRecall(b *testing.B, tenants, perTenant int) {
 	}
 }
 
-// BenchmarkFileGrowth writes (default 100,000).
+// BenchmarkFileGrowth writes (default 100,000). VALET_BENCH_BACKEND=postgres
+// leaves the SQLite side out, so that a long BenchmarkFileGrowth can run
+// its two sides as two processes at once (unset VALET_TEST_POSTGRES for
+// the SQLite side alone).
 
 // BenchmarkFileGrowth writes VALET_BENCH_CONVERSATIONS (100,000)
 // conversations of one turn each (the 5 messages of benchTurn, 1.3 KB of
