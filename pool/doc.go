@@ -12,14 +12,16 @@
 // [Store] is the interface; the orchestrator uses whichever the host
 // passes in:
 //
-//	store, err := pool.NewMemory(pool.MemoryConfig{})    // one process
-//	store, err := redispool.New(rdb, redispool.Config{}) // shared by replicas, survives restarts
+//	store, err := pool.NewMemory(pool.MemoryConfig{})     // one process
+//	store, err := redispool.New(rdb, redispool.Config{})  // shared by replicas, survives restarts
+//	store, err := sqlitepool.New(db, sqlitepool.Config{}) // one SQLite file, survives restarts
 //
 // Every constructor takes a Config whose zero value means the documented
 // defaults (MemoryConfig.MaxPerTenant is DefaultMaxPerTenant, and so on)
 // and refuses a negative setting with an error wrapping [ErrInvalidConfig];
 // a backend's constructor also takes the client the host already has, here
-// rdb, a redis.UniversalClient (nil is ErrInvalidConfig too).
+// rdb, a redis.UniversalClient, or db, the *sql.DB of an SQLite file (nil
+// is ErrInvalidConfig too).
 //
 // Every lookup is by tenant: the same ID in two tenants names two entries,
 // and one tenant can never read, take or delete another's.
@@ -69,7 +71,8 @@
 // # Locks
 //
 // A [Locker] serialises the handling of one conversation: NewMemoryLocker
-// within a process, redispool.NewLocker across processes.
+// within a process (also with pool/sqlitepool, which is for one
+// process), redispool.NewLocker across processes.
 //
 //	release, err := locker.Lock(ctx, tenantID+"/"+conversationID)
 //	if err != nil { return err }

@@ -39,7 +39,8 @@ const itemBatch = 500
 // and every long-term item with its kind, provenance, origin and time,
 // a Supersedes that names an item copied before it pointing to that
 // item's new ID. Vectors are not copied: a target with an Embedder embeds
-// the texts again.
+// the texts again. The pool's entries are not copied: let the pending
+// approvals be answered or expire before the move.
 //
 // Run it with the assistant stopped, into empty stores: CopyTo reads the
 // file while it writes, and appends to the histories and items already

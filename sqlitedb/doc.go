@@ -12,6 +12,7 @@
 //		LLM:         model,
 //		Credentials: stores.Credentials, // credentials/sqlitestore
 //		Memory:      stores.Memory,      // memory/sqlitememory
+//		Pool:        stores.Pool,        // pool/sqlitepool: waiting Agent-Tools and approvals
 //	})
 //
 // Open takes the *sql.DB the program opened, as every backend of valet
@@ -89,7 +90,9 @@
 //	n, err := stores.CopyTo(ctx, sqlitedb.Target{Credentials: creds, Memory: mem})
 //
 // Run it once, with the assistant stopped, into empty stores. Vectors are
-// not copied; a target with an Embedder embeds the texts again.
+// not copied; a target with an Embedder embeds the texts again. Pending
+// approvals (Stores.Pool) are not copied: let them be answered or expire
+// first.
 //
 // # One process
 //

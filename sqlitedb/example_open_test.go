@@ -51,6 +51,7 @@ func ExampleOpen() {
 		LLM:         llmtest.NewScript(llmtest.Text("Hello, Ana.")),
 		Credentials: stores.Credentials,
 		Memory:      stores.Memory,
+		Pool:        stores.Pool, // pending approvals survive a restart
 	})
 	if err != nil {
 		log.Fatal(err)

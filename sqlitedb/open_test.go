@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	_ "modernc.org/sqlite" // the "sqlite" driver
 
@@ -15,6 +16,7 @@ import (
 	"github.com/valetkit/valet/credentials/sqlitestore"
 	"github.com/valetkit/valet/llm"
 	"github.com/valetkit/valet/memory"
+	"github.com/valetkit/valet/pool"
 	"github.com/valetkit/valet/sqlitedb"
 )
 
@@ -65,8 +67,13 @@ func TestOpenAtEveryStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	var versions int
-	if err := db.QueryRow(`SELECT count(*) FROM valet_schema_versions`).Scan(&versions); err != nil || versions != 2 {
-		t.Errorf("recorded versions: %d, %v; want one per store (2)", versions, err)
+	if err := db.QueryRow(`SELECT count(*) FROM valet_schema_versions`).Scan(&versions); err != nil || versions != 3 {
+		t.Errorf("recorded versions: %d, %v; want one per store (3)", versions, err)
+	}
+	entry := &pool.Entry{ID: "e1", TenantID: "ana", ConversationID: "c1", AgentName: "send_email",
+		Status: pool.StatusWaitingForApproval, ExpiresAt: time.Now().Add(time.Hour)}
+	if err := s.Pool.Create(bg, entry); err != nil {
+		t.Fatal(err)
 	}
 	db.Close()
 
@@ -90,6 +97,9 @@ func TestOpenAtEveryStart(t *testing.T) {
 	}
 	if items, err := s.Memory.Recall(bg, "ana", "who is my dentist", memory.Budget{}); err != nil || len(items) != 1 {
 		t.Errorf("recall after reopening: %d items, %v", len(items), err)
+	}
+	if e, err := s.Pool.Get(bg, "ana", "e1"); err != nil || e.AgentName != "send_email" || e.Status != pool.StatusWaitingForApproval {
+		t.Errorf("pool entry after reopening: %+v, %v", e, err)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/valetkit/valet/credentials/sqlitestore"
 	"github.com/valetkit/valet/internal/sqlitex"
 	"github.com/valetkit/valet/memory/sqlitememory"
+	"github.com/valetkit/valet/pool/sqlitepool"
 )
 
 // DSNParams are the parameters DSN adds to a path, in modernc.org/sqlite's
@@ -47,12 +48,16 @@ type Config struct {
 	// item caps, an Embedder for hybrid recall). Default: sqlitememory's
 	// defaults.
 	Memory sqlitememory.Config
+	// Pool configures the pool of waiting Agent-Tools and approvals
+	// (table, per-tenant cap, retention, clock). Default: sqlitepool's
+	// defaults.
+	Pool sqlitepool.Config
 }
 
 // Stores are the stores of one SQLite file, each on the *sql.DB given to
 // Open. Wire them into an orchestrator:
 //
-//	agent.Config{Credentials: s.Credentials, Memory: s.Memory, ...}
+//	agent.Config{Credentials: s.Credentials, Memory: s.Memory, Pool: s.Pool, ...}
 type Stores struct {
 	// Credentials keeps the tenants' credentials, encrypted with
 	// Config.KeyRing (credentials.Store, Updater, TenantDeleter, Rotator).
@@ -60,6 +65,12 @@ type Stores struct {
 	// Memory keeps each conversation's history and the long-term items
 	// (memory.Provider).
 	Memory *sqlitememory.Provider
+	// Pool keeps the Agent-Tools waiting for the user's input or
+	// approval (pool.Store), so pending approvals survive a restart. It
+	// has no pool.Locker: leave agent.Config.Locker nil, and the
+	// orchestrator serialises each conversation's messages in the
+	// process.
+	Pool *sqlitepool.Store
 
 	db                  *sql.DB
 	credTable, memTable string // the credentials table, the memory tables' prefix
@@ -97,8 +108,12 @@ func Open(ctx context.Context, db *sql.DB, cfg Config) (*Stores, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlitedb: memory: %w", err)
 	}
+	pl, err := sqlitepool.New(db, cfg.Pool)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitedb: pool: %w", err)
+	}
 	s := &Stores{
-		Credentials: creds, Memory: mem, db: db,
+		Credentials: creds, Memory: mem, Pool: pl, db: db,
 		credTable: cmp.Or(cc.Table, sqlitestore.DefaultTable),
 		memTable:  cmp.Or(cfg.Memory.TablePrefix, sqlitememory.DefaultTablePrefix),
 	}
@@ -108,6 +123,7 @@ func Open(ctx context.Context, db *sql.DB, cfg Config) (*Stores, error) {
 	}{
 		{"credentials", creds},
 		{"memory", mem},
+		{"pool", pl},
 	} {
 		if err := m.m.Migrate(ctx); err != nil {
 			return nil, fmt.Errorf("sqlitedb: %s: %w", m.name, err)

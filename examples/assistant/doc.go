@@ -80,7 +80,8 @@
 //     assistant.db in the valet-assistant folder of the user's
 //     configuration directory (os.UserConfigDir: ~/.config on Linux);
 //     its path is printed at start. -db FILE chooses another.
-//     sqlitedb.Open creates the tables at start. Credentials are
+//     sqlitedb.Open creates the tables at start; the pool of waiting
+//     tools and approvals is kept there too. Credentials are
 //     encrypted with AES-256-GCM under the key in VALET_CREDENTIALS_KEY
 //     or, when that is unset, under a key kept beside the database in
 //     FILE.key (32 random bytes in base64, mode 0600, created on the first

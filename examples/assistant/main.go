@@ -140,6 +140,7 @@ func run(ctx context.Context, w io.Writer, opts options) error {
 		Location:     loc,     // shown to the model with the current time
 		Credentials:  store,   // tools get it bound to the message's tenant
 		Memory:       st.Memory,
+		Pool:         st.Pool, // nil: in memory
 		// Learn from each answered message: after the reply, in the
 		// background, one model call picks out durable facts about the
 		// user; later messages recall the relevant ones.

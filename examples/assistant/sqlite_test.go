@@ -70,6 +70,7 @@ func TestFileRemembers(t *testing.T) {
 	keyPath := path + keyFileSuffix
 	for _, want := range []string{
 		"history and memory: SQLite file " + path + "\n",
+		"waiting tools and approvals: SQLite file " + path + "\n",
 		"credentials: SQLite file " + path + `, encrypted with key "k1" from ` + keyPath + " (created now;",
 		"bot> Rome: sunny 25°C today.",
 		"bot> Noted: your dentist is Dr. Kim.",

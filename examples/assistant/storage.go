@@ -22,6 +22,7 @@ import (
 	"github.com/valetkit/valet/credentials"
 	"github.com/valetkit/valet/memory"
 	"github.com/valetkit/valet/memory/pgmemory"
+	"github.com/valetkit/valet/pool"
 	"github.com/valetkit/valet/sqlitedb"
 )
 
@@ -32,6 +33,9 @@ type storage struct {
 	// (agent.Config.Memory). Nil: the orchestrator's default, a bounded
 	// in-memory provider.
 	Memory memory.Provider
+	// Pool keeps the Agent-Tools waiting for input or approval
+	// (agent.Config.Pool). Nil: the orchestrator's in-memory pool.
+	Pool pool.Store
 	// Close releases the PostgreSQL pool or the SQLite file, if there is
 	// one.
 	Close func()
@@ -142,9 +146,11 @@ func openFile(ctx context.Context, w io.Writer, path string) (*storage, error) {
 	ok = true
 	fmt.Fprintf(w, "credentials: SQLite file %s, encrypted with key %q from %s\n", path, credentialsKeyID, from)
 	fmt.Fprintf(w, "history and memory: SQLite file %s\n", path)
+	fmt.Fprintf(w, "waiting tools and approvals: SQLite file %s\n", path)
 	return &storage{
 		Credentials: stores.Credentials,
 		Memory:      stores.Memory,
+		Pool:        stores.Pool,
 		Close:       func() { db.Close() },
 	}, nil
 }
