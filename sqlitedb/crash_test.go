@@ -17,6 +17,7 @@ import (
 	"modernc.org/sqlite"
 
 	"github.com/valetkit/valet/agent"
+	"github.com/valetkit/valet/approval"
 	"github.com/valetkit/valet/credentials"
 	"github.com/valetkit/valet/llm"
 	"github.com/valetkit/valet/llm/llmtest"
@@ -39,7 +40,31 @@ const (
 	stageTool        = "tool"         // inside the tool call of the second turn
 	stageInAppend    = "in-append"    // after the model's answer, inside Append's transaction, after the turn's first rows are written
 	stageAfterAppend = "after-append" // once Append has committed, before HandleMessage returns
+	stageApproval    = "approval"     // once the second message left a transfer waiting for approval
 )
+
+// TransferIn is what the transfer Agent-Tool takes.
+type TransferIn struct {
+	To     string `json:"to"`
+	Amount int    `json:"amount" jsonschema:"minimum=1"`
+}
+
+// transfer moves money once approved, counting its runs.
+type transfer struct{ runs *int }
+
+func (t transfer) Run(ctx context.Context, in TransferIn) (agent.Reply, error) {
+	*t.runs++
+	return agent.Reply{Text: fmt.Sprintf("Sent €%d to %s.", in.Amount, in.To)}, nil
+}
+
+func (transfer) Approval(in TransferIn) *approval.Request {
+	return &approval.Request{ActionSummary: fmt.Sprintf("Send €%d to %s", in.Amount, in.To)}
+}
+
+func transferRegistry(runs *int) (*agent.Registry, error) {
+	reg := agent.NewRegistry()
+	return reg, agent.Register(reg, "transfer", "Send money to someone", transfer{runs})
+}
 
 // TestMain runs the tests, checking that no goroutine outlives them, or,
 // in a child of TestKilledMidTurn, the orchestrator that kills itself.
@@ -121,18 +146,37 @@ WHEN new.role = 'assistant' AND new.message LIKE '%"done"%' BEGIN SELECT valet_t
 	})
 	call := llmtest.Call("slow", nil)
 	call.ID = "call_slow_1"
+	script := llmtest.NewScript(llmtest.Text("hi"), llmtest.Calls(call), llmtest.Text("done"))
+	second := "work"
+	var runs int
+	reg, err := transferRegistry(&runs)
+	if err != nil {
+		return err
+	}
+	if stage == stageApproval {
+		pay := llmtest.Call("transfer", `{"to":"Ana","amount":40}`)
+		pay.ID = "call_pay_1"
+		script = llmtest.NewScript(llmtest.Text("hi"), llmtest.Calls(pay), llmtest.Text("Please confirm: send €40 to Ana?"))
+		second = "pay Ana 40 euros"
+	}
 	o, err := agent.NewOrchestrator(agent.Config{
-		LLM:    llmtest.NewScript(llmtest.Text("hi"), llmtest.Calls(call), llmtest.Text("done")),
+		LLM:    script,
 		Tools:  []tool.Tool{slow},
+		Agents: reg,
 		Memory: mem,
+		Pool:   s.Pool,
 		Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		return err
 	}
-	for _, text := range []string{"hello", "work"} {
-		if _, err := o.HandleMessage(ctx, agent.Message{TenantID: "ana", ConversationID: "c1", Text: text}); err != nil {
+	for _, text := range []string{"hello", second} {
+		res, err := o.HandleMessage(ctx, agent.Message{TenantID: "ana", ConversationID: "c1", Text: text})
+		if err != nil {
 			return err
+		}
+		if stage == stageApproval && res.Status == agent.StatusWaitingForApproval {
+			die()
 		}
 	}
 	return errors.New("both messages were answered")
@@ -144,6 +188,38 @@ func ringFromHex(h string) (*credentials.KeyRing, error) {
 		return nil, err
 	}
 	return credentials.NewKeyRing("k1", map[string][]byte{"k1": key})
+}
+
+// killChild runs the child of stage on a new file until it kills itself,
+// then reopens the file, as a restarted process would, checking it whole.
+func killChild(t *testing.T, stage string) (*sql.DB, *credentials.KeyRing) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "valet.db")
+	key := make([]byte, credentials.KeySize)
+	for i := range key {
+		key[i] = byte(i * 7)
+	}
+	hexKey := fmt.Sprintf("%x", key)
+	child := exec.Command(os.Args[0], "-test.run", "^$")
+	child.Env = append(os.Environ(), envCrashStage+"="+stage, envCrashFile+"="+path, envCrashKey+"="+hexKey)
+	out, err := child.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		t.Fatalf("the child: %v\n%s", err, out)
+	}
+	if ws, ok := exit.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("the child ended with %v, not SIGKILL:\n%s", err, out)
+	}
+	ring, err := ringFromHex(hexKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := openDB(t, sqlitedb.DSN(path))
+	var check string
+	if err := db.QueryRow(`PRAGMA integrity_check`).Scan(&check); err != nil || check != "ok" {
+		t.Fatalf("integrity_check: %q, %v", check, err)
+	}
+	return db, ring
 }
 
 // TestKilledMidTurn: a process SIGKILLed mid-turn — inside a tool call,
@@ -165,33 +241,7 @@ func TestKilledMidTurn(t *testing.T) {
 		{stageAfterAppend, []string{"hello", "hi", "work", "", "worked", "done"}},
 	} {
 		t.Run(tt.stage, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "valet.db")
-			key := make([]byte, credentials.KeySize)
-			for i := range key {
-				key[i] = byte(i * 7)
-			}
-			hexKey := fmt.Sprintf("%x", key)
-			child := exec.Command(os.Args[0], "-test.run", "^$")
-			child.Env = append(os.Environ(), envCrashStage+"="+tt.stage, envCrashFile+"="+path, envCrashKey+"="+hexKey)
-			out, err := child.CombinedOutput()
-			var exit *exec.ExitError
-			if !errors.As(err, &exit) {
-				t.Fatalf("the child: %v\n%s", err, out)
-			}
-			if ws, ok := exit.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-				t.Fatalf("the child ended with %v, not SIGKILL:\n%s", err, out)
-			}
-
-			// The parent reopens the file, as a restarted process would.
-			ring, err := ringFromHex(hexKey)
-			if err != nil {
-				t.Fatal(err)
-			}
-			db := openDB(t, sqlitedb.DSN(path))
-			var check string
-			if err := db.QueryRow(`PRAGMA integrity_check`).Scan(&check); err != nil || check != "ok" {
-				t.Fatalf("integrity_check: %q, %v", check, err)
-			}
+			db, ring := killChild(t, tt.stage)
 			s, err := sqlitedb.Open(bg, db, sqlitedb.Config{KeyRing: ring})
 			if err != nil {
 				t.Fatal(err)
@@ -237,5 +287,51 @@ func TestKilledMidTurn(t *testing.T) {
 				t.Errorf("history after the next message: %d messages, %v", len(after), err)
 			}
 		})
+	}
+}
+
+// TestKilledWithAnApprovalPending: a process that left a transfer waiting
+// for the user's approval and was SIGKILLed; a new process on the file
+// lists the approval, approves it, and the transfer runs once — a second
+// decision finds nothing — with the history whole and paired.
+func TestKilledWithAnApprovalPending(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a child process")
+	}
+	db, ring := killChild(t, stageApproval)
+	s, err := sqlitedb.Open(bg, db, sqlitedb.Config{KeyRing: ring})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs int
+	reg, err := transferRegistry(&runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := agent.NewOrchestrator(agent.Config{
+		LLM:    llmtest.NewScript(llmtest.Text("Done: €40 is on its way to Ana.")),
+		Agents: reg, Memory: s.Memory, Pool: s.Pool,
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending, err := o.ListPendingApprovals(bg, "ana")
+	if err != nil || len(pending) != 1 || pending[0].ActionSummary != "Send €40 to Ana" {
+		t.Fatalf("pending approvals after the kill: %+v, %v", pending, err)
+	}
+	res, err := o.ResolveApproval(bg, "ana", pending[0].ID, approval.Decision{Action: approval.Approve, Fingerprint: pending[0].Fingerprint})
+	if err != nil || res.Status != agent.StatusCompleted || runs != 1 {
+		t.Fatalf("approving after the kill: %+v, %v; the transfer ran %d times", res, err, runs)
+	}
+	if _, err := o.ResolveApproval(bg, "ana", pending[0].ID, approval.Decision{Action: approval.Approve}); !errors.Is(err, approval.ErrNotFound) || runs != 1 {
+		t.Errorf("a second approval: %v; the transfer ran %d times", err, runs)
+	}
+	h, err := s.Memory.History(bg, "ana", "c1", 0)
+	if err != nil || len(h) < 4 || h[0].Content != "hello" || h[len(h)-1].Content != "Done: €40 is on its way to Ana." {
+		t.Fatalf("history: %d messages, %v", len(h), err)
+	}
+	if err := llm.CheckPairing(h); err != nil {
+		t.Errorf("history: %v", err)
 	}
 }
