@@ -54,22 +54,25 @@
 //
 // # What a user sees on bad input
 //
-//   - A file that is not an SQLite database: Open fails with "file is not
-//     a database (the file is not an SQLite database)", naming the store,
-//     and leaves the file as it was.
+//   - A file that is not an SQLite database: Open fails with "sqlitedb:
+//     credentials: sqlitestore: migrate: file is not a database (26) (the
+//     file is not an SQLite database)" and leaves the file as it was.
 //   - A read-only file or directory: the process cannot write (file
 //     permissions, a read-only mount, or "&mode=ro" after DSN). Open
 //     succeeds on a file already migrated and reads work; every write
-//     fails with "attempt to write a readonly database (the database is
-//     read-only ...)". A file never migrated is refused by Open with the
+//     fails with "attempt to write a readonly database (8) (the database
+//     is read-only (the file's or its directory's permissions, or opened
+//     with mode=ro))". A file never migrated is refused by Open with the
 //     same words. Root ignores file permissions, so a test or a container
 //     running as root sees this only with mode=ro or a read-only mount.
-//   - A file a newer valet wrote: Open fails with ErrSchemaTooNew, naming
-//     the component and both versions (*VersionError), and changes
-//     nothing. Upgrade valet, or open another file.
+//   - A file a newer valet wrote: Open fails with ErrSchemaTooNew ("the
+//     file's schema of credentials/credentials is version 9, newer than
+//     version 1, the newest this version of valet knows: upgrade valet, or
+//     open another file"; *VersionError holds the three) and changes
+//     nothing.
 //   - A full disk (or a file at PRAGMA max_page_count): the write fails
-//     with "database or disk is full (the disk is full; nothing of this
-//     call was written)"; each write is one transaction, so nothing half
+//     with "database or disk is full (13) (the disk is full; nothing of
+//     this call was written)"; each write is one transaction, so nothing half
 //     written is read back, and the next write works once there is room.
 //   - A process killed mid-write: SQLite's journal rolls the unfinished
 //     transaction back when the file is next opened; what a store
