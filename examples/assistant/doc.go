@@ -79,7 +79,8 @@
 //   - -i without -db or -postgres: one SQLite file, by default
 //     assistant.db in the valet-assistant folder of the user's
 //     configuration directory (os.UserConfigDir: ~/.config on Linux);
-//     its path is printed at start. -db FILE chooses another.
+//     its path is printed at start. -db FILE chooses another; -db
+//     :memory: keeps everything in memory.
 //     sqlitedb.Open creates the tables at start; the pool of waiting
 //     tools and approvals is kept there too. Credentials are
 //     encrypted with AES-256-GCM under the key in VALET_CREDENTIALS_KEY

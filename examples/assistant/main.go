@@ -54,7 +54,7 @@ func main() {
 	flag.StringVar(&opts.TimeZone, "tz", defaultTimeZone, "the user's time zone (IANA name)")
 	flag.BoolVar(&opts.Verbose, "v", false, "log debug traces to stderr")
 	flag.StringVar(&opts.Postgres, "postgres", "", "keep credentials (encrypted with the key in "+EnvCredentialsKey+"), conversation history and learned facts on PostgreSQL at this `URL`")
-	flag.StringVar(&opts.DB, "db", "", "keep credentials (encrypted), conversation history and learned facts in this SQLite `file` (with -i the default is "+defaultDBFile()+"; the scripted demo keeps them in memory)")
+	flag.StringVar(&opts.DB, "db", "", "keep credentials (encrypted), conversation history and learned facts in this SQLite `file` (with -i the default is "+defaultDBFile()+"; the scripted demo keeps them in memory; "+memoryDB+" keeps them in memory)")
 	flag.StringVar(&opts.MCP, "mcp", "", "also offer the tools of the MCP server this `command` starts (stdio), e.g. 'npx -y @modelcontextprotocol/server-everything'")
 	flag.StringVar(&opts.Transcript, "transcript", "", "write a redacted JSONL transcript of every run under this `DIR` (one file per conversation; read it with go run ./examples/transcript FILE)")
 	flag.Usage = func() {

@@ -194,3 +194,18 @@ func TestFileNotADatabase(t *testing.T) {
 		t.Errorf("files were created beside it: %d entries", len(entries))
 	}
 }
+
+// TestFileMemoryOnly: -db :memory: chats without remembering, and writes
+// no file, not even a key.
+func TestFileMemoryOnly(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	t.Setenv(EnvCredentialsKey, "")
+	got := chatOnce(t, "My dentist is Dr. Kim.\n", options{Offline: true, DB: memoryDB})
+	if !strings.Contains(got, "history and memory: in memory") {
+		t.Errorf("-db :memory: does not say it keeps things in memory:\n%s", got)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("-db :memory: wrote %d files", len(entries))
+	}
+}

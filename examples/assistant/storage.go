@@ -48,7 +48,7 @@ func openStorage(ctx context.Context, w io.Writer, opts options) (*storage, erro
 	if opts.Postgres != "" && opts.DB != "" {
 		return nil, fmt.Errorf("-postgres and -db name two places to keep the same things: choose one")
 	}
-	if opts.DB != "" {
+	if opts.DB != "" && opts.DB != memoryDB {
 		return openFile(ctx, w, opts.DB)
 	}
 	if opts.Postgres == "" {
@@ -95,6 +95,10 @@ func openStorage(ctx context.Context, w io.Writer, opts options) (*storage, erro
 	ok = true
 	return &storage{Credentials: store, Memory: mem, Close: db.Close}, nil
 }
+
+// memoryDB, given to -db, keeps everything in memory, as the scripted
+// demo does: "-i -db :memory:" chats without remembering.
+const memoryDB = ":memory:"
 
 // defaultDBFile is the SQLite file of -i without -db or -postgres, under
 // the user's configuration directory (os.UserConfigDir), or in the
