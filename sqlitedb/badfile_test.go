@@ -121,7 +121,7 @@ func TestOpenSchemaTooNew(t *testing.T) {
 	}
 	var versions string
 	if err := db.QueryRow(`SELECT group_concat(component || '=' || version, ' ') FROM (SELECT * FROM valet_schema_versions ORDER BY component)`).Scan(&versions); err != nil ||
-		versions != "credentials/credentials=9 memory/memory_=9 pool/pool_entries=9" {
+		versions != "credentials/credentials=9 memory/memory_=9 pool/pool_entries=9 trigger/valet_trigger=9" {
 		t.Errorf("versions after the refused Open: %q, %v", versions, err)
 	}
 }

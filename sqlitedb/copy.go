@@ -40,7 +40,8 @@ const itemBatch = 500
 // a Supersedes that names an item copied before it pointing to that
 // item's new ID. Vectors are not copied: a target with an Embedder embeds
 // the texts again. The pool's entries are not copied: let the pending
-// approvals be answered or expire before the move.
+// approvals be answered or expire before the move. Tasks and their runs
+// are not copied either.
 //
 // Run it with the assistant stopped, into empty stores: CopyTo reads the
 // file while it writes, and appends to the histories and items already

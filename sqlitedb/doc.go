@@ -14,6 +14,7 @@
 //		Memory:      stores.Memory,      // memory/sqlitememory
 //		Pool:        stores.Pool,        // pool/sqlitepool: waiting Agent-Tools and approvals
 //	})
+//	engine, err := trigger.New(trigger.Config{Store: stores.Triggers, ...}) // trigger/sqlitetrigger, River on the file
 //
 // Open takes the *sql.DB the program opened, as every backend of valet
 // takes its user's client, and closes nothing: close db after the stores'
@@ -95,7 +96,7 @@
 // Run it once, with the assistant stopped, into empty stores. Vectors are
 // not copied; a target with an Embedder embeds the texts again. Pending
 // approvals (Stores.Pool) are not copied: let them be answered or expire
-// first.
+// first. Tasks and their runs (Stores.Triggers) are not copied either.
 //
 // # One process
 //

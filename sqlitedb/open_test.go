@@ -18,6 +18,7 @@ import (
 	"github.com/valetkit/valet/memory"
 	"github.com/valetkit/valet/pool"
 	"github.com/valetkit/valet/sqlitedb"
+	"github.com/valetkit/valet/trigger"
 )
 
 var bg = context.Background()
@@ -67,12 +68,18 @@ func TestOpenAtEveryStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	var versions int
-	if err := db.QueryRow(`SELECT count(*) FROM valet_schema_versions`).Scan(&versions); err != nil || versions != 3 {
-		t.Errorf("recorded versions: %d, %v; want one per store (3)", versions, err)
+	if err := db.QueryRow(`SELECT count(*) FROM valet_schema_versions`).Scan(&versions); err != nil || versions != 4 {
+		t.Errorf("recorded versions: %d, %v; want one per store (4)", versions, err)
 	}
 	entry := &pool.Entry{ID: "e1", TenantID: "ana", ConversationID: "c1", AgentName: "send_email",
 		Status: pool.StatusWaitingForApproval, ExpiresAt: time.Now().Add(time.Hour)}
 	if err := s.Pool.Create(bg, entry); err != nil {
+		t.Fatal(err)
+	}
+	task := &trigger.Task{ID: "t1", TenantID: "ana", Name: "remind", Status: trigger.StatusActive,
+		Trigger: trigger.Trigger{Kind: trigger.KindSchedule, Schedule: trigger.Schedule{At: time.Now().Add(24 * time.Hour)}},
+		Action:  trigger.Action{Instruction: "remind Ana of the dentist"}}
+	if err := s.Triggers.Create(bg, task); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
@@ -100,6 +107,9 @@ func TestOpenAtEveryStart(t *testing.T) {
 	}
 	if e, err := s.Pool.Get(bg, "ana", "e1"); err != nil || e.AgentName != "send_email" || e.Status != pool.StatusWaitingForApproval {
 		t.Errorf("pool entry after reopening: %+v, %v", e, err)
+	}
+	if got, err := s.Triggers.Get(bg, "ana", "t1"); err != nil || got.Action.Instruction != "remind Ana of the dentist" {
+		t.Errorf("task after reopening: %+v, %v", got, err)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/valetkit/valet/internal/sqlitex"
 	"github.com/valetkit/valet/memory/sqlitememory"
 	"github.com/valetkit/valet/pool/sqlitepool"
+	"github.com/valetkit/valet/trigger/sqlitetrigger"
 )
 
 // DSNParams are the parameters DSN adds to a path, in modernc.org/sqlite's
@@ -52,6 +53,10 @@ type Config struct {
 	// (table, per-tenant cap, retention, clock). Default: sqlitepool's
 	// defaults.
 	Pool sqlitepool.Config
+	// Triggers configures the trigger store and River's work on the file
+	// (queue, workers, timeouts, notices). Default: sqlitetrigger's
+	// defaults.
+	Triggers sqlitetrigger.Config
 }
 
 // Stores are the stores of one SQLite file, each on the *sql.DB given to
@@ -71,6 +76,12 @@ type Stores struct {
 	// orchestrator serialises each conversation's messages in the
 	// process.
 	Pool *sqlitepool.Store
+	// Triggers keeps the scheduled, event and condition tasks and their
+	// runs, and dispatches the runs through River on the file
+	// (trigger.Store and trigger.Dispatcher): give it to trigger.New as
+	// trigger.Config.Store. One process per file dispatches; see
+	// trigger/sqlitetrigger.
+	Triggers *sqlitetrigger.Store
 
 	db                  *sql.DB
 	credTable, memTable string // the credentials table, the memory tables' prefix
@@ -112,8 +123,12 @@ func Open(ctx context.Context, db *sql.DB, cfg Config) (*Stores, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlitedb: pool: %w", err)
 	}
+	tr, err := sqlitetrigger.New(db, cfg.Triggers)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitedb: triggers: %w", err)
+	}
 	s := &Stores{
-		Credentials: creds, Memory: mem, Pool: pl, db: db,
+		Credentials: creds, Memory: mem, Pool: pl, Triggers: tr, db: db,
 		credTable: cmp.Or(cc.Table, sqlitestore.DefaultTable),
 		memTable:  cmp.Or(cfg.Memory.TablePrefix, sqlitememory.DefaultTablePrefix),
 	}
@@ -124,6 +139,7 @@ func Open(ctx context.Context, db *sql.DB, cfg Config) (*Stores, error) {
 		{"credentials", creds},
 		{"memory", mem},
 		{"pool", pl},
+		{"triggers", tr},
 	} {
 		if err := m.m.Migrate(ctx); err != nil {
 			return nil, fmt.Errorf("sqlitedb: %s: %w", m.name, err)
