@@ -3,6 +3,7 @@ package pool
 import (
 	"encoding/json"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/valetkit/valet/internal/ids"
 )
@@ -14,7 +15,8 @@ func (s Status) Valid() bool {
 }
 
 // Check reports whether e can be stored: it needs ID, TenantID, AgentName,
-// a valid Status and a non-zero ExpiresAt; TenantID, and ConversationID
+// a valid Status and a non-zero ExpiresAt; ID must be valid UTF-8 (an
+// entry's JSON could not carry it back unchanged); TenantID, and ConversationID
 // and TaskID when set, must be valid UTF-8 without NUL of at most MaxIDLen
 // bytes; Fields, State and SubAgent, when set, must be valid JSON. The error wraps
 // ErrInvalidEntry
@@ -25,6 +27,8 @@ func (e *Entry) Check() error {
 		return fmt.Errorf("%w: nil entry", ErrInvalidEntry)
 	case e.ID == "":
 		return fmt.Errorf("%w: empty ID", ErrInvalidEntry)
+	case !utf8.ValidString(e.ID):
+		return fmt.Errorf("%w: ID %q is not valid UTF-8", ErrInvalidEntry, e.ID)
 	case e.TenantID == "":
 		return fmt.Errorf("%w: empty TenantID (entry %q)", ErrInvalidEntry, e.ID)
 	case ids.Check("TenantID", e.TenantID) != nil:

@@ -87,8 +87,13 @@
 // Update holds the file's write lock while fn runs, so racing token
 // refreshes run one after the other and each sees the token the previous
 // one stored; every other write to the file waits meanwhile, so fn should
-// be quick. On one connection (SetMaxOpenConns(1)), fn must not call the
-// store: the connection is Update's until fn returns.
+// be quick. fn must not write to the store: called with the ctx fn was
+// given, Save, Delete, Update, DeleteTenant and Rotate fail at once with
+// an error wrapping credentials.ErrInvalid (with another ctx they would
+// wait for the Update until that ctx ends). fn may read the store: Get
+// and List called with fn's ctx read on the Update's connection, so they
+// work on one connection (SetMaxOpenConns(1)) too, where a read with
+// another ctx would wait for the connection until that ctx ends.
 //
 // # Errors
 //

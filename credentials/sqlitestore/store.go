@@ -217,6 +217,9 @@ func (s *Store) Save(ctx context.Context, tenantID, service, account string, cre
 	if err != nil {
 		return fmt.Errorf("sqlitestore: save (%s): %w", n, err)
 	}
+	if err := s.notInUpdate(ctx); err != nil {
+		return s.fail(ctx, "save", n, err)
+	}
 	if err := ctx.Err(); err != nil {
 		return s.fail(ctx, "save", n, err)
 	}
@@ -225,7 +228,7 @@ func (s *Store) Save(ctx context.Context, tenantID, service, account string, cre
 		return s.fail(ctx, "save", n, err)
 	}
 	err = s.w.Tx(ctx, s.db, func(q sqlitex.Querier) error {
-		if err := s.checkKey(ctx, q, sealed.KeyID, true); err != nil {
+		if _, err := s.checkKey(ctx, q, sealed.KeyID, true); err != nil {
 			return err
 		}
 		_, err := q.ExecContext(ctx, s.q.upsert, n.tenant, n.service, n.account, sealed.KeyID, sealed.Nonce, sealed.Ciphertext, now())
@@ -234,6 +237,7 @@ func (s *Store) Save(ctx context.Context, tenantID, service, account string, cre
 	if err != nil {
 		return s.fail(ctx, "save", n, err)
 	}
+	s.remember(sealed.KeyID)
 	return nil
 }
 
@@ -248,11 +252,12 @@ func (s *Store) Get(ctx context.Context, tenantID, service, account string) (cre
 		return credentials.Secret{}, s.fail(ctx, "get", n, err)
 	}
 	var sealed credentials.Sealed
-	err = s.db.QueryRowContext(ctx, s.q.get, n.tenant, n.service, n.account).Scan(&sealed.KeyID, &sealed.Nonce, &sealed.Ciphertext)
+	q := s.reader(ctx)
+	err = q.QueryRowContext(ctx, s.q.get, n.tenant, n.service, n.account).Scan(&sealed.KeyID, &sealed.Nonce, &sealed.Ciphertext)
 	if err != nil {
 		return credentials.Secret{}, s.fail(ctx, "get", n, err)
 	}
-	sec, err := s.open(ctx, s.db, n, sealed)
+	sec, err := s.open(ctx, q, n, sealed)
 	if err != nil {
 		return credentials.Secret{}, s.fail(ctx, "get", n, err)
 	}
@@ -267,10 +272,10 @@ func (s *Store) open(ctx context.Context, q sqlitex.Querier, n *name, sealed cre
 	if err == nil || !errors.Is(err, credentials.ErrDecrypt) {
 		return sec, err
 	}
-	switch kerr := s.checkKey(ctx, q, sealed.KeyID, false); {
+	switch checked, kerr := s.checkKey(ctx, q, sealed.KeyID, false); {
 	case errors.Is(kerr, credentials.ErrWrongKey):
 		return credentials.Secret{}, kerr
-	case kerr == nil && s.isVerified(sealed.KeyID):
+	case kerr == nil && checked:
 		return credentials.Secret{}, fmt.Errorf("%w (the key check of %q passes: the row was moved or altered)", err, sealed.KeyID)
 	}
 	return credentials.Secret{}, err
@@ -279,42 +284,49 @@ func (s *Store) open(ctx context.Context, q sqlitex.Querier, n *name, sealed cre
 func (s *Store) isVerified(id string) bool { _, ok := s.verified.Load(id); return ok }
 
 // checkKey compares the ring's key id with the key check stored for it:
-// nil when they match (remembered), credentials.ErrWrongKey when they do
-// not. A key id with no key check yet gets one when register is set (the
-// first write under a key, inside its write transaction), and is let pass
-// otherwise.
-func (s *Store) checkKey(ctx context.Context, q sqlitex.Querier, id string, register bool) error {
+// true when they match, credentials.ErrWrongKey when they do not. A key id
+// with no key check yet gets one when register is set (the first write
+// under a key, inside its write transaction), and is let pass otherwise
+// (false, nil). It remembers nothing: a key check read or inserted in a
+// write transaction is in the file only once that commits, so the caller
+// calls s.remember after the commit (a rolled-back registration must not
+// let later writes skip the check that another process's key of the same
+// id would fail).
+func (s *Store) checkKey(ctx context.Context, q sqlitex.Querier, id string, register bool) (bool, error) {
 	if s.isVerified(id) {
-		return nil
+		return true, nil
 	}
 	c := credentials.Sealed{KeyID: id}
 	err := q.QueryRowContext(ctx, s.q.keyGet, id).Scan(&c.Nonce, &c.Ciphertext)
 	if errors.Is(err, sql.ErrNoRows) {
 		if !register {
-			return nil
+			return false, nil
 		}
 		fresh, err := s.ring.KeyCheck(id)
 		if err != nil {
-			return err
+			return false, err
 		}
 		// In the write transaction no other process can have registered
 		// it meanwhile: what is inserted is what is stored.
 		if _, err := q.ExecContext(ctx, s.q.keyInsert, id, fresh.Nonce, fresh.Ciphertext, now()); err != nil {
-			return err
+			return false, err
 		}
 		c = fresh
 	} else if err != nil {
-		return err
+		return false, err
 	}
 	if err := s.ring.VerifyKeyCheck(c); err != nil {
 		if errors.Is(err, credentials.ErrWrongKey) && register {
-			return fmt.Errorf("%w; nothing was written", err)
+			return false, fmt.Errorf("%w; nothing was written", err)
 		}
-		return err
+		return false, err
 	}
-	s.verified.Store(id, struct{}{})
-	return nil
+	return true, nil
 }
+
+// remember records that the key check of id passed and is in the file
+// (its write transaction committed), so later writes skip reading it.
+func (s *Store) remember(id string) { s.verified.Store(id, struct{}{}) }
 
 // List returns metadata only, sorted by service and account; see
 // credentials.Store.List. It reads no ciphertext and needs no key.
@@ -326,7 +338,7 @@ func (s *Store) List(ctx context.Context, tenantID, service string) ([]credentia
 	if err := ctx.Err(); err != nil {
 		return nil, s.fail(ctx, op, nil, err)
 	}
-	rows, err := s.db.QueryContext(ctx, s.q.list, tenantID, service)
+	rows, err := s.reader(ctx).QueryContext(ctx, s.q.list, tenantID, service)
 	if err != nil {
 		return nil, s.fail(ctx, op, nil, err)
 	}
@@ -354,6 +366,9 @@ func (s *Store) Delete(ctx context.Context, tenantID, service, account string) e
 		return fmt.Errorf("sqlitestore: delete: %w", err)
 	}
 	n := &name{tenantID, service, account}
+	if err := s.notInUpdate(ctx); err != nil {
+		return s.fail(ctx, "delete", n, err)
+	}
 	if err := ctx.Err(); err != nil {
 		return s.fail(ctx, "delete", n, err)
 	}
@@ -374,6 +389,9 @@ func (s *Store) DeleteTenant(ctx context.Context, tenantID string) (int, error) 
 		return 0, fmt.Errorf("sqlitestore: delete tenant: %w", err)
 	}
 	op := fmt.Sprintf("delete tenant %q", tenantID)
+	if err := s.notInUpdate(ctx); err != nil {
+		return 0, s.fail(ctx, op, nil, err)
+	}
 	if err := ctx.Err(); err != nil {
 		return 0, s.fail(ctx, op, nil, err)
 	}

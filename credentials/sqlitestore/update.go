@@ -4,18 +4,63 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/valetkit/valet/credentials"
 	"github.com/valetkit/valet/internal/sqlitex"
 )
+
+// inUpdate is the key of the ctx value an Update gives its fn: an
+// *updating naming the store and the connection holding its transaction.
+type inUpdate struct{}
+
+type updating struct {
+	s    *Store
+	q    sqlitex.Querier
+	over atomic.Bool // fn returned: the ctx is an ordinary one again
+}
+
+// updateOf returns the connection of the Update of this store whose fn got
+// ctx, or nil.
+func (s *Store) updateOf(ctx context.Context) sqlitex.Querier {
+	if u, ok := ctx.Value(inUpdate{}).(*updating); ok && u.s == s && !u.over.Load() {
+		return u.q
+	}
+	return nil
+}
+
+// reader is what Get and List read with: the Update's connection when
+// called from its fn (on one connection it is the only one, and Update
+// holds it until fn returns), otherwise the pool.
+func (s *Store) reader(ctx context.Context) sqlitex.Querier {
+	if q := s.updateOf(ctx); q != nil {
+		return q
+	}
+	return s.db
+}
+
+// notInUpdate refuses a write called with the ctx an Update of this store
+// gave its fn: Update holds the store's turn to write and the file's write
+// lock until fn returns, so the write could never start and would wait
+// until ctx ends.
+func (s *Store) notInUpdate(ctx context.Context) error {
+	if s.updateOf(ctx) != nil {
+		return fmt.Errorf("%w: a write called from the fn of an Update of this store would wait for that Update to end: write after Update returns", credentials.ErrInvalid)
+	}
+	return nil
+}
 
 // Update changes the credential with fn in one write transaction: it
 // takes the file's write lock (BEGIN IMMEDIATE), reads and decrypts the
 // row, calls fn, encrypts what fn returns under the primary key and
 // writes it with a revision check. See credentials.Updater. Every write
 // to the file — not only to this credential — waits while fn runs, so fn
-// should be one token refresh, not more; reads go on (WAL). A row that
-// does not decrypt fails before fn is called, and nothing is written.
+// should be one token refresh, not more; reads go on (WAL). fn may read
+// the store with the ctx it is given (Get and List then read on Update's
+// connection, so they work on one connection too) but must not write to
+// it: a write called with fn's ctx fails at once with
+// credentials.ErrInvalid. A row that does not decrypt fails before fn is
+// called, and nothing is written.
 func (s *Store) Update(ctx context.Context, tenantID, service, account string, fn func(ctx context.Context, old credentials.Secret) (any, error)) error {
 	account, err := credentials.Normalize(tenantID, service, account)
 	if err != nil {
@@ -25,12 +70,15 @@ func (s *Store) Update(ctx context.Context, tenantID, service, account string, f
 	if fn == nil {
 		return fmt.Errorf("sqlitestore: update (%s): %w: Update needs a func", n, credentials.ErrInvalid)
 	}
+	if err := s.notInUpdate(ctx); err != nil {
+		return s.fail(ctx, "update", n, err)
+	}
 	if err := ctx.Err(); err != nil {
 		return s.fail(ctx, "update", n, err)
 	}
 	var fnErr error // fn's own error, returned as it is
 	err = s.w.Tx(ctx, s.db, func(q sqlitex.Querier) error {
-		if err := s.checkKey(ctx, q, s.ring.PrimaryID(), true); err != nil {
+		if _, err := s.checkKey(ctx, q, s.ring.PrimaryID(), true); err != nil {
 			return err
 		}
 		var old credentials.Sealed
@@ -42,7 +90,9 @@ func (s *Store) Update(ctx context.Context, tenantID, service, account string, f
 		if err != nil {
 			return err
 		}
-		v, err := fn(ctx, sec)
+		u := &updating{s: s, q: q}
+		v, err := fn(context.WithValue(ctx, inUpdate{}, u), sec)
+		u.over.Store(true)
 		if err != nil {
 			fnErr = err
 			return err
@@ -76,6 +126,7 @@ func (s *Store) Update(ctx context.Context, tenantID, service, account string, f
 	if err != nil {
 		return s.fail(ctx, "update", n, err)
 	}
+	s.remember(s.ring.PrimaryID())
 	return nil
 }
 
@@ -90,6 +141,9 @@ func (s *Store) Update(ctx context.Context, tenantID, service, account string, f
 // with the rest and returns an error naming such rows and their key ids.
 // The revision and updated_at of a row do not change.
 func (s *Store) Rotate(ctx context.Context) (int, error) {
+	if err := s.notInUpdate(ctx); err != nil {
+		return 0, s.fail(ctx, "rotate", nil, err)
+	}
 	if err := ctx.Err(); err != nil {
 		return 0, s.fail(ctx, "rotate", nil, err)
 	}
@@ -134,7 +188,7 @@ func (s *Store) rotateBatch(ctx context.Context, primary string, after name) (n 
 	last = after
 	err = s.w.Tx(ctx, s.db, func(q sqlitex.Querier) error {
 		n, bad = 0, nil
-		if err := s.checkKey(ctx, q, primary, true); err != nil {
+		if _, err := s.checkKey(ctx, q, primary, true); err != nil {
 			return err
 		}
 		rows, err := q.QueryContext(ctx, s.q.rotateSelect, primary, after.tenant, after.service, after.account, s.batch)
@@ -188,5 +242,6 @@ func (s *Store) rotateBatch(ctx context.Context, primary string, after name) (n 
 	if err != nil {
 		return 0, after, false, bad, err
 	}
+	s.remember(primary)
 	return n, last, full, bad, nil
 }

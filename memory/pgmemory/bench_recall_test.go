@@ -3,6 +3,7 @@ package pgmemory_test
 import (
 	"cmp"
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -145,7 +146,12 @@ func (p precomputed) Embed(_ context.Context, texts []string) ([][]float32, erro
 // Recall, before-p50-ms and before-p99-ms of the baseline, x-p99 (this
 // p99 / the baseline's), and top10-same: the share of the baseline's
 // recalled texts that this Recall also returns for the first 100 queries
-// (the two rank differently).
+// (the two rank differently). Also reported, from PostgreSQL's counters
+// (see costMeter), what one Recall reads over all 500 queries: buf-p50
+// and buf-p99 (shared buffers of the items table, its indexes and TOAST),
+// rows-p50 and rows-p99 (table rows), and the same for the baseline over
+// the first 100 (before-buf-*, before-rows-*); and it logs the ten
+// slowest queries of the timed loop with what they read.
 //
 //	VALET_TEST_POSTGRES='postgres://postgres@127.0.0.1:5432/test?sslmode=disable' \
 //	  go test -run '^$' -bench BenchmarkRecallLexical -benchtime 300x ./memory/pgmemory/
@@ -217,8 +223,41 @@ func benchRecall(b *testing.B, withVectors bool) {
 		}
 	}
 
+	// What each query reads, this Recall's statement for every query and
+	// the baseline's for the first 100 (it takes seconds each on a
+	// loaded machine): figures that do not depend on the load.
+	meter := newCostMeter(b, db, pgx.Identifier{schema, "memory_items"}.Sanitize())
+	var newCosts, oldCosts costs
+	costOf := map[string]cost{}
+	for i, q := range benchQueries {
+		c, err := meter.measure(bg, func(tx pgx.Tx) error {
+			_, err := p.RecallIn(bg, tx, benchTenant, q, vecs[q], budget)
+			return err
+		})
+		if err != nil {
+			b.Fatalf("cost of %q: %v", q, err)
+		}
+		newCosts, costOf[q] = append(newCosts, c), c
+		if i < 100 {
+			oargs := []any{benchTenant, q, max(1000, budget.MaxEntries)}
+			if withVectors {
+				oargs = []any{benchTenant, q, max(memory.LexicalCandidates, budget.MaxEntries), memory.RecentCandidates}
+			}
+			c, err := meter.measureRows(bg, old, oargs...)
+			if err != nil {
+				b.Fatalf("cost of the baseline for %q: %v", q, err)
+			}
+			oldCosts = append(oldCosts, c)
+		}
+	}
+
 	b.Run("items=100k", func(b *testing.B) {
 		var after, before []time.Duration
+		type timed struct {
+			q string
+			d time.Duration
+		}
+		var each []timed
 		for i := 0; b.Loop(); i++ {
 			q := benchQueries[i%len(benchQueries)]
 			for turn := range 2 {
@@ -227,7 +266,9 @@ func benchRecall(b *testing.B, withVectors bool) {
 					if _, err := p.Recall(bg, benchTenant, q, budget); err != nil {
 						b.Fatal(err)
 					}
-					after = append(after, time.Since(t0))
+					d := time.Since(t0)
+					after = append(after, d)
+					each = append(each, timed{q, d})
 				} else {
 					if _, err := oldRecall(bg, db, old, q, vecs[q], budget); err != nil {
 						b.Fatal(err)
@@ -237,6 +278,10 @@ func benchRecall(b *testing.B, withVectors bool) {
 			}
 		}
 		b.StopTimer()
+		slices.SortFunc(each, func(x, y timed) int { return cmp.Compare(y.d, x.d) })
+		for _, t := range each[:min(10, len(each))] {
+			b.Logf("slow: %v, %v: %q", t.d.Round(time.Microsecond), costOf[t.q], t.q)
+		}
 		p99 := percentile(after, 0.99)
 		b.ReportMetric(percentile(after, 0.50), "p50-ms")
 		b.ReportMetric(p99, "p99-ms")
@@ -244,5 +289,16 @@ func benchRecall(b *testing.B, withVectors bool) {
 		b.ReportMetric(percentile(before, 0.99), "before-p99-ms")
 		b.ReportMetric(p99/percentile(before, 0.99), "x-p99")
 		b.ReportMetric(float64(same)/float64(total), "top10-same")
+		for _, c := range []struct {
+			name string
+			cs   costs
+		}{{"", newCosts}, {"before-", oldCosts}} {
+			b50, r50 := c.cs.quantile(0.50)
+			b99, r99 := c.cs.quantile(0.99)
+			b.ReportMetric(b50, c.name+"buf-p50")
+			b.ReportMetric(b99, c.name+"buf-p99")
+			b.ReportMetric(r50, c.name+"rows-p50")
+			b.ReportMetric(r99, c.name+"rows-p99")
+		}
 	})
 }

@@ -1,8 +1,10 @@
 package pgmemory_test
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"testing"
 	"time"
 
@@ -21,16 +23,24 @@ import (
 // complete and of which version. Drop it with
 //
 //	DROP SCHEMA valetbench_pgmemory CASCADE
+//
+// VALET_BENCH_PGMEMORY_SCHEMA names another schema instead, so that two
+// trees benchmarked on one database at once do not migrate each other's
+// (see benchSchemaName).
 const (
 	benchSchema   = "valetbench_pgmemory"
-	benchSeedMark = "valet pgmemory recall benchmark seed v1: 100000 items with 1536-dim vectors"
+	benchSeedMark = "valet pgmemory recall benchmark seed v2: 100000 items with 1536-dim vectors in embedding (real[]) and embedding_f32"
 )
 
 // seedBench returns the benchmark schema, migrated by the provider of
 // this tree and holding benchItems items of benchTenant with dense
-// vectors, seeding it (by COPY) when it is missing or incomplete.
+// vectors, seeding it (by COPY) when it is missing, incomplete or of an
+// earlier seed. Each vector is stored twice: as real[] in embedding, which
+// the baseline (Recall before issue 25) reads, and as float32s in
+// embedding_f32, which Recall writes and reads now.
 func seedBench(b *testing.B, db *pgxpool.Pool) string {
 	b.Helper()
+	benchSchema := benchSchemaName()
 	schemaID := pgx.Identifier{benchSchema}.Sanitize()
 	if _, err := db.Exec(bg, `CREATE SCHEMA IF NOT EXISTS `+schemaID); err != nil {
 		b.Fatalf("creating %s: %v", benchSchema, err)
@@ -75,10 +85,10 @@ func seedBench(b *testing.B, db *pgxpool.Pool) string {
 		rows := make([][]any, batch)
 		for i, text := range texts {
 			rows[i] = []any{benchTenant, text, "fact", fmt.Sprintf("conv-%d", (n+i)/50),
-				base.Add(time.Duration(n+i) * time.Minute), memory.EstimateTokens(text), vecs[i]}
+				base.Add(time.Duration(n+i) * time.Minute), memory.EstimateTokens(text), vecs[i], pgmemory.EncodeVector(vecs[i])}
 		}
 		if _, err := tx.CopyFrom(bg, pgx.Identifier{benchSchema, "memory_items"},
-			[]string{"tenant_id", "text", "kind", "conversation_id", "created_at", "tokens", "embedding"},
+			[]string{"tenant_id", "text", "kind", "conversation_id", "created_at", "tokens", "embedding", "embedding_f32"},
 			pgx.CopyFromRows(rows)); err != nil {
 			b.Fatalf("seeding: %v", err)
 		}
@@ -102,4 +112,10 @@ func BenchmarkSeed(b *testing.B) {
 	seedBench(b, testDB(b))
 	for b.Loop() {
 	}
+}
+
+// benchSchemaName is the schema of the recall benchmarks' items:
+// VALET_BENCH_PGMEMORY_SCHEMA, or benchSchema when it is unset.
+func benchSchemaName() string {
+	return cmp.Or(os.Getenv("VALET_BENCH_PGMEMORY_SCHEMA"), benchSchema)
 }

@@ -25,14 +25,19 @@
 //	                text, kind, conversation_id, task_id, skill_id,
 //	                created_at, tokens, supersedes, origin,
 //	                tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED,
-//	                embedding real[] (NULL without a vector)
+//	                embedding_f32 bytea (the vector's float32s, little-endian;
+//	                NULL without a vector),
+//	                embedding real[] (vectors of items remembered before
+//	                embedding_f32 existed)
 //
 // with a GIN index on tsv and a B-tree on (tenant_id, created_at, id) for
 // the newest items, and B-trees on the history's (tenant_id,
 // conversation_id) with seq, with pos, and with seq of its summaries
 // alone. Tables made by an earlier version are brought up to
-// date when Migrate runs again: the items gain the embedding column and
-// its index and the origin column (their old items read as
+// date when Migrate runs again: the items gain the embedding and
+// embedding_f32 columns (nothing is rewritten: old vectors stay in
+// embedding and are read from there) and the recent-items index and the
+// origin column (their old items read as
 // memory.OriginHost, but a memory_update route's task results — a task
 // id and kind "task_result" — as memory.OriginTrigger), the history the
 // summary and pos columns and their indexes (a conversation's messages
@@ -75,17 +80,32 @@
 // documents; a Recall returns at most the candidates, whatever the
 // budget, and stops reading once the budget is full. So a tenant within
 // the default MaxItemsPerTenant has every match ranked, and a larger one
-// pays for its newest 1,000 matches, not for all of them: a message
-// sharing "appointment" with 10,000 items costs what one sharing a rare
-// name with ten does.
+// ranks its newest 1,000 matches, not all of them: a message sharing
+// "appointment" with 10,000 items ranks 1,000.
 //
-// The query's tsquery is an immutable expression of the query text, so
-// PostgreSQL computes it while planning and estimates from it how many
-// items match; the statement is planned for each call (pgx's
-// QueryExecModeCacheDescribe, an unnamed statement in the same single
-// round trip, when the pool's default mode would cache a plan), so that
-// a query of common words walks the newest items and one of rare words
-// uses the GIN index.
+// How the candidates are found does not depend on PostgreSQL's estimate
+// of how many items match: it cannot tell a word absent from the items
+// from a rare one (it counts each for 0.3 % of them), and a message of
+// 10 to 40 words holds many. Recall first walks the tenant's newest
+// items, at most 15 per candidate (15,000 by default), and stops at the
+// last candidate: that answers every query whose words match a fifteenth
+// of the items or more. When it does not (fewer matches in the walk, and
+// more items), the same statement runs again in a transaction with
+// enable_seqscan off (SET LOCAL) and its match scan fenced from the
+// ORDER BY (OFFSET 0), so that PostgreSQL reads every match through the
+// GIN index, then sorts them: fewer than a fifteenth of the items. Either
+// way the candidates are the same newest matches. For a tenant of
+// 100,000 items the costliest query reads about 18,000 rows (a walk, then
+// the index), against 100,000 for a plan chosen on the estimates. The query's tsquery is an immutable expression of the
+// query text, computed once while planning; each statement is planned
+// for its call's query (pgx's QueryExecModeCacheDescribe, an unnamed
+// statement in the same single round trip, when the pool's default mode
+// would cache a plan). A Recall is one statement, or, when the walk did
+// not answer, that and a transaction of three (BEGIN with the settings,
+// the statement, COMMIT): it works behind a transaction pooler such as
+// PgBouncer. Recall honours ctx; to bound it on the server too, set
+// statement_timeout on the pool's connections (pgxpool's
+// ConnConfig.RuntimeParams).
 //
 // With Config.Embedder, recall is hybrid, as "Hybrid recall" in the
 // memory package documents: Remember embeds the items' texts (one Embed
@@ -101,9 +121,13 @@
 // matches, so that the newest items do not fill the budget merely for
 // being less dissimilar than the rest. An embedder that fails leaves the
 // items without vectors (Remember) or recall lexical (Recall); it never
-// fails the call. Vectors are stored whole: 6 KiB per item for 1,536
-// dimensions (text-embedding-3-small; openai.Config.EmbeddingDimensions
-// asks for shorter ones).
+// fails the call. Vectors are stored whole, as float32s in a bytea, which
+// PostgreSQL sends as it stores it (a real[] is sent element by element,
+// several times slower): 6 KiB per item for 1,536 dimensions
+// (text-embedding-3-small; openai.Config.EmbeddingDimensions asks for
+// shorter ones). During a rolling upgrade, a replica of the release
+// before does not see the vectors of items this release remembered: it
+// recalls them lexically only.
 //
 // Remember caps each tenant at Config.MaxItemsPerTenant
 // (memory.DefaultMaxItemsPerTenant) items, deleting the oldest in the same

@@ -1,7 +1,9 @@
 package pgmemory_test
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -24,8 +26,8 @@ func TestHybrid(t *testing.T) {
 }
 
 // TestHybridStoresVectors: the vectors Remember gets are in the
-// embedding column, NULL when the embedder failed; one Embed call per
-// Remember and per Recall.
+// embedding_f32 column (float32s, little-endian), NULL when the embedder
+// failed; one Embed call per Remember and per Recall.
 func TestHybridStoresVectors(t *testing.T) {
 	db := testDB(t)
 	schema := newSchema(t, db)
@@ -46,9 +48,20 @@ func TestHybridStoresVectors(t *testing.T) {
 	}
 	want, _ := emb.Embed(bg, []string{"alpha beta", "gamma"})
 	for i, id := range append(ids, failed...) {
-		var got []float32
-		if err := db.QueryRow(bg, `SELECT embedding FROM `+pgx.Identifier{schema, "memory_items"}.Sanitize()+` WHERE id = $1::bigint`, id).Scan(&got); err != nil {
+		var raw []byte
+		var array []float32
+		if err := db.QueryRow(bg, `SELECT embedding_f32, embedding FROM `+pgx.Identifier{schema, "memory_items"}.Sanitize()+` WHERE id = $1::bigint`, id).Scan(&raw, &array); err != nil {
 			t.Fatal(err)
+		}
+		if array != nil {
+			t.Errorf("item %s: the real[] column holds %v, want NULL (it is for items of earlier releases)", id, array)
+		}
+		var got []float32
+		for b := raw; len(b) >= 4; b = b[4:] {
+			got = append(got, math.Float32frombits(binary.LittleEndian.Uint32(b)))
+		}
+		if raw != nil && len(raw) != 4*len(got) {
+			t.Errorf("item %s: embedding_f32 holds %d bytes, not whole float32s", id, len(raw))
 		}
 		switch {
 		case i < len(want) && !slices.Equal(got, want[i]):
@@ -80,6 +93,7 @@ func TestMigrateAddsEmbedding(t *testing.T) {
 	// Back to the tables of the first release.
 	for _, q := range []string{
 		`ALTER TABLE ` + items + ` DROP COLUMN embedding`,
+		`ALTER TABLE ` + items + ` DROP COLUMN embedding_f32`,
 		`DROP INDEX ` + pgx.Identifier{schema, "memory_items_recent_idx"}.Sanitize(),
 		`INSERT INTO ` + items + ` (tenant_id, text, tokens) VALUES ('t', 'The user''s dentist is Dr. Kim.', 10)`,
 	} {

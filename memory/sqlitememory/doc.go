@@ -34,7 +34,8 @@
 // records SchemaVersion in valet_schema_versions under "memory/" and the
 // table prefix; a file recording a newer version is refused with
 // ErrSchemaTooNew, naming both versions. Times are INTEGER microseconds
-// since 1970 UTC. Config.TablePrefix chooses other names; providers on the
+// since 1970 UTC; Remember refuses (memory.ErrInvalid) an item whose
+// CreatedAt is outside what they hold, about 292,000 years either way. Config.TablePrefix chooses other names; providers on the
 // same file and prefix share their data.
 //
 // # History

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -169,6 +170,13 @@ func checkConv(tenantID, conversationID string) error {
 
 func micros(t time.Time) int64 { return t.UnixMicro() }
 
+// The times an INTEGER of microseconds since 1970 holds; micros of a time
+// outside them wraps around to another.
+var (
+	minTime = time.UnixMicro(math.MinInt64).UTC()
+	maxTime = time.UnixMicro(math.MaxInt64).UTC()
+)
+
 // History returns the newest limit messages of a conversation, oldest
 // first, from its newest summary (memory.IsSummary) on, in one statement;
 // see memory.Provider.History. Limit 0 means all it keeps (at most
@@ -266,8 +274,9 @@ func (p *Provider) Append(ctx context.Context, tenantID, conversationID string, 
 // see memory.Provider.Remember. IDs are decimal numbers, increasing in
 // the order items are written and never used twice. Past
 // MaxItemsPerTenant the tenant's oldest items go in the same transaction;
-// a call with more than MaxItemsPerTenant items is memory.ErrInvalid.
-// With an Embedder, the items' texts are embedded first, in one call,
+// a call with more than MaxItemsPerTenant items is memory.ErrInvalid, as
+// is an item whose CreatedAt is outside what INTEGER microseconds since
+// 1970 hold (about 292,000 years either way). With an Embedder, the items' texts are embedded first, in one call,
 // outside the transaction; if that fails, the items are stored without
 // vectors (see [Config]).
 func (p *Provider) Remember(ctx context.Context, tenantID string, items ...memory.Item) ([]string, error) {
@@ -280,6 +289,10 @@ func (p *Provider) Remember(ctx context.Context, tenantID string, items ...memor
 	for i := range items {
 		if err := memory.CheckItem(i, &items[i]); err != nil {
 			return nil, fmt.Errorf("sqlitememory: remember: %w", err)
+		}
+		if at := items[i].CreatedAt; at.Before(minTime) || at.After(maxTime) {
+			return nil, fmt.Errorf("sqlitememory: remember: %w: item %d: CreatedAt %v is outside the times the file holds (microseconds since 1970 in 64 bits, %v to %v)",
+				memory.ErrInvalid, i, at, minTime, maxTime)
 		}
 	}
 	if err := ctx.Err(); err != nil {

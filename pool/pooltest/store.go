@@ -94,6 +94,10 @@ func testInvalid(t *testing.T, newStore NewStore) {
 		"long ConversationID": func(e *pool.Entry) { e.ConversationID = strings.Repeat("c", pool.MaxIDLen+1) },
 		"long TaskID":         func(e *pool.Entry) { e.TaskID = strings.Repeat("k", pool.MaxIDLen+1) },
 		"TenantID with NUL":   func(e *pool.Entry) { e.TenantID = "t\x00" },
+		// encoding/json would turn the bad bytes into U+FFFD: a store that
+		// keeps entries as JSON would read back an entry that is not the
+		// one it stored (and call it corrupt).
+		"ID not UTF-8": func(e *pool.Entry) { e.ID = "bad\xff" },
 	}
 	for name, breakIt := range cases {
 		e := simple("t", "bad")

@@ -62,9 +62,10 @@
 // nothing. Config.Table chooses another name (the indexes are named after
 // it); stores on the same file and table share their entries, so tenants
 // and IDs are kept apart by the key, whatever they contain (':', braces,
-// a NUL byte in an ID). As the entry is kept as JSON, Create and Update
-// refuse an ID that is not valid UTF-8 with pool.ErrInvalidEntry (the
-// tenant's is refused by Entry.Check already).
+// a NUL byte in an ID). The entry is kept as JSON, so an ID that is not
+// valid UTF-8 could not be read back; pool.Entry.Check, which Create and
+// Update call, refuses it with pool.ErrInvalidEntry, as it does for every
+// store.
 //
 // # Atomicity and expiry
 //

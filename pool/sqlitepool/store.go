@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/valetkit/valet/clock"
 	"github.com/valetkit/valet/internal/sqlitex"
@@ -227,7 +226,7 @@ func (s *Store) cutoff(now time.Time) int64 { return micros(now.Add(-s.retention
 // against the cap. An entry whose ExpiresAt+Retention has already passed
 // is accepted and not stored.
 func (s *Store) Create(ctx context.Context, e *pool.Entry) error {
-	if err := check(e); err != nil {
+	if err := e.Check(); err != nil {
 		return fmt.Errorf("sqlitepool: create: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
@@ -287,7 +286,7 @@ func (s *Store) Create(ctx context.Context, e *pool.Entry) error {
 // [pool.Store.Update]. It increments e.Revision and sets e.UpdatedAt to
 // now. e.CreatedAt is stored as given and must not be zero.
 func (s *Store) Update(ctx context.Context, e *pool.Entry) error {
-	if err := check(e); err != nil {
+	if err := e.Check(); err != nil {
 		return fmt.Errorf("sqlitepool: update: %w", err)
 	}
 	if e.CreatedAt.IsZero() {
@@ -481,19 +480,6 @@ func (s *Store) drop(ctx context.Context, op, tenantID, id string, rev int64, ca
 		_, err := q.ExecContext(ctx, s.q.drop, tenantID, id, rev)
 		return err
 	})
-}
-
-// check is e.Check plus what the entry's JSON needs: an ID that is
-// valid UTF-8 (encoding/json would replace its other bytes, and the
-// entry read back would not be the row's).
-func check(e *pool.Entry) error {
-	if err := e.Check(); err != nil {
-		return err
-	}
-	if !utf8.ValidString(e.ID) {
-		return fmt.Errorf("%w: ID %q is not valid UTF-8", pool.ErrInvalidEntry, e.ID)
-	}
-	return nil
 }
 
 // decode turns a stored row into the entry of tenantID and id at revision

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 
@@ -38,13 +39,12 @@ import (
 //   - workers, maxconc, poll-ms: the settings (River's MaxWorkers per
 //     engine, the engine's MaxConcurrent, River's FetchPollInterval).
 //
-// River's leader moves scheduled jobs to available every 5 seconds
-// (maintenance.JobSchedulerIntervalDefault, not configurable through
-// river.Config), but looks that far ahead: a job due within the next 5
-// seconds is made available early, keeping its scheduled_at, and a worker
-// fetches it at its first poll (FetchPollInterval) after it is due. Under
-// load the bound is throughput instead: a producer fetches at most
-// MaxWorkers jobs per FetchCooldown.
+// Each dispatching Store makes the runs due within the next 15 seconds
+// available every second, keeping their scheduled_at, and wakes the
+// workers when they are due (promote.go); River's leader, which moves
+// scheduled jobs to available every 5 seconds looking 5 seconds ahead,
+// finds them done. Under load the bound is throughput instead: a
+// producer fetches at most MaxWorkers jobs per FetchCooldown.
 
 const (
 	benchLagTasks  = 10_000
@@ -60,12 +60,26 @@ const (
 // connections.
 func benchPool(b *testing.B, schema string) *pgxpool.Pool {
 	b.Helper()
+	return benchPoolTraced(b, schema, nil)
+}
+
+// benchApp is the application_name of the benchmark's connections in
+// schema, by which pgCPU finds their backends.
+func benchApp(schema string) string { return "valet-bench-" + schema }
+
+// benchPoolTraced is benchPool with tracer on its connections, if set.
+func benchPoolTraced(b *testing.B, schema string, tracer pgx.QueryTracer) *pgxpool.Pool {
+	b.Helper()
 	cfg, err := pgxpool.ParseConfig(postgresURL(b))
 	if err != nil {
 		b.Fatal(err)
 	}
 	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	cfg.ConnConfig.RuntimeParams["application_name"] = benchApp(schema)
 	cfg.MaxConns = benchPoolConns
+	if tracer != nil {
+		cfg.ConnConfig.Tracer = tracer
+	}
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		b.Fatal(err)

@@ -43,6 +43,13 @@ import (
 //   - cpu-ms/run: this process's CPU time (user+sys: both engines, River,
 //     pgx; PostgreSQL's is not in it) per run, from the engines' start to
 //     the last task COMPLETED.
+//   - queries/run: the statements the engines' pools sent meanwhile
+//     (BEGIN and COMMIT included) per run; VALET_BURST_QUERIES=1 lists
+//     them by statement on stderr.
+//   - pg-cpu-ms/run: the CPU time (user+sys) of the PostgreSQL backends
+//     of those pools meanwhile, per run, when the server runs on this
+//     machine (read from /proc; the benchmark polls on a pool of its
+//     own, not counted).
 //   - conc, replicas: runs at once per replica (the lesser of River's
 //     MaxWorkers and the engine's MaxConcurrent), engines.
 
@@ -121,6 +128,8 @@ func (s burstSetup) conc() int {
 
 type burstResult struct {
 	rec      *burstRec
+	queries  *queryCounter // the engines' statements from their start to the last task COMPLETED
+	pgCPU    time.Duration // the CPU time of PostgreSQL's backends of the engines' pools meanwhile; -1: unknown
 	lastDone time.Duration // from first's due time to the last task COMPLETED
 	cpu      time.Duration // this process's user+sys time from the engines' start to the last task COMPLETED
 }
@@ -142,8 +151,9 @@ func burstRound(b *testing.B, replicas int, setup burstSetup, n int, mk func(at 
 	schema := newSchema(b)
 	stores := make([]*rivertrigger.Store, replicas)
 	pools := make([]*pgxpool.Pool, replicas)
+	queries := newQueryCounter()
 	for i := range stores {
-		pools[i] = benchPool(b, schema)
+		pools[i] = benchPoolTraced(b, schema, queries)
 		s, err := rivertrigger.New(pools[i], setup.cfg)
 		if err != nil {
 			b.Fatal(err)
@@ -159,7 +169,10 @@ func burstRound(b *testing.B, replicas int, setup burstSetup, n int, mk func(at 
 	tasks := mk(base)
 	took := createAll(b, creator, tasks, benchCreators)
 	rec := newBurstRec(len(tasks))
+	poller := poolIn(b, schema) // apart from the engines' pools, so that pg-cpu-ms/run leaves its polling out
+	pg0, pgOK := pgCPU(b, pools[0], benchApp(schema))
 	cpu0 := cpuTime(b)
+	queries.on.Store(true)
 	var stops []func()
 	for _, s := range stores {
 		e, err := trigger.New(trigger.Config{
@@ -199,7 +212,7 @@ func burstRound(b *testing.B, replicas int, setup burstSetup, n int, mk func(at 
 	var done time.Time
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
 		var c int
-		if err := pools[0].QueryRow(context.Background(), `SELECT count(*) FROM valet_trigger_tasks
+		if err := poller.QueryRow(context.Background(), `SELECT count(*) FROM valet_trigger_tasks
 			WHERE tenant_id <> 'probe' AND status = 'COMPLETED'`).Scan(&c); err != nil {
 			b.Fatal(err)
 		}
@@ -212,6 +225,11 @@ func burstRound(b *testing.B, replicas int, setup burstSetup, n int, mk func(at 
 		}
 	}
 	cpu := cpuTime(b) - cpu0
+	queries.on.Store(false)
+	pgUsed := time.Duration(-1)
+	if pg1, ok := pgCPU(b, pools[0], benchApp(schema)); ok && pgOK {
+		pgUsed = pgCPUSince(pg0, pg1)
+	}
 	for _, stop := range stops {
 		stop()
 	}
@@ -229,7 +247,7 @@ func burstRound(b *testing.B, replicas int, setup burstSetup, n int, mk func(at 
 	if first != len(tasks) {
 		b.Fatalf("%d runs succeeded at their first attempt, want %d", first, len(tasks))
 	}
-	return burstResult{rec: rec, lastDone: done.Sub(base), cpu: cpu}
+	return burstResult{rec: rec, queries: queries, pgCPU: pgUsed, lastDone: done.Sub(base), cpu: cpu}
 }
 
 func reportBurst(b *testing.B, res burstResult, n, replicas int, setup burstSetup) {
@@ -239,6 +257,13 @@ func reportBurst(b *testing.B, res burstResult, n, replicas int, setup burstSetu
 	b.ReportMetric(res.lastDone.Seconds()/ideal.Seconds(), "x-ideal")
 	reportLags(b, res.rec)
 	b.ReportMetric(float64(res.cpu.Microseconds())/1000/float64(n), "cpu-ms/run")
+	b.ReportMetric(float64(res.queries.total.Load())/float64(n), "queries/run")
+	if res.pgCPU >= 0 {
+		b.ReportMetric(float64(res.pgCPU.Microseconds())/1000/float64(n), "pg-cpu-ms/run")
+	}
+	if os.Getenv("VALET_BURST_QUERIES") != "" {
+		res.queries.report(b, n)
+	}
 	b.ReportMetric(float64(setup.conc()), "conc")
 	b.ReportMetric(float64(replicas), "replicas")
 }

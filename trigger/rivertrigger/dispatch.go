@@ -144,25 +144,39 @@ func nextRetry(job *river.Job[runArgs], now time.Time) time.Time {
 // Work carries out one attempt through the dispatching handler (see
 // Store.work), within the tenant window: it holds back the tenant's runs
 // past it as the run starts, and lets held ones in as it ends (see
-// fairness.go).
+// fairness.go). A scheduled run's task and recent runs are read in the
+// window's statement (see prefetch.go).
 func (w *worker) Work(ctx context.Context, job *river.Job[runArgs]) error {
 	hp := w.s.handler.Load()
 	if hp == nil {
 		return river.JobSnooze(time.Second) // not dispatching: should not happen
 	}
-	if w.s.cfg.TenantWindow > 0 {
-		held, err := w.s.holdBack(ctx, job.Args.TenantID)
-		if err != nil && ctx.Err() == nil {
-			w.s.log.Warn("rivertrigger: holding back a tenant's runs past its window", "tenant", job.Args.TenantID, "err", err)
-		}
-		defer func() {
-			if !held && err == nil {
-				return // nothing of the tenant's held as this run started
+	tenant := job.Args.TenantID
+	var held bool
+	var err error
+	if job.Args.Event == nil && job.Args.Previous == nil {
+		var p *prefetch
+		var over bool
+		if p, over, held, err = w.s.startRun(ctx, tenant, job.Args.TaskID); err == nil {
+			ctx = context.WithValue(ctx, prefetchKey{}, p)
+			if over {
+				held, err = true, w.s.holdOver(ctx, tenant)
 			}
+		}
+	} else if w.s.cfg.TenantWindow > 0 {
+		held, err = w.s.holdBack(ctx, tenant)
+	}
+	if err != nil && ctx.Err() == nil {
+		w.s.log.Warn("rivertrigger: reading a starting run's task and tenant window", "tenant", tenant, "err", err)
+	}
+	if w.s.cfg.TenantWindow > 0 && (held || err != nil) {
+		// Some of the tenant's runs held, or maybe: let in as this
+		// one ends.
+		defer func() {
 			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
 			defer cancel()
-			if err := w.s.letIn(lctx, job.Args.TenantID); err != nil {
-				w.s.log.Warn("rivertrigger: letting a tenant's held runs in", "tenant", job.Args.TenantID, "err", err)
+			if err := w.s.letIn(lctx, tenant); err != nil {
+				w.s.log.Warn("rivertrigger: letting a tenant's held runs in", "tenant", tenant, "err", err)
 			}
 		}()
 	}
@@ -270,6 +284,7 @@ func (s *Store) Dispatch(ctx context.Context, h trigger.DueHandler) error {
 	var wg sync.WaitGroup
 	rctx, stopReconciler := context.WithCancel(ctx)
 	wg.Go(func() { s.reconcile(rctx, h) })
+	wg.Go(func() { s.promote(rctx) })
 	<-ctx.Done()
 	s.stopping.Store(true)
 	defer s.stopping.Store(false)

@@ -138,19 +138,37 @@
 // replicas and restarts; a held run whose letting-in was lost with its
 // process (or to a failing database) comes back by itself after 2
 // minutes. Holding back uses no attempt, and the window applies to the
-// runs Dispatch works, not to WorkDue. It costs a run one indexed query
-// as it starts, and a busy tenant's run one more as it ends; Migrate adds
-// two partial indexes on river_job for it.
+// runs Dispatch works, not to WorkDue. Its check is part of the
+// statement a scheduled run starts with (an event's or a chained run's
+// own query), and a busy tenant's run costs one statement more as it
+// starts (holding back) and one as it ends (letting in); a run made
+// available before its time is neither counted nor held until its time.
+// Migrate adds two partial indexes on river_job for it.
 //
 // # Firing lag and throughput
 //
 // River's leader moves scheduled jobs to available every 5 seconds,
-// looking 5 seconds ahead, and a worker fetches available jobs at once
-// (PostgreSQL notifications) or at the next FetchPollInterval. So under a
-// light load a run starts within about FetchPollInterval of its due time
-// (p50 62 ms, p99 117 ms at 100 ms; p99 about 1 s at the default 1 s),
-// and up to 5 seconds late when it was queued less than 5 seconds before
-// it was due (an Every of a few seconds).
+// looking 5 seconds ahead, in one statement of up to 10,000 jobs. valet
+// does not leave its runs to it: every dispatching Store makes its
+// queue's runs due within the next 15 seconds available itself, every
+// second, 1,000 at a time (short statements that pass over rows another
+// replica holds), keeping their due time, which River's workers wait
+// for; when a run's time comes, the Store that made it available wakes
+// the workers (River's insert notification), so they fetch it at once
+// rather than at their next FetchPollInterval. Runs held back by the
+// tenant window, retries and the approvals' expiries are still River's
+// scheduler's. So under a light load a run starts within tens of
+// milliseconds of its due time (see BenchmarkLightLoadLag in the README),
+// and a burst of runs due at once is not one long statement, which on a
+// busy database could reach River's 30-second timeout and hold the whole
+// burst back until its next pass.
+//
+// What a run reads and writes as it starts and ends is a few statements:
+// its task, recent runs and tenant window in one; its record in one; and
+// its end (the task's next time, the record, the job's completion, the
+// next run's job) in one transaction, its first statement locking,
+// checking and writing the task, the record and the job. With a one-off
+// task, about 5 statements per run (BenchmarkMorningBurst's queries/run).
 //
 // Under load, one engine fetches at most MaxWorkers jobs per
 // FetchCooldown (100 ms): with the defaults up to 1,000 runs a second
@@ -255,16 +273,20 @@
 // # Leader loss
 //
 // One replica at a time is River's leader, and only the leader moves
-// scheduled runs to available. When the leader process is killed
-// (SIGKILL, a crash, a lost machine: it does not resign), scheduled runs
+// retries, runs held back by the tenant window and approvals' expiries
+// from scheduled to available; a scheduled run's first attempt is made
+// available by every dispatching replica (see Firing lag and throughput),
+// so it does not wait for a leader. When the leader process is killed
+// (SIGKILL, a crash, a lost machine: it does not resign), those others
 // wait until another replica is elected: the dead leader's term (15 s,
 // renewed every 5 s) runs out 10–15 s after the kill, the other replicas
 // bid every 5–6 s, the new leader's maintenance starts within a second and
 // makes the due runs available at once, and a worker fetches them at once
-// or within FetchPollInterval. So a run due while the leader is gone
-// starts at most about 22 s plus FetchPollInterval after the kill
-// (measured: 16.6–18.7 s, TestLeaderKilledScheduleRunsOnAnotherReplica,
-// which checks the bound).
+// or within FetchPollInterval. So a retry or a held run due while the
+// leader is gone starts at most about 22 s plus FetchPollInterval after
+// the kill; a scheduled run's first attempt starts on time on a
+// surviving replica (TestLeaderKilledScheduleRunsOnAnotherReplica checks
+// the 22 s bound and the election).
 // These intervals are River's own (v0.51: not settable through
 // river.Config); what bounds the stall on valet's side is:
 //

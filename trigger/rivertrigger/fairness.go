@@ -15,7 +15,9 @@ import (
 // available runs past the window are held back (scheduled, marked with
 // heldKey), and each run of the tenant that ends lets as many in as the
 // window has room for, behind the runs already waiting. State lives in
-// River's table only, so it holds across replicas and restarts.
+// River's table only, so it holds across replicas and restarts. A run
+// made available ahead of its time (see promote.go) is not ready until
+// its time: it is neither counted nor held back before.
 
 // heldKey marks, in a job's metadata, a run held back by the tenant
 // window.
@@ -58,24 +60,38 @@ var fairIndexes = []string{
 // its window with none held costs one query on the two indexes.
 func (s *Store) holdBack(ctx context.Context, tenant string) (held bool, err error) {
 	var over bool
-	if err := s.pool.QueryRow(ctx, s.sql(`SELECT
-			(SELECT count(*) > $3 FROM (SELECT 1 FROM {river_job}
-				WHERE kind = 'valet_trigger_run' AND state IN ('available', 'running')
-					AND args->>'tenant_id' = $1 AND queue = $2
-				LIMIT $3 + 1) ready),
-			EXISTS (SELECT 1 FROM {river_job}
-				WHERE kind = 'valet_trigger_run' AND state = 'scheduled' AND metadata ? 'valet_held'
-					AND args->>'tenant_id' = $1 AND queue = $2)`),
+	if err := s.pool.QueryRow(ctx, s.sql(`SELECT `+windowCheck("$1", "$2", "$3")),
 		tenant, s.cfg.Queue, s.cfg.TenantWindow).Scan(&over, &held); err != nil || !over {
 		return held, err
 	}
+	return true, s.holdOver(ctx, tenant)
+}
+
+// windowCheck is the two columns of a select list that say whether the
+// tenant (the parameter tenant) has more runs ready in the queue (queue)
+// than window, and whether it has runs held back.
+func windowCheck(tenant, queue, window string) string {
+	return `(SELECT count(*) > ` + window + ` FROM (SELECT 1 FROM {river_job}
+				WHERE kind = 'valet_trigger_run' AND state IN ('available', 'running')
+					AND args->>'tenant_id' = ` + tenant + ` AND queue = ` + queue + `
+					AND (state = 'running' OR scheduled_at <= now())
+				LIMIT ` + window + ` + 1) ready),
+			EXISTS (SELECT 1 FROM {river_job}
+				WHERE kind = 'valet_trigger_run' AND state = 'scheduled' AND metadata ? 'valet_held'
+					AND args->>'tenant_id' = ` + tenant + ` AND queue = ` + queue + `)`
+}
+
+// holdOver holds back the available runs of tenant past the window (see
+// holdBack), once holdBack's check found more ready than it.
+func (s *Store) holdOver(ctx context.Context, tenant string) error {
 	// One replica at a time holds back a tenant's runs (the others, which
 	// would find the same rows locked, pass); the lock ends with the
 	// statement's transaction.
 	// The runs to hold are chosen once, in a CTE (a subquery joined to
 	// the UPDATE may be scanned again, and each scan skip other rows).
-	_, err = s.pool.Exec(ctx, s.sql(`WITH held AS MATERIALIZED (SELECT id FROM {river_job}
+	_, err := s.pool.Exec(ctx, s.sql(`WITH held AS MATERIALIZED (SELECT id FROM {river_job}
 			WHERE kind = 'valet_trigger_run' AND state = 'available' AND args->>'tenant_id' = $1 AND queue = $2
+				AND scheduled_at <= now()
 				AND (SELECT pg_try_advisory_xact_lock(`+holdLockClass+`, hashtext($1 || '/' || $2)))
 			ORDER BY priority, scheduled_at, id
 			OFFSET greatest(0, $3 - (SELECT count(*) FROM {river_job}
@@ -86,7 +102,7 @@ func (s *Store) holdBack(ctx context.Context, tenant string) (held bool, err err
 			metadata = j.metadata || jsonb_build_object('`+heldKey+`', true)
 		WHERE j.id IN (SELECT id FROM held) AND j.state = 'available'`),
 		tenant, s.cfg.Queue, s.cfg.TenantWindow, heldFor.Seconds())
-	return true, err
+	return err
 }
 
 // letIn makes available, now, as many of tenant's held runs as its
@@ -104,7 +120,7 @@ func (s *Store) letIn(ctx context.Context, tenant string) error {
 			ORDER BY priority, id
 			LIMIT greatest(0, $3 - (SELECT count(*) FROM {river_job}
 				WHERE kind = 'valet_trigger_run' AND state IN ('available', 'running')
-					AND args->>'tenant_id' = $1 AND queue = $2))
+					AND args->>'tenant_id' = $1 AND queue = $2 AND (state = 'running' OR scheduled_at <= now())))
 			FOR UPDATE SKIP LOCKED),
 		woken AS (UPDATE {river_job} j SET state = 'available', scheduled_at = now(), metadata = j.metadata - '`+heldKey+`'
 			WHERE j.id IN (SELECT id FROM held) AND j.state = 'scheduled'

@@ -23,24 +23,25 @@ func (s *Store) AddRun(ctx context.Context, r trigger.Run) error {
 	if err != nil {
 		return fmt.Errorf("rivertrigger: add run: %w", err)
 	}
-	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, s.sql(`INSERT INTO {runs} (tenant_id, task_id, id, run)
-			VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`), r.TenantID, r.TaskID, r.ID, string(data))
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == "23503" { // foreign_key_violation
-			return fmt.Errorf("%w: tenant %q, task %q", trigger.ErrNotFound, r.TenantID, r.TaskID)
-		}
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() == 0 {
-			return fmt.Errorf("%w: tenant %q, task %q: run %q exists", trigger.ErrConflict, r.TenantID, r.TaskID, r.ID)
-		}
-		_, err = tx.Exec(ctx, s.sql(`DELETE FROM {runs} WHERE tenant_id = $1 AND task_id = $2 AND seq <= (
-			SELECT seq FROM {runs} WHERE tenant_id = $1 AND task_id = $2
-			ORDER BY seq DESC OFFSET $3 LIMIT 1)`), r.TenantID, r.TaskID, s.cfg.MaxRuns)
-		return err
-	})
+	// One statement, so one round trip and its own transaction: the
+	// insert, and the trim of the task's runs past MaxRuns when it
+	// inserted. The trim sees the runs as they were before the insert, so
+	// it keeps the newest MaxRuns - 1 of them beside the new one.
+	var added int
+	err = s.pool.QueryRow(ctx, s.sql(`WITH ins AS (
+			INSERT INTO {runs} (tenant_id, task_id, id, run) VALUES ($1, $2, $3, $4)
+			ON CONFLICT DO NOTHING RETURNING 1),
+		trimmed AS (DELETE FROM {runs} WHERE tenant_id = $1 AND task_id = $2 AND EXISTS (SELECT 1 FROM ins)
+			AND seq <= (SELECT seq FROM {runs} WHERE tenant_id = $1 AND task_id = $2
+				ORDER BY seq DESC OFFSET $5 LIMIT 1))
+		SELECT count(*) FROM ins`), r.TenantID, r.TaskID, r.ID, string(data), s.cfg.MaxRuns-1).Scan(&added)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23503" { // foreign_key_violation
+		return fmt.Errorf("%w: tenant %q, task %q", trigger.ErrNotFound, r.TenantID, r.TaskID)
+	}
+	if err == nil && added == 0 {
+		return fmt.Errorf("%w: tenant %q, task %q: run %q exists", trigger.ErrConflict, r.TenantID, r.TaskID, r.ID)
+	}
 	return s.fail(ctx, "add run", err)
 }
 
@@ -151,26 +152,32 @@ func (s *Store) Runs(ctx context.Context, tenantID, taskID string, limit int) ([
 	if err := checkIDs("tenant ID", tenantID, "task ID", taskID); err != nil {
 		return nil, err
 	}
-	var exists bool
-	if err := s.pool.QueryRow(ctx, s.sql(`SELECT EXISTS (SELECT 1 FROM {tasks} WHERE tenant_id = $1 AND id = $2)`),
-		tenantID, taskID).Scan(&exists); err != nil {
-		return nil, s.fail(ctx, "runs", err)
-	}
-	if !exists {
-		return nil, fmt.Errorf("%w: tenant %q, task %q", trigger.ErrNotFound, tenantID, taskID)
+	if runs, ok, err := prefetched(ctx, tenantID, taskID).runsPrefetched(limit); ok {
+		return runs, err
 	}
 	var lim *int
 	if limit > 0 {
 		lim = &limit
 	}
-	rows, err := s.pool.Query(ctx, s.sql(`SELECT run FROM {runs} WHERE tenant_id = $1 AND task_id = $2
-		ORDER BY seq DESC LIMIT $3`), tenantID, taskID, lim)
+	// One statement: a row per run, newest first, or one NULL when the
+	// task has none; no row when there is no task.
+	rows, err := s.pool.Query(ctx, s.sql(`SELECT r.run FROM {tasks} t
+		LEFT JOIN LATERAL (SELECT run, seq FROM {runs} WHERE tenant_id = $1 AND task_id = $2
+			ORDER BY seq DESC LIMIT $3) r ON true
+		WHERE t.tenant_id = $1 AND t.id = $2
+		ORDER BY r.seq DESC`), tenantID, taskID, lim)
 	if err != nil {
 		return nil, s.fail(ctx, "runs", err)
 	}
 	datas, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
 	if err != nil {
 		return nil, s.fail(ctx, "runs", err)
+	}
+	if len(datas) == 0 {
+		return nil, fmt.Errorf("%w: tenant %q, task %q", trigger.ErrNotFound, tenantID, taskID)
+	}
+	if len(datas) == 1 && datas[0] == nil {
+		datas = nil
 	}
 	out := make([]trigger.Run, len(datas))
 	for i, d := range datas {

@@ -458,6 +458,9 @@ func (s *Store) Get(ctx context.Context, tenantID, id string) (*trigger.Task, er
 	if err := checkIDs("tenant ID", tenantID, "task ID", id); err != nil {
 		return nil, err
 	}
+	if t, ok, err := prefetched(ctx, tenantID, id).getPrefetched(); ok {
+		return t, err
+	}
 	var data []byte
 	err := s.pool.QueryRow(ctx, s.sql(`SELECT task FROM {tasks} WHERE tenant_id = $1 AND id = $2`),
 		tenantID, id).Scan(&data)
@@ -536,59 +539,122 @@ func (s *Store) Finish(ctx context.Context, r trigger.Run, t *trigger.Task) erro
 	if r.TenantID != t.TenantID || r.TaskID != t.ID {
 		return fmt.Errorf("%w: run %q is not of task %q", trigger.ErrInvalid, r.ID, t.ID)
 	}
-	return s.update(ctx, "finish", t, func(tx pgx.Tx) error {
-		if err := s.updateRun(ctx, tx, r); err != nil {
+	var job *river.Job[runArgs] // the run's job, completed with the record
+	if j := jobFrom(ctx); j != nil && (r.Status == trigger.RunSucceeded || r.Status == trigger.RunRefused) &&
+		j.Args.TenantID == r.TenantID && j.Args.TaskID == r.TaskID && j.Args.DueAt.Equal(pgTime(r.DueAt)) {
+		job = j
+	}
+	return s.updateWith(ctx, "finish", t, &r, job, func(tx pgx.Tx) error {
+		if err := s.queueExpiry(ctx, tx, r); err != nil {
 			return err
 		}
 		if err := s.chainInTx(ctx, tx, r, t); err != nil {
 			return fmt.Errorf("queueing the chained run: %w", err)
 		}
-		if err := s.notifyInTx(ctx, tx, r, t); err != nil {
-			return err
-		}
-		if job := jobFrom(ctx); job != nil && (r.Status == trigger.RunSucceeded || r.Status == trigger.RunRefused) &&
-			job.Args.TenantID == r.TenantID && job.Args.TaskID == r.TaskID && job.Args.DueAt.Equal(pgTime(r.DueAt)) {
-			if err := s.completeJob(ctx, tx, job); err != nil {
-				return fmt.Errorf("completing job %d: %w", job.ID, err)
-			}
-		}
-		return nil
+		return s.notifyInTx(ctx, tx, r, t)
 	})
 }
 
 func (s *Store) update(ctx context.Context, op string, t *trigger.Task, also func(pgx.Tx) error) error {
+	return s.updateWith(ctx, op, t, nil, nil, also)
+}
+
+// updateWith writes t over the stored task of the same revision, r,
+// when set, over the stored run of its ID, and completes job, when set
+// (see completeJob), then calls also, and queues t's run when it is
+// ACTIVE and due otherwise than before, in one transaction. The task's
+// row is locked, checked and written, r written and job completed in one
+// statement (one round trip) when the stored task was created when t says
+// it was, as a task read from the store was; otherwise the task is
+// written again with the stored creation time.
+func (s *Store) updateWith(ctx context.Context, op string, t *trigger.Task, r *trigger.Run, job *river.Job[runArgs],
+	also func(pgx.Tx) error) error {
 	if err := s.checkTask(t); err != nil {
 		return err
 	}
 	c := t.Clone()
+	c.UpdatedAt, c.Revision = s.cfg.Clock.Now(), t.Revision+1
+	normTask(c)
+	var runData *string // nil without r
+	if r != nil {
+		rc := *r
+		normRun(&rc)
+		d, err := json.Marshal(rc)
+		if err != nil {
+			return s.fail(ctx, op, err)
+		}
+		rd := string(d)
+		runData = &rd
+	}
+	var jobID *int64
+	var jobDone *time.Time // when the job is finalized: WorkDue's time, else the database's
+	if job != nil {
+		jobID = &job.ID
+		if now, ok := ctx.Value(workDueKey{}).(time.Time); ok {
+			jobDone = &now
+		}
+	}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		data, err := json.Marshal(c)
+		if err != nil {
+			return err
+		}
 		var rev int64
 		var created time.Time
 		var status string
 		var next *time.Time
-		err := tx.QueryRow(ctx, s.sql(`SELECT revision, created_at, status, next_run FROM {tasks}
-			WHERE tenant_id = $1 AND id = $2 FOR UPDATE`), c.TenantID, c.ID).Scan(&rev, &created, &status, &next)
+		var wrote, wroteRun bool
+		err = tx.QueryRow(ctx, s.sql(`WITH old AS (SELECT revision, created_at, status, next_run FROM {tasks}
+				WHERE tenant_id = $1 AND id = $2 FOR UPDATE),
+			upd AS (UPDATE {tasks} t SET status = $3, next_run = $4, priority = $5, revision = $6, task = $7
+				FROM old WHERE t.tenant_id = $1 AND t.id = $2 AND old.revision = $6 - 1 AND old.created_at = $8
+				RETURNING 1),
+			run AS (UPDATE {runs} SET run = $10 WHERE $9::text IS NOT NULL AND tenant_id = $1 AND task_id = $2
+				AND id = $9 AND EXISTS (SELECT 1 FROM upd) RETURNING 1),
+			job AS (UPDATE {river_job} SET state = 'completed', finalized_at = coalesce($12, now())
+				WHERE $11::bigint IS NOT NULL AND id = $11 AND state = 'running' AND EXISTS (SELECT 1 FROM run))
+			SELECT revision, created_at, status, next_run, EXISTS (SELECT 1 FROM upd), EXISTS (SELECT 1 FROM run)
+			FROM old`),
+			c.TenantID, c.ID, string(c.Status), nullTime(c.NextRun), c.Priority, c.Revision, string(data),
+			c.CreatedAt, runID(r), runData, jobID, jobDone).Scan(&rev, &created, &status, &next, &wrote, &wroteRun)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("%w: tenant %q, task %q", trigger.ErrNotFound, c.TenantID, c.ID)
 		}
 		if err != nil {
 			return err
 		}
-		if rev != c.Revision {
+		if rev != t.Revision {
 			return fmt.Errorf("%w: tenant %q, task %q: revision %d, stored %d",
-				trigger.ErrConflict, c.TenantID, c.ID, c.Revision, rev)
+				trigger.ErrConflict, c.TenantID, c.ID, t.Revision, rev)
 		}
-		c.CreatedAt, c.UpdatedAt, c.Revision = created, s.cfg.Clock.Now(), rev+1
-		normTask(c)
-		data, err := json.Marshal(c)
-		if err != nil {
-			return err
+		if !wrote { // created otherwise than t says: keep the stored time
+			c.CreatedAt = created
+			normTask(c)
+			if data, err = json.Marshal(c); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, s.sql(`UPDATE {tasks}
+				SET status = $3, next_run = $4, priority = $5, revision = $6, task = $7
+				WHERE tenant_id = $1 AND id = $2`),
+				c.TenantID, c.ID, string(c.Status), nullTime(c.NextRun), c.Priority, c.Revision, string(data)); err != nil {
+				return err
+			}
+			if r != nil {
+				tag, err := tx.Exec(ctx, s.sql(`UPDATE {runs} SET run = $4 WHERE tenant_id = $1 AND task_id = $2 AND id = $3`),
+					c.TenantID, c.ID, r.ID, runData)
+				if err != nil {
+					return err
+				}
+				wroteRun = tag.RowsAffected() > 0
+			}
+			if job != nil && wroteRun {
+				if err := s.completeJob(ctx, tx, job); err != nil {
+					return fmt.Errorf("completing job %d: %w", job.ID, err)
+				}
+			}
 		}
-		if _, err := tx.Exec(ctx, s.sql(`UPDATE {tasks}
-			SET status = $3, next_run = $4, priority = $5, revision = $6, task = $7
-			WHERE tenant_id = $1 AND id = $2`),
-			c.TenantID, c.ID, string(c.Status), nullTime(c.NextRun), c.Priority, c.Revision, string(data)); err != nil {
-			return err
+		if r != nil && !wroteRun {
+			return fmt.Errorf("%w: tenant %q, task %q: run %q", trigger.ErrNotFound, r.TenantID, r.TaskID, r.ID)
 		}
 		if also != nil {
 			if err := also(tx); err != nil {
@@ -605,6 +671,14 @@ func (s *Store) update(ctx context.Context, op string, t *trigger.Task, also fun
 	}
 	*t = *c
 	return nil
+}
+
+// runID is r's ID, nil without r.
+func runID(r *trigger.Run) *string {
+	if r == nil {
+		return nil
+	}
+	return &r.ID
 }
 
 // Delete implements [trigger.Store.Delete]. A queued run of the task is
