@@ -8,9 +8,12 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -21,7 +24,8 @@ import (
 )
 
 // EnvCredentialsKey holds the AES-256 key that encrypts credentials on
-// PostgreSQL: 32 random bytes in base64.
+// PostgreSQL or in the SQLite file: 32 random bytes in base64. For the
+// SQLite file it may be unset: a key file beside the database holds it.
 const EnvCredentialsKey = "VALET_CREDENTIALS_KEY"
 
 // credentialsKeyID is the id stored beside every row encrypted with the key
@@ -45,22 +49,77 @@ func postgresCredentials(ctx context.Context, db *pgxpool.Pool, ring *credential
 // keyRingFromEnv reads the key of EnvCredentialsKey. Its errors never hold
 // the key.
 func keyRingFromEnv() (*credentials.KeyRing, error) {
-	const howTo = "make one with `openssl rand -base64 32`, keep it outside the database (without it the saved credentials cannot be read), and set it: " +
-		"export " + EnvCredentialsKey + "=\"$(openssl rand -base64 32)\""
 	v := strings.TrimSpace(os.Getenv(EnvCredentialsKey))
 	if v == "" {
-		return nil, fmt.Errorf("-postgres keeps credentials encrypted and needs a key in %s (32 random bytes in base64): %s", EnvCredentialsKey, howTo)
+		return nil, fmt.Errorf("-postgres keeps credentials encrypted and needs a key in %s (32 random bytes in base64): %s", EnvCredentialsKey, keyHowTo)
 	}
-	key, err := base64.StdEncoding.DecodeString(v)
+	return parseKey(v, EnvCredentialsKey)
+}
+
+const keyHowTo = "make one with `openssl rand -base64 32`, keep it outside the database (without it the saved credentials cannot be read), and set it: " +
+	"export " + EnvCredentialsKey + "=\"$(openssl rand -base64 32)\""
+
+// parseKey reads a key in base64 from source (the variable or file that
+// held it) into a ring. Its errors never hold the key.
+func parseKey(v, source string) (*credentials.KeyRing, error) {
+	key, err := base64.StdEncoding.DecodeString(strings.TrimSpace(v))
 	if err != nil {
-		return nil, fmt.Errorf("%s is not valid base64; %s", EnvCredentialsKey, howTo)
+		return nil, fmt.Errorf("%s is not valid base64; %s", source, keyHowTo)
 	}
 	if len(key) != credentials.KeySize {
-		return nil, fmt.Errorf("%s decodes to %d bytes, want %d; %s", EnvCredentialsKey, len(key), credentials.KeySize, howTo)
+		return nil, fmt.Errorf("%s decodes to %d bytes, want %d; %s", source, len(key), credentials.KeySize, keyHowTo)
 	}
 	ring, err := credentials.NewKeyRing(credentialsKeyID, map[string][]byte{credentialsKeyID: key})
 	clear(key)
 	return ring, err
+}
+
+// keyFileSuffix names the key file kept beside an SQLite file when
+// EnvCredentialsKey is unset: valet.db's key is valet.db.key.
+const keyFileSuffix = ".key"
+
+// keyRingForFile returns the ring that encrypts the credentials of the
+// SQLite file at dbPath, and where its key came from: EnvCredentialsKey
+// when it is set; otherwise the key file beside the database (dbPath +
+// keyFileSuffix), created on first use with 32 random bytes and mode 0600.
+// The key is never written into the database file. A key file that others
+// may read is refused, as ssh refuses such a private key.
+func keyRingForFile(dbPath string) (ring *credentials.KeyRing, from string, err error) {
+	if v := strings.TrimSpace(os.Getenv(EnvCredentialsKey)); v != "" {
+		ring, err := parseKey(v, EnvCredentialsKey)
+		return ring, EnvCredentialsKey, err
+	}
+	path := dbPath + keyFileSuffix
+	raw, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		key := make([]byte, credentials.KeySize)
+		rand.Read(key)
+		text := base64.StdEncoding.EncodeToString(key) + "\n"
+		clear(key)
+		// O_EXCL: two first runs at once never write two keys.
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return nil, "", fmt.Errorf("creating the credentials key file: %w", err)
+		}
+		_, werr := f.WriteString(text)
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			os.Remove(path) // a half-written key would lock the credentials away
+			return nil, "", fmt.Errorf("writing the credentials key file %s: %w", path, werr)
+		}
+		ring, err := parseKey(text, path)
+		return ring, path + " (created now; keep it, or the saved credentials cannot be read)", err
+	case err != nil:
+		return nil, "", fmt.Errorf("reading the credentials key file: %w", err)
+	}
+	if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 {
+		return nil, "", fmt.Errorf("the credentials key file %s may be read by other users (mode %v): chmod 600 it", path, st.Mode().Perm())
+	}
+	ring, err = parseKey(string(raw), path)
+	return ring, path, err
 }
 
 // hostCommand runs the commands the host answers itself, which never reach

@@ -74,12 +74,33 @@
 // The demo conversation does the same with a fake token. A real app would
 // save the tokens at the end of its OAuth flow.
 //
-// Credentials are kept in memory unless -postgres names a PostgreSQL
-// database, where they survive restarts, encrypted with AES-256-GCM under
-// the key in VALET_CREDENTIALS_KEY (32 random bytes in base64, key id "k1").
-// The table is created at start (pgstore.Store.Migrate); a search_path in
-// the URL chooses its schema:
+// Where credentials, history and facts are kept:
 //
+//   - -i without -db or -postgres: one SQLite file, by default
+//     assistant.db in the valet-assistant folder of the user's
+//     configuration directory (os.UserConfigDir: ~/.config on Linux);
+//     its path is printed at start. -db FILE chooses another; -db
+//     :memory: keeps everything in memory.
+//     sqlitedb.Open creates the tables at start; the pool of waiting
+//     tools and approvals is kept there too. Credentials are
+//     encrypted with AES-256-GCM under the key in VALET_CREDENTIALS_KEY
+//     or, when that is unset, under a key kept beside the database in
+//     FILE.key (32 random bytes in base64, mode 0600, created on the first
+//     run and named in the output); the key is never written into the
+//     database. Keep the key file with the database: without it the saved
+//     credentials cannot be read. A key file other users may read is
+//     refused.
+//   - -postgres URL: a PostgreSQL database, encrypted under the key in
+//     VALET_CREDENTIALS_KEY (required). The tables are created at start
+//     (pgstore and pgmemory Migrate); a search_path in the URL chooses
+//     their schema.
+//   - the scripted demo (without -i): in memory, so that every run plays
+//     the same conversation from the same start; -db or -postgres keep it
+//     there too.
+//
+// For example:
+//
+//	go run ./examples/assistant -i -db /tmp/valet.db
 //	export VALET_CREDENTIALS_KEY="$(openssl rand -base64 32)" # keep it: without it the credentials cannot be read
 //	go run ./examples/assistant -i -postgres 'postgres://postgres@localhost:5432/valet?sslmode=disable'
 //
@@ -105,17 +126,16 @@
 // matches, from what the user said earlier in the conversation) and "what
 // did I say first?" from the history the request holds.
 //
-// Without -postgres, history and facts live in the process (the default
-// bounded memory.NewInMemory provider) and are lost at exit. With -postgres
-// the same database, through the same connection pool as the credentials,
-// keeps them too (memory/pgmemory; its tables memory_history and
-// memory_items are created at start, in the URL's search_path): after a
-// restart the bot still has the conversation and what it learned. Every
-// run is the same tenant ("demo-user") and conversation ("demo"), so a new
-// run with -postgres continues the conversation of the last:
+// In memory, history and facts live in the process (the default bounded
+// memory.NewInMemory provider) and are lost at exit. In the SQLite file
+// (memory/sqlitememory) or on PostgreSQL (memory/pgmemory), beside the
+// credentials, they survive: after a restart the bot still has the
+// conversation and what it learned. Every run is the same tenant
+// ("demo-user") and conversation ("demo"), so a new run continues the
+// conversation of the last:
 //
-//	go run ./examples/assistant -i -postgres "$URL" # "My dentist is Dr. Kim.", then exit
-//	go run ./examples/assistant -i -postgres "$URL" # "Who is my dentist?", "What did I say first?"
+//	go run ./examples/assistant -i # "My dentist is Dr. Kim.", then exit
+//	go run ./examples/assistant -i # "Who is my dentist?", "What did I say first?"
 //
 // # Transcripts
 //
@@ -135,8 +155,10 @@
 //     structs whose tags are the schema, ctx honoured, tool.ExecContextFrom
 //     for tenant, logger and credentials;
 //   - storage.go opens the credential store and the memory provider, in
-//     memory or on one PostgreSQL pool;
-//   - credentials.go reads the credentials key and runs the host's
+//     memory, in one SQLite file (sqlitedb.Open) or on one PostgreSQL
+//     pool;
+//   - credentials.go reads (or, for the SQLite file, creates) the
+//     credentials key and runs the host's
 //     /connect and /disconnect;
 //   - mcp.go starts the -mcp server;
 //   - script.go is the offline model, its fact extraction included.

@@ -36,7 +36,8 @@ type options struct {
 	Offline     bool      // -offline: use the scripted model even if OPENAI_API_KEY or ANTHROPIC_API_KEY is set
 	TimeZone    string    // -tz: the user's IANA time zone; "" is defaultTimeZone
 	Verbose     bool      // -v: debug logs (tool calls, retries) on Logs
-	Postgres    string    // -postgres: keep credentials, history and memory on PostgreSQL at this URL; "" keeps them in memory
+	Postgres    string    // -postgres: keep credentials, history and memory on PostgreSQL at this URL
+	DB          string    // -db: keep them in this SQLite file; main makes it defaultDBFile() for -i without -postgres; "" with Postgres "" keeps them in memory
 	MCP         string    // -mcp: the command line of an MCP server whose tools the bot may use; "" none
 	Transcript  string    // -transcript: write a redacted JSONL transcript per conversation under this directory; "" writes none
 	In          io.Reader // the user's messages in interactive mode
@@ -52,21 +53,28 @@ func main() {
 	flag.BoolVar(&opts.Offline, "offline", false, "use the offline scripted model even when OPENAI_API_KEY or ANTHROPIC_API_KEY is set")
 	flag.StringVar(&opts.TimeZone, "tz", defaultTimeZone, "the user's time zone (IANA name)")
 	flag.BoolVar(&opts.Verbose, "v", false, "log debug traces to stderr")
-	flag.StringVar(&opts.Postgres, "postgres", "", "keep credentials (encrypted with the key in "+EnvCredentialsKey+"), conversation history and learned facts on PostgreSQL at this `URL` (default: in memory)")
+	flag.StringVar(&opts.Postgres, "postgres", "", "keep credentials (encrypted with the key in "+EnvCredentialsKey+"), conversation history and learned facts on PostgreSQL at this `URL`")
+	flag.StringVar(&opts.DB, "db", "", "keep credentials (encrypted), conversation history and learned facts in this SQLite `file` (with -i the default is "+defaultDBFile()+"; the scripted demo keeps them in memory; "+memoryDB+" keeps them in memory)")
 	flag.StringVar(&opts.MCP, "mcp", "", "also offer the tools of the MCP server this `command` starts (stdio), e.g. 'npx -y @modelcontextprotocol/server-everything'")
 	flag.StringVar(&opts.Transcript, "transcript", "", "write a redacted JSONL transcript of every run under this `DIR` (one file per conversation; read it with go run ./examples/transcript FILE)")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./examples/assistant [-i] [-offline] [-tz zone] [-v] [-postgres URL] [-mcp command] [-transcript DIR]\n\n"+
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./examples/assistant [-i] [-offline] [-tz zone] [-v] [-db FILE | -postgres URL] [-mcp command] [-transcript DIR]\n\n"+
 			"Without OPENAI_API_KEY the model is a local script; with it, OPENAI_BASE_URL and OPENAI_MODEL are optional.\n"+
 			"With ANTHROPIC_API_KEY instead, the model is Claude; ANTHROPIC_BASE_URL and ANTHROPIC_MODEL are optional.\n"+
 			"In -i mode, /connect google TOKEN saves a credential for the calendar_today tool; /disconnect google deletes it.\n"+
 			"The bot remembers facts you tell it about yourself and recalls them when relevant.\n"+
-			"Without -postgres, credentials, history and facts are kept in memory and lost at exit;\n"+
-			"with -postgres URL they are kept in that database, so a restarted bot still has them.\n"+
-			"-postgres needs %s: 32 random bytes in base64, from `openssl rand -base64 32`.\n\n", EnvCredentialsKey)
+			"With -i, credentials, history and facts are kept in an SQLite file (its path is printed; -db FILE\n"+
+			"chooses another), so a restarted bot still has them; -postgres URL keeps them on PostgreSQL instead.\n"+
+			"The scripted demo (without -i) keeps them in memory unless -db or -postgres is given.\n"+
+			"%[1]s holds the key that encrypts credentials: 32 random bytes in base64, from\n"+
+			"`openssl rand -base64 32`. -postgres needs it; for the SQLite file, when it is unset, the key is\n"+
+			"kept in FILE.key beside the database (mode 0600, created on first run), never in the database.\n\n", EnvCredentialsKey)
 		flag.PrintDefaults()
 	}
 	flag.Parse()
+	if opts.Interactive && opts.DB == "" && opts.Postgres == "" {
+		opts.DB = defaultDBFile() // -i remembers by default
+	}
 
 	// Ctrl-C cancels ctx: the running message stops, its tools see it, and
 	// the program exits.
@@ -132,6 +140,7 @@ func run(ctx context.Context, w io.Writer, opts options) error {
 		Location:     loc,     // shown to the model with the current time
 		Credentials:  store,   // tools get it bound to the message's tenant
 		Memory:       st.Memory,
+		Pool:         st.Pool, // nil: in memory
 		// Learn from each answered message: after the reply, in the
 		// background, one model call picks out durable facts about the
 		// user; later messages recall the relevant ones.

@@ -25,7 +25,15 @@ import (
 	"github.com/valetkit/valet/tool"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain runs the tests, checking that no goroutine outlives them, or,
+// in the child process of TestFileRemembers, the program itself.
+func TestMain(m *testing.M) {
+	if os.Getenv(envRunMain) == "1" {
+		main()
+		os.Exit(0)
+	}
+	goleak.VerifyTestMain(m)
+}
 
 func TestEvaluate(t *testing.T) {
 	tests := []struct {

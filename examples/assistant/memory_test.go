@@ -129,11 +129,11 @@ func TestPostgresMemoryRestart(t *testing.T) {
 	}
 }
 
-// TestMemoryLostWithoutPostgres: without -postgres history and facts live
+// TestMemoryLostWithoutPostgres: without -db or -postgres history and facts live
 // in the process, as the startup line says, and a second run has neither.
 func TestMemoryLostWithoutPostgres(t *testing.T) {
 	got := chatOnce(t, "My dentist is Dr. Kim.\n", options{Offline: true})
-	if !strings.Contains(got, "history and memory: in memory (lost at exit; -postgres URL keeps them)") {
+	if !strings.Contains(got, "history and memory: in memory (lost at exit; -db PATH or -postgres URL keeps them)") {
 		t.Errorf("no line about history and memory:\n%s", got)
 	}
 	got = chatOnce(t, "What did I say first?\nWho is my dentist?\n", options{Offline: true})

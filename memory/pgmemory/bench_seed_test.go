@@ -13,6 +13,7 @@ import (
 
 	"github.com/valetkit/valet/llm/llmtest"
 	"github.com/valetkit/valet/memory"
+	"github.com/valetkit/valet/memory/internal/benchdata"
 	"github.com/valetkit/valet/memory/pgmemory"
 )
 
@@ -75,7 +76,7 @@ func seedBench(b *testing.B, db *pgxpool.Pool) string {
 	for n := 0; n < benchItems; n += batch {
 		texts := make([]string, batch)
 		for i := range texts {
-			texts[i] = benchText(r)
+			texts[i] = benchdata.Text(r)
 		}
 		vecs, err := emb.Embed(bg, texts)
 		if err != nil {

@@ -2,15 +2,14 @@ package pgmemory_test
 
 import (
 	"context"
-	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/valetkit/valet/llm"
 	"github.com/valetkit/valet/llm/llmtest"
+	"github.com/valetkit/valet/memory/internal/benchdata"
 )
 
 // The benchmarks need a PostgreSQL; without VALET_TEST_POSTGRES they skip.
@@ -26,128 +25,6 @@ const (
 	benchHistoryID = "conv-bench"
 	benchDims      = 1536 // text-embedding-3-small's vectors
 )
-
-// Vocabulary of the seeded items: sentences such as an extractor would
-// write, with topics, names and places varied so that a query matches a
-// few hundred to a few thousand of the 100,000 items, not all of them.
-var (
-	benchRoles = []string{"dentist", "doctor", "plumber", "accountant", "lawyer", "vet", "hairdresser",
-		"landlord", "mechanic", "tutor", "physiotherapist", "optician", "electrician", "gardener",
-		"babysitter", "therapist", "pharmacist", "banker", "architect", "notary"}
-	benchRelations = []string{"sister", "brother", "mother", "father", "daughter", "son", "wife", "husband",
-		"cousin", "aunt", "uncle", "grandmother", "colleague", "manager", "neighbour", "best friend"}
-	benchFirst = []string{"Ana", "Bruno", "Carla", "David", "Elena", "Farid", "Grace", "Hugo", "Ines", "Jonas",
-		"Keiko", "Luis", "Maya", "Nikolai", "Olga", "Pedro", "Quentin", "Rosa", "Samir", "Tomas",
-		"Ursula", "Victor", "Wanda", "Xavier", "Yara", "Zoe"}
-	benchLast = []string{"Ruiz", "Silva", "Kim", "Novak", "Okafor", "Schmidt", "Rossi", "Dubois", "Tanaka",
-		"Kowalski", "Haddad", "Jensen", "Moreau", "Costa", "Ivanova", "Murphy"}
-	benchCities = []string{"Lisbon", "Porto", "Madrid", "Barcelona", "Paris", "Lyon", "Berlin", "Munich",
-		"Vienna", "Prague", "Warsaw", "Rome", "Milan", "Athens", "Dublin", "London", "Edinburgh",
-		"Amsterdam", "Brussels", "Copenhagen", "Oslo", "Stockholm", "Helsinki", "Zurich", "Geneva",
-		"Toronto", "Boston", "Chicago", "Denver", "Seattle", "Austin", "Tokyo", "Osaka", "Seoul",
-		"Sydney", "Melbourne", "Nairobi", "Lagos", "Cairo", "Mumbai"}
-	benchMonths = []string{"January", "February", "March", "April", "May", "June", "July", "August",
-		"September", "October", "November", "December"}
-	benchFoods = []string{"sushi", "ramen", "tapas", "pizza", "curry", "dim sum", "tacos", "falafel",
-		"pho", "paella", "risotto", "burgers", "salads", "dumplings"}
-	benchPets      = []string{"dog", "cat", "parrot", "rabbit", "hamster", "tortoise", "goldfish"}
-	benchAllergens = []string{"peanuts", "shellfish", "penicillin", "pollen", "cats", "gluten",
-		"lactose", "sesame", "bee stings", "latex"}
-	benchCompanies = []string{"Acme", "Globex", "Initech", "Umbrella", "Hooli", "Stark Industries",
-		"Wayne Enterprises", "Wonka", "Soylent", "Cyberdyne"}
-	benchJobs = []string{"engineer", "designer", "nurse", "teacher", "product manager", "chef", "pilot",
-		"researcher", "sales lead", "data analyst"}
-	benchCars = []string{"Volvo", "Toyota", "Tesla", "Renault", "Fiat", "Honda", "Skoda", "BMW"}
-)
-
-// benchText is the i-th seeded item's text, the same on every run.
-func benchText(r *rand.Rand) string {
-	pick := func(s []string) string { return s[r.IntN(len(s))] }
-	name := pick(benchFirst) + " " + pick(benchLast)
-	switch r.IntN(10) {
-	case 0:
-		return fmt.Sprintf("The user's %s is Dr %s in %s.", pick(benchRoles), name, pick(benchCities))
-	case 1:
-		return fmt.Sprintf("The user's %s %s has a birthday on %s %d.", pick(benchRelations), name, pick(benchMonths), 1+r.IntN(28))
-	case 2:
-		return fmt.Sprintf("The user prefers %s when eating out in %s.", pick(benchFoods), pick(benchCities))
-	case 3:
-		return fmt.Sprintf("The user's %s is called %s.", pick(benchPets), pick(benchFirst))
-	case 4:
-		return fmt.Sprintf("The user is allergic to %s.", pick(benchAllergens))
-	case 5:
-		return fmt.Sprintf("The user works at %s as a %s in %s.", pick(benchCompanies), pick(benchJobs), pick(benchCities))
-	case 6:
-		return fmt.Sprintf("The user's flight to %s leaves on %s %d.", pick(benchCities), pick(benchMonths), 1+r.IntN(28))
-	case 7:
-		return fmt.Sprintf("The user's %s needs a service in %s.", pick(benchCars), pick(benchMonths))
-	case 8:
-		return fmt.Sprintf("The user's %s %s lives in %s.", pick(benchRelations), name, pick(benchCities))
-	default:
-		return fmt.Sprintf("The user has an appointment with the %s on %s %d.", pick(benchRoles), pick(benchMonths), 1+r.IntN(28))
-	}
-}
-
-// benchQueries are what users type: messages of 10 to 40 words, each a
-// question about something the seeded items hold, wrapped in the
-// greetings, asides and context of a real message, so that a query shares
-// common words with thousands of items and rare ones with a few. They
-// are all different: no query's plan or pages are warmer than another's.
-var benchQueries = makeBenchQueries(500)
-
-func makeBenchQueries(n int) []string {
-	r := rand.New(rand.NewPCG(3, 5))
-	pick := func(s []string) string { return s[r.IntN(len(s))] }
-	openers := []string{"", "Hi!", "Hey, quick one:", "Morning.", "Sorry to bother you again,", "OK so",
-		"Before I forget,", "Thanks for earlier.", "Hello there,", "Right,"}
-	asks := []func() string{
-		func() string {
-			return fmt.Sprintf("could you remind me what my %s's name is and where the practice is?", pick(benchRoles))
-		},
-		func() string {
-			return fmt.Sprintf("when is my %s's birthday, I want to plan something in %s", pick(benchRelations), pick(benchCities))
-		},
-		func() string {
-			return fmt.Sprintf("I fancy %s tonight, do you remember where I like eating out in %s?", pick(benchFoods), pick(benchCities))
-		},
-		func() string { return fmt.Sprintf("what did I say my %s is called?", pick(benchPets)) },
-		func() string {
-			return fmt.Sprintf("am I allergic to anything, maybe %s? I need to tell the %s", pick(benchAllergens), pick(benchRoles))
-		},
-		func() string {
-			return fmt.Sprintf("when does my flight to %s leave, is it in %s?", pick(benchCities), pick(benchMonths))
-		},
-		func() string {
-			return fmt.Sprintf("does my %s need a service soon, maybe in %s?", pick(benchCars), pick(benchMonths))
-		},
-		func() string {
-			return fmt.Sprintf("where does my %s live these days, still in %s?", pick(benchRelations), pick(benchCities))
-		},
-		func() string {
-			return fmt.Sprintf("what do you know about my job at %s, am I still a %s there?", pick(benchCompanies), pick(benchJobs))
-		},
-		func() string {
-			return fmt.Sprintf("do I have an appointment with the %s in %s? %s %s might have booked it", pick(benchRoles),
-				pick(benchMonths), pick(benchFirst), pick(benchLast))
-		},
-	}
-	asides := []string{"", "No rush.", "I keep forgetting these things.", "My phone died and I lost my notes.",
-		"It's for the weekend plans.", "Thanks a lot, you're a lifesaver!", "Let me know if you need more details.",
-		"I think we talked about it last month.", "Also remind me to call my mother later today.",
-		"Traffic was terrible this morning, by the way."}
-	out := make([]string, 0, n)
-	seen := map[string]bool{}
-	for len(out) < n {
-		q := strings.TrimSpace(strings.Join([]string{pick(openers), asks[r.IntN(len(asks))](), pick(asides), pick(asides)}, " "))
-		q = strings.Join(strings.Fields(q), " ")
-		if w := len(strings.Fields(q)); w < 10 || w > 40 || seen[q] {
-			continue
-		}
-		seen[q] = true
-		out = append(out, q)
-	}
-	return out
-}
 
 // denseEmbedder is llmtest.Embedder with every dimension filled, as in
 // the vectors of real models: llmtest.Embedder's are mostly zeros, which
@@ -192,3 +69,7 @@ func benchTurn() []llm.Message {
 		llm.AssistantMessage("Your next dentist appointment is on Friday 14 March at 9:30 with Dr Ana Ruiz, Rua Augusta 120 in Lisbon. The clinic's number is +351 21 123 4567."),
 	}
 }
+
+// benchQueries are benchdata.Queries(500): messages of 10 to 40 words
+// users type, all different.
+var benchQueries = benchdata.Queries(500)

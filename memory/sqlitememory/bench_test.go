@@ -15,6 +15,7 @@ import (
 	"github.com/valetkit/valet/internal/sqlitetest"
 	"github.com/valetkit/valet/llm"
 	"github.com/valetkit/valet/memory"
+	"github.com/valetkit/valet/memory/internal/benchdata"
 	"github.com/valetkit/valet/memory/pgmemory"
 	"github.com/valetkit/valet/memory/sqlitememory"
 )
@@ -31,7 +32,10 @@ import (
 //
 // VALET_BENCH_ITEMS sets how many items BenchmarkRecall seeds (default
 // 100,000) and VALET_BENCH_CONVERSATIONS how many conversations
-// BenchmarkFileGrowth writes (default 100,000).
+// BenchmarkFileGrowth writes (default 100,000). VALET_BENCH_BACKEND=postgres
+// leaves the SQLite side out, so that a long BenchmarkFileGrowth can run
+// its two sides as two processes at once (unset VALET_TEST_POSTGRES for
+// the SQLite side alone).
 
 // backend is one side of the comparison.
 type backend struct {
@@ -42,9 +46,12 @@ type backend struct {
 
 // backends returns the providers to compare, each with cfg's limits.
 func backends(b *testing.B, cfg sqlitememory.Config) []backend {
-	path := filepath.Join(b.TempDir(), "bench.db")
-	db := sqlitetest.OpenPath(b, path, 1)
-	out := []backend{{"sqlite", open(b, db, cfg), func(b *testing.B) int64 { return fileSize(b, db, path) }}}
+	var out []backend
+	if os.Getenv("VALET_BENCH_BACKEND") != "postgres" {
+		path := filepath.Join(b.TempDir(), "bench.db")
+		db := sqlitetest.OpenPath(b, path, 1)
+		out = append(out, backend{"sqlite", open(b, db, cfg), func(b *testing.B) int64 { return fileSize(b, db, path) }})
+	}
 	if os.Getenv(pgtest.EnvVar) == "" {
 		b.Logf("%s not set: the PostgreSQL side is skipped", pgtest.EnvVar)
 		return out
@@ -142,57 +149,15 @@ func BenchmarkTurn(b *testing.B) {
 	}
 }
 
-// Vocabulary of the seeded items: sentences such as an extractor would
-// write, varied so that a query matches some hundreds to some thousands
-// of the items, not all of them.
-var (
-	vRoles  = []string{"dentist", "doctor", "plumber", "accountant", "lawyer", "vet", "hairdresser", "landlord", "mechanic", "tutor", "optician", "electrician", "gardener", "therapist", "pharmacist", "banker", "architect", "notary"}
-	vKin    = []string{"sister", "brother", "mother", "father", "daughter", "son", "wife", "husband", "cousin", "aunt", "uncle", "colleague", "manager", "neighbour"}
-	vNames  = []string{"Ana", "Bruno", "Carla", "David", "Elena", "Farid", "Grace", "Hugo", "Ines", "Jonas", "Keiko", "Luis", "Maya", "Olga", "Pedro", "Rosa", "Samir", "Tomas", "Yara", "Zoe"}
-	vCities = []string{"Lisbon", "Porto", "Madrid", "Paris", "Lyon", "Berlin", "Vienna", "Prague", "Rome", "Athens", "Dublin", "London", "Amsterdam", "Oslo", "Zurich", "Toronto", "Boston", "Denver", "Tokyo", "Seoul", "Sydney", "Nairobi", "Cairo", "Mumbai"}
-	vMonths = []string{"January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"}
-	vFoods  = []string{"sushi", "ramen", "tapas", "pizza", "curry", "tacos", "falafel", "pho", "paella", "risotto", "dumplings"}
-	vPets   = []string{"dog", "cat", "parrot", "rabbit", "hamster", "tortoise"}
-	vJobs   = []string{"engineer", "designer", "nurse", "teacher", "chef", "pilot", "researcher", "analyst"}
-)
-
-func itemText(r *rand.Rand) string {
-	pick := func(s []string) string { return s[r.IntN(len(s))] }
-	switch r.IntN(7) {
-	case 0:
-		return fmt.Sprintf("The user's %s is Dr %s in %s.", pick(vRoles), pick(vNames), pick(vCities))
-	case 1:
-		return fmt.Sprintf("The user's %s %s has a birthday on %s %d.", pick(vKin), pick(vNames), pick(vMonths), 1+r.IntN(28))
-	case 2:
-		return fmt.Sprintf("The user prefers %s when eating out in %s.", pick(vFoods), pick(vCities))
-	case 3:
-		return fmt.Sprintf("The user's %s is called %s.", pick(vPets), pick(vNames))
-	case 4:
-		return fmt.Sprintf("The user works as a %s in %s.", pick(vJobs), pick(vCities))
-	case 5:
-		return fmt.Sprintf("The user's flight to %s leaves on %s %d.", pick(vCities), pick(vMonths), 1+r.IntN(28))
-	default:
-		return fmt.Sprintf("The user has an appointment with the %s on %s %d.", pick(vRoles), pick(vMonths), 1+r.IntN(28))
-	}
-}
-
-var benchQueries = []string{
-	"what's my dentist's name again?",
-	"when is my sister's birthday?",
-	"book me a table somewhere nice, I fancy sushi",
-	"remind me what my dog is called",
-	"when does my flight to Lisbon leave?",
-	"Where does my brother live these days?",
-	"can you find my accountant's phone number",
-	"I need a plumber, the kitchen sink is leaking!!",
-	"any appointments in March?",
-	"what do I do for work?",
-}
+// The items and queries are pgmemory's (memory/internal/benchdata):
+// sentences such as an extractor writes, and messages of 10 to 40 words
+// such as users type, 500 of them, all different.
+var benchQueries = benchdata.Queries(500)
 
 // BenchmarkRecall measures Recall, lexical, for one tenant holding
 // VALET_BENCH_ITEMS (100,000) items, with the budget an agent gives:
-// Budget{MaxTokens: 500, MaxEntries: 10}; each op is one Recall of one of
-// benchQueries in turn; p50-ms and p99-ms are over the calls of the
+// Budget{MaxTokens: 500, MaxEntries: 10}; each op is one Recall of the
+// next of benchQueries; p50-ms and p99-ms are over the calls of the
 // reported run. Both backends get the same items, 1,000 per Remember.
 func BenchmarkRecall(b *testing.B) {
 	benchRecall(b, 1, envInt(b, "VALET_BENCH_ITEMS", 100_000))
@@ -218,7 +183,7 @@ func benchRecall(b *testing.B, tenants, perTenant int) {
 			for i := 0; i < perTenant; i += len(batch) {
 				batch = batch[:min(len(batch), perTenant-i)]
 				for j := range batch {
-					batch[j] = memory.Item{Text: itemText(r), Kind: "fact", Source: memory.Provenance{ConversationID: fmt.Sprintf("conv-%d", (i+j)/50)}}
+					batch[j] = memory.Item{Text: benchdata.Text(r), Kind: "fact", Source: memory.Provenance{ConversationID: fmt.Sprintf("conv-%d", (i+j)/50)}}
 				}
 				if _, err := be.p.Remember(bg, fmt.Sprintf("tenant-%d", tn), batch...); err != nil {
 					b.Fatalf("%s: seeding: %v", be.name, err)
@@ -249,7 +214,10 @@ func benchRecall(b *testing.B, tenants, perTenant int) {
 	}
 }
 
-// BenchmarkFileGrowth writes (default 100,000).
+// BenchmarkFileGrowth writes (default 100,000). VALET_BENCH_BACKEND=postgres
+// leaves the SQLite side out, so that a long BenchmarkFileGrowth can run
+// its two sides as two processes at once (unset VALET_TEST_POSTGRES for
+// the SQLite side alone).
 
 // BenchmarkFileGrowth writes VALET_BENCH_CONVERSATIONS (100,000)
 // conversations of one turn each (the 5 messages of benchTurn, 1.3 KB of
@@ -272,7 +240,7 @@ func BenchmarkFileGrowth(b *testing.B) {
 					if err := be.p.Append(bg, tenant, conv, turn...); err != nil {
 						b.Fatal(err)
 					}
-					if _, err := be.p.Remember(bg, tenant, memory.Item{Text: itemText(r), Source: memory.Provenance{ConversationID: conv}}); err != nil {
+					if _, err := be.p.Remember(bg, tenant, memory.Item{Text: benchdata.Text(r), Source: memory.Provenance{ConversationID: conv}}); err != nil {
 						b.Fatal(err)
 					}
 				}
