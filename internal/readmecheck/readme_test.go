@@ -17,6 +17,7 @@ const prelude = `package main
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"log"
 	"net/http"
@@ -42,6 +43,7 @@ import (
 	"github.com/valetkit/valet/memory/pgmemory"
 	"github.com/valetkit/valet/pool"
 	"github.com/valetkit/valet/pool/redispool"
+	"github.com/valetkit/valet/sqlitedb"
 	"github.com/valetkit/valet/tool"
 	"github.com/valetkit/valet/tool/mcptool"
 	"github.com/valetkit/valet/trigger"
@@ -55,6 +57,8 @@ var (
 	ctx          context.Context
 	client       llm.Client
 	db           *pgxpool.Pool
+	pg           *pgxpool.Pool // the PostgreSQL a deployment moves to
+	stores       *sqlitedb.Stores
 	rdb          redis.UniversalClient
 	ring         *credentials.KeyRing
 	orchestrator *agent.Orchestrator
@@ -90,6 +94,7 @@ var (
 	_ = triggertest.WaitIdle
 	_ = clocktest.New
 	_ = time.Now
+	_ = sql.Open
 	_ = sdktrace.NewTracerProvider
 	_ = sdkmetric.NewMeterProvider
 )
