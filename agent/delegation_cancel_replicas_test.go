@@ -124,8 +124,10 @@ func TestCancelOnOneReplicaStopsLoopAndGraphOnTheOther(t *testing.T) {
 	within(t, got, "the next graph's delivery")
 	mu.Lock()
 	defer mu.Unlock()
-	if research != 1 {
-		t.Errorf("the research ran %d times, want once: a cancelled task does not run again", research)
+	// Its run started once (a second start would wait in the channel; the
+	// script may not be reached when the cancel came first).
+	if n := len(w.started); n != 0 || research > 1 {
+		t.Errorf("the research started %d more times (its script answered %d times): a cancelled task does not run again", n, research)
 	}
 	select {
 	case res := <-got:
