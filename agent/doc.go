@@ -443,16 +443,24 @@
 //     the model call or the tools under way end (a tool's result reads
 //     interrupted), sub-agents stop with it, the completed turns are saved
 //     with every call paired with its result, and the run's HandleMessage
-//     returns StatusCancelled with an error wrapping ErrCancelled.
+//     returns StatusCancelled with an error wrapping ErrCancelled. It
+//     also stops the conversation's running background graphs, on
+//     whichever replica their tasks run (delegate.Canceller: the default
+//     engine and pgdelegate's): their sub-agents' ctx is cancelled, their
+//     outputs dropped, nothing of them runs again, their end is not
+//     delivered.
 //   - [Orchestrator.Pause] stops it at the next turn boundary:
 //     StatusPaused, a nil error, no Response, the turns (and the plan)
 //     saved. The conversation's next message continues from them with a
 //     note (LoopConfig.NoteRole, not saved) saying the task was paused:
 //     the user's next message, not a triggered or delivered run's, which
 //     leaves the pause in place; Forget drops it.
-//     Sub-agents stop at their own next boundary.
+//     Sub-agents stop at their own next boundary. Background graphs run
+//     on, and their end is delivered: Pause holds the foreground loop
+//     only.
 //
-// Cancel and Pause with no loop running fail with ErrNotRunning, and so
+// Cancel with neither a loop nor a background graph running, and Pause
+// with no loop running, fail with ErrNotRunning, and so
 // do they when the loop they saw running ends before the signal goes out:
 // a signal names its run, and never reaches the conversation's next one.
 // All three

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/valetkit/valet/agent/delegate"
 	"github.com/valetkit/valet/llm"
 )
 
@@ -53,24 +54,76 @@ func (o *Orchestrator) Inject(ctx context.Context, tenantID, conversationID, tex
 	return nil
 }
 
-// Cancel stops the running loop of the conversation ("" names
-// DefaultConversationID) now, on whichever replica sharing
+// Cancel stops the conversation's work ("" names
+// DefaultConversationID): its running loop and its background task
+// graphs.
+//
+// The running loop stops now, on whichever replica sharing
 // Config.Control runs it: the ctx of its model call and tool calls is
 // cancelled (a tool that honours its ctx returns; its result reads
 // interrupted), the turns it completed are saved with every tool call
 // paired with its result, and its HandleMessage returns StatusCancelled
 // with an error wrapping ErrCancelled. Sub-agents it spawned stop with
-// it. With no loop running it fails with ErrNotRunning; so does a Cancel
-// whose loop ends before the signal is sent: it never stops the
-// conversation's next run.
+// it.
+//
+// The conversation's running background graphs (spawn_agent with
+// background or tasks) stop too, when the delegation engine is a
+// delegate.Canceller (the default in-memory engine and pgdelegate's
+// are): each graph ends delegate.GraphCancelled, its tasks not yet ended
+// delegate.TaskCancelled; a task's sub-agent under way has its ctx
+// cancelled, on whichever process or replica runs it (pgdelegate reaches
+// another replica's run through River), and its output is dropped; no
+// task of it runs again, after a retry or a restart either; and its end
+// is not delivered, so no model call reacts to it. A graph that had
+// ended before the Cancel is still delivered. The loop that Cancel
+// stops also cancels its conversation's graphs as it ends, so a graph it
+// submitted while the signal was on its way is stopped as well.
+//
+// With neither a loop nor a graph running it fails with ErrNotRunning;
+// so does a Cancel whose loop ends before the signal is sent: it never
+// stops the conversation's next run, nor a graph submitted after it.
 func (o *Orchestrator) Cancel(ctx context.Context, tenantID, conversationID string) error {
-	return o.signal(ctx, tenantID, conversationID, SignalCancel)
+	if err := checkConversation(tenantID, conversationID); err != nil {
+		return err
+	}
+	conversationID = conversationOf(conversationID)
+	err := o.signal(ctx, tenantID, conversationID, SignalCancel)
+	n, berr := o.cancelBackground(ctx, tenantID, conversationID)
+	if berr != nil {
+		berr = fmt.Errorf("agent: cancelling the conversation's background work: %w", berr)
+		if err == nil || errors.Is(err, ErrNotRunning) {
+			return berr
+		}
+		return errors.Join(err, berr)
+	}
+	if n > 0 && errors.Is(err, ErrNotRunning) {
+		return nil // no loop, but background work was stopped
+	}
+	return err
+}
+
+// cancelBackground cancels the conversation's running background graphs
+// when the engine can (delegate.Canceller), and reports how many.
+func (o *Orchestrator) cancelBackground(ctx context.Context, tenantID, conversationID string) (int, error) {
+	if o.spawn == nil {
+		return 0, nil
+	}
+	c, ok := o.spawn.del.engine.(delegate.Canceller)
+	if !ok {
+		return 0, nil
+	}
+	return c.Cancel(ctx, tenantID, conversationID)
 }
 
 // Pause stops the running loop of the conversation ("" names
 // DefaultConversationID) at its next turn boundary: the tool calls under
 // way finish, the turns are saved (the plan with them), and its
 // HandleMessage returns StatusPaused with a nil error and no Response.
+// Pause holds the foreground loop only: background graphs the
+// conversation started run on (the user already let them go; holding a
+// task mid-run would waste what it has done), and a graph's end is
+// delivered as usual — a delivered run leaves the pause to the user's
+// next message. Cancel is what stops them.
 // The conversation's next user message (SourceUser: a triggered or
 // delivered run leaves the pause to it) starts a run that sees those
 // turns and a note (not saved) asking the model to continue the paused
@@ -160,6 +213,9 @@ func (r *run) steerFinish(parent context.Context, err error) error {
 	st := r.steer
 	r.ctx = parent
 	st.cancel(nil)
+	if st.flags.Load()&steerCancel != 0 {
+		r.cancelOwnBackground(parent)
+	}
 	if st.flags.Load()&steerCancel != 0 && err != nil {
 		r.steerEvent(SignalCancel, "")
 		if !errors.Is(err, ErrCancelled) {
@@ -167,6 +223,17 @@ func (r *run) steerFinish(parent context.Context, err error) error {
 		}
 	}
 	return err
+}
+
+// cancelOwnBackground cancels the background graphs of the run's
+// conversation when Cancel stopped the run: a graph the run submitted
+// while the signal was on its way was not there when Cancel looked.
+func (r *run) cancelOwnBackground(parent context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), controlTimeout)
+	defer cancel()
+	if _, err := r.o.cancelBackground(ctx, r.msg.TenantID, r.msg.ConversationID); err != nil {
+		r.log().WarnContext(ctx, "agent: cancelling the conversation's background work with its run failed", "err", maskText(err.Error()))
+	}
 }
 
 // controlTimeout bounds the calls to Config.Control when a run ends,

@@ -29,6 +29,9 @@ var (
 	ErrRunning = errors.New("delegate: engine already running")
 )
 
+// CancelledError is the Error of a task that Canceller.Cancel stopped.
+const CancelledError = "cancelled: the conversation's background work was stopped"
+
 // ResultStatus says how a sub-agent's run ended.
 type ResultStatus string
 
@@ -125,11 +128,15 @@ const (
 	// TaskBlocked: a task it depends on (directly or not) failed; it
 	// never runs.
 	TaskBlocked TaskStatus = "blocked"
+	// TaskCancelled: Canceller.Cancel stopped its graph before it ended:
+	// it never runs (again), and a run of it under way had its ctx
+	// cancelled and its output dropped.
+	TaskCancelled TaskStatus = "cancelled"
 )
 
 // Ended reports whether s is a final status.
 func (s TaskStatus) Ended() bool {
-	return s == TaskCompleted || s == TaskFailed || s == TaskBlocked
+	return s == TaskCompleted || s == TaskFailed || s == TaskBlocked || s == TaskCancelled
 }
 
 // Task is a task of a stored graph.
@@ -161,6 +168,9 @@ const (
 	// GraphFailed: nothing more can run and some task failed or was
 	// blocked.
 	GraphFailed GraphStatus = "failed"
+	// GraphCancelled: Canceller.Cancel stopped it while it ran; its end
+	// is not delivered.
+	GraphCancelled GraphStatus = "cancelled"
 )
 
 // Graph is a set of tasks with depends_on edges, run in the background
@@ -189,7 +199,7 @@ type Graph struct {
 	// Consumed is what the graph's tasks consumed so far.
 	Consumed budget.Consumed
 	// Delivered is set once Executor.Deliver returned nil for the ended
-	// graph.
+	// graph. A cancelled graph is never delivered.
 	Delivered bool
 	// CreatedAt is when it was submitted, EndedAt when its last task
 	// ended (the engine's clock).
@@ -271,4 +281,20 @@ type Engine interface {
 	// once what it started has returned. It first delivers the ended
 	// graphs not yet delivered.
 	Run(ctx context.Context, exec Executor) error
+}
+
+// Canceller is an Engine that can stop a conversation's background work
+// (agent.Orchestrator.Cancel uses it when its engine is one). Memory and
+// pgdelegate's Engine are; delegatetest checks it.
+type Canceller interface {
+	// Cancel ends the tenant's running graphs of the conversation as
+	// GraphCancelled and returns how many it ended: their tasks not yet
+	// ended become TaskCancelled (Error CancelledError) at once, a run of
+	// one under way has its ctx cancelled, in whichever process runs it,
+	// and its output is dropped (no result is stored for it), none of
+	// them starts or runs again — after a retry, a restart or on another
+	// replica either — and the graphs' ends are not delivered. Graphs
+	// that ended before it are left as they are (their delivery goes
+	// ahead), as are the conversation's graphs submitted after it.
+	Cancel(ctx context.Context, tenantID, conversationID string) (int, error)
 }

@@ -37,14 +37,26 @@
 // Everything is per tenant: another tenant's graph or result is not
 // found ([ErrNotFound]). Engine.Forget drops a conversation's results
 // and graphs (the user asked for it to go): their tasks stop starting and
-// their ends are not delivered. Tenant and conversation ids are up to
+// their ends are not delivered.
+//
+// # Cancelling a conversation's work
+//
+// An engine that is a [Canceller] (both engines here are) stops a
+// conversation's running graphs on request (agent.Orchestrator.Cancel):
+// Cancel ends each as [GraphCancelled] at once, its tasks not yet ended
+// as [TaskCancelled]; a run under way has its ctx cancelled — in
+// whichever process runs it — and its output dropped; no task of it runs
+// again after a retry or a restart; and its end is not delivered. Graphs
+// already ended are left to their delivery. A cancelled graph stays
+// readable (Engine.Graph) until Retention drops it, as a delivered one
+// does. Tenant and conversation ids are up to
 // [MaxOwnerIDLen] bytes, as in every valet package; a graph's texts are
 // [MaxGraphBytes] in all at most.
 //
 // # Engines
 //
 // [Memory] ([NewMemory]) keeps graphs and results in the process: they
-// end with it. Ended and delivered graphs and the results are dropped
+// end with it. Ended and delivered (or cancelled) graphs and the results are dropped
 // after MemoryConfig.Retention, so memory stays bounded by what is
 // submitted in that time. Package pgdelegate keeps them in PostgreSQL and
 // runs the tasks as River jobs, so a restart or another replica finishes

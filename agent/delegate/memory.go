@@ -77,7 +77,10 @@ type Memory struct {
 	wake      chan struct{}
 }
 
-var _ Engine = (*Memory)(nil)
+var (
+	_ Engine    = (*Memory)(nil)
+	_ Canceller = (*Memory)(nil)
+)
 
 type key struct{ tenant, id string }
 
@@ -93,9 +96,10 @@ type memGraph struct {
 	retryAt    []time.Time // by task index
 	left       int         // tasks not ended
 	deliverAt  time.Time
-	tries      int  // failed deliveries
-	delivering bool // a delivery is under way
-	running    int  // its tasks under way
+	tries      int                  // failed deliveries
+	delivering bool                 // a delivery is under way
+	running    int                  // its tasks under way
+	stop       []context.CancelFunc // by task index: cancels its run under way
 }
 
 // NewMemory returns an in-memory engine configured by cfg, or an error
@@ -201,6 +205,37 @@ func (m *Memory) Forget(ctx context.Context, tenantID, conversationID string) er
 	return nil
 }
 
+// Cancel ends the conversation's running graphs as cancelled (see
+// Canceller): the ctx of their runs under way is cancelled before it
+// returns.
+func (m *Memory) Cancel(ctx context.Context, tenantID, conversationID string) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	now := m.cfg.Clock.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for k, mg := range m.graphs {
+		if k.tenant != tenantID || mg.g.ConversationID != conversationID || mg.g.Status != GraphRunning {
+			continue
+		}
+		for i := range mg.g.Tasks {
+			t := &mg.g.Tasks[i]
+			if t.Status.Ended() {
+				continue
+			}
+			t.Status, t.Error, t.EndedAt = TaskCancelled, CancelledError, now
+			if stop := mg.stop[i]; stop != nil {
+				stop() // finish drops its output
+			}
+		}
+		mg.g.Status, mg.g.EndedAt, mg.left = GraphCancelled, now, 0
+		n++
+	}
+	return n, nil
+}
+
 // Submit checks and stores g (see Engine).
 func (m *Memory) Submit(ctx context.Context, g Graph) error {
 	if err := ctx.Err(); err != nil {
@@ -213,7 +248,7 @@ func (m *Memory) Submit(ctx context.Context, g Graph) error {
 	now := m.cfg.Clock.Now()
 	g.Status, g.Delivered, g.CreatedAt, g.EndedAt, g.Consumed = GraphRunning, false, now, time.Time{}, budget.Consumed{}
 	mg := &memGraph{g: g, dependants: make([][]int, len(g.Tasks)), waiting: make([]int, len(g.Tasks)),
-		retryAt: make([]time.Time, len(g.Tasks)), left: len(g.Tasks)}
+		retryAt: make([]time.Time, len(g.Tasks)), left: len(g.Tasks), stop: make([]context.CancelFunc, len(g.Tasks))}
 	index := make(map[string]int, len(g.Tasks))
 	for i := range g.Tasks {
 		index[g.Tasks[i].ID] = i
@@ -390,10 +425,13 @@ func (m *Memory) dispatch(ctx context.Context, exec Executor, wg *sync.WaitGroup
 		tc := g.Tasks[ref.task]
 		m.tasks++
 		mg.running++
+		tctx, stop := context.WithCancel(ctx)
+		mg.stop[ref.task] = stop
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out, err := runTask(ctx, exec, &g, &tc, deps)
+			defer stop()
+			out, err := runTask(tctx, exec, &g, &tc, deps)
 			m.finish(ctx, ref, out, err)
 		}()
 	}
@@ -417,8 +455,12 @@ func (m *Memory) finish(ctx context.Context, ref taskRef, out Output, err error)
 		return
 	}
 	mg.running--
+	mg.stop[ref.task] = nil
 	now := m.cfg.Clock.Now()
 	t := &mg.g.Tasks[ref.task]
+	if t.Status == TaskCancelled { // Cancel ended it: its output is dropped
+		return
+	}
 	if err != nil {
 		if ctx.Err() != nil { // Run is stopping: the next Run runs it again
 			t.Status = TaskPending
@@ -519,7 +561,7 @@ func (m *Memory) delivered(ctx context.Context, k key, err error) {
 	}
 }
 
-// prune drops the delivered graphs that ended more than Retention ago
+// prune drops the delivered or cancelled graphs that ended more than Retention ago
 // with their results, and the other results older than that; at most
 // once a minute (or a Retention, when shorter).
 func (m *Memory) prune(now time.Time) {
@@ -529,7 +571,7 @@ func (m *Memory) prune(now time.Time) {
 	m.lastPrune = now
 	cut := now.Add(-m.cfg.Retention)
 	for k, mg := range m.graphs {
-		if mg.g.Delivered && mg.g.EndedAt.Before(cut) {
+		if (mg.g.Delivered || mg.g.Status == GraphCancelled) && mg.g.EndedAt.Before(cut) {
 			delete(m.graphs, k)
 		}
 	}

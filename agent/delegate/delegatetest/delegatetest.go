@@ -42,6 +42,7 @@ func Run(t *testing.T, newEngine func(t *testing.T) delegate.Engine) {
 	t.Run("UntrustedTextKept", func(t *testing.T) { testUntrustedText(t, newEngine(t)) })
 	t.Run("ForgetDropsConversation", func(t *testing.T) { testForget(t, newEngine(t)) })
 	t.Run("CappedGraphOneTaskAtATime", func(t *testing.T) { testCappedSerial(t, newEngine(t)) })
+	t.Run("CancelConversation", func(t *testing.T) { testCancel(t, newEngine(t)) })
 }
 
 // RunDurable checks what an engine on durable storage adds: open returns
@@ -53,6 +54,7 @@ func RunDurable(t *testing.T, open func(t *testing.T) func() delegate.Engine) {
 	t.Run("RestartDelivers", func(t *testing.T) { testRestartDelivers(t, open(t)) })
 	t.Run("ReplicasRunEachTaskOnce", func(t *testing.T) { testReplicas(t, open(t)) })
 	t.Run("StopKeepsFinishedRun", func(t *testing.T) { testStopKeepsFinishedRun(t, open(t)) })
+	t.Run("CancelReachesOtherReplica", func(t *testing.T) { testCancelOtherReplica(t, open(t)) })
 }
 
 func ctxFor(t *testing.T) context.Context {

@@ -24,7 +24,11 @@
 // runs and deliveries; the graph's budget; tenant isolation; Run's return
 // when its ctx ends; untrusted text kept byte for byte; and, for durable
 // engines, a restart finishing tasks and deliveries and two replicas
-// running each task once.
+// running each task once. An engine that is a delegate.Canceller is
+// checked to cancel a conversation's running graph at once (runs' ctx
+// cancelled, outputs dropped, no delivery, later graphs unaffected), and
+// a durable one to reach a run on another engine value and to run nothing
+// of the graph after a restart; the other engines skip those checks.
 //
 // [ScriptedExecutor] runs tasks by a script (Step: text, status, errors,
 // a gate channel), records runs and deliveries in order and counts the

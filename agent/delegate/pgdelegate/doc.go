@@ -87,11 +87,26 @@
 // 1.5 s (4.3×), about 155 tasks a second. A sub-agent's run takes
 // seconds, so this is not what limits a graph of real tasks.
 //
+// # Cancelling
+//
+// [Engine.Cancel] (delegate.Canceller) marks the conversation's running
+// graphs and their unended tasks cancelled and cancels their task jobs
+// with River's JobCancelTx, in one transaction. A queued job never runs;
+// for a job under way River cancels its ctx on whichever replica works it
+// (it is told by LISTEN/NOTIFY when the transaction commits, or finds it
+// at its next poll) — the replica calling Cancel need not run the engine.
+// The worker then drops the run's output (the task is already ended, so
+// no result is written), River does not retry the job, and Run's requeue
+// skips cancelled graphs, so nothing of them runs after a restart; their
+// delivery is never queued. A task's run that ended just before the
+// Cancel reached its replica keeps its result only if its end committed
+// first.
+//
 // # Retention
 //
 // A River periodic job ([PruneJobKind]; at start, then every
 // Config.Retention or hour, whichever is shorter) calls [Engine.Prune]:
-// graphs delivered more than Retention ago go, with their tasks, and so
+// graphs delivered or cancelled more than Retention ago go, with their tasks, and so
 // do the results stored before then whose graph is gone. Undelivered
 // graphs stay.
 package pgdelegate

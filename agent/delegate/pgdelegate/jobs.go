@@ -115,13 +115,16 @@ func (w *taskWorker) Work(ctx context.Context, job *river.Job[taskArgs]) error {
 		if delegate.Spent(g.Budget, spent) != "" {
 			return nil // endTask below, outside this transaction
 		}
-		_, err := tx.Exec(ctx, e.sql(`UPDATE {tasks} SET status = 'running', started_at = $4
+		tag, err := tx.Exec(ctx, e.sql(`UPDATE {tasks} SET status = 'running', started_at = $4
 			WHERE tenant_id = $1 AND graph_id = $2 AND id = $3 AND status IN ('pending', 'running')`),
 			a.TenantID, a.GraphID, a.TaskID, now)
+		if err == nil && tag.RowsAffected() == 0 {
+			return delegate.ErrNotFound // ended meanwhile (cancelled)
+		}
 		return err
 	})
 	if errors.Is(err, delegate.ErrNotFound) {
-		return nil // forgotten or pruned meanwhile
+		return nil // forgotten, pruned or cancelled meanwhile
 	}
 	if err != nil {
 		return e.fail(ctx, "task", err)
@@ -348,7 +351,7 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[deliverArgs]) e
 	if err != nil {
 		return err
 	}
-	if g.Delivered || g.Status == delegate.GraphRunning {
+	if g.Delivered || g.Status == delegate.GraphRunning || g.Status == delegate.GraphCancelled {
 		return nil
 	}
 	if err := deliver(ctx, *ep, &g); err != nil {
@@ -389,14 +392,14 @@ func (w *pruneWorker) Work(ctx context.Context, job *river.Job[pruneArgs]) error
 	return w.e.Prune(ctx)
 }
 
-// Prune drops the delivered graphs that ended more than Config.Retention
+// Prune drops the delivered and the cancelled graphs that ended more than Config.Retention
 // ago (by Config.Clock), with their tasks, and the results stored before
 // then whose graph is gone. A River periodic job calls it while Run runs
 // (at start, then every Retention or hour, whichever is shorter).
 func (e *Engine) Prune(ctx context.Context) error {
 	cut := e.now().Add(-e.cfg.Retention)
 	return e.fail(ctx, "prune", e.inTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, e.sql(`DELETE FROM {graphs} WHERE delivered AND ended_at < $1`), cut); err != nil {
+		if _, err := tx.Exec(ctx, e.sql(`DELETE FROM {graphs} WHERE (delivered OR status = 'cancelled') AND ended_at < $1`), cut); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, e.sql(`DELETE FROM {results} r WHERE created_at < $1 AND (graph_id = ''

@@ -154,7 +154,10 @@ type Engine struct {
 	stopping atomic.Bool
 }
 
-var _ delegate.Engine = (*Engine)(nil)
+var (
+	_ delegate.Engine    = (*Engine)(nil)
+	_ delegate.Canceller = (*Engine)(nil)
+)
 
 // New returns an Engine on pool, which the caller configured and closes.
 // It sends nothing to PostgreSQL; call Migrate once (from any number of
@@ -175,7 +178,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Engine, error) {
 		return pgx.Identifier{cfg.Schema, name}.Sanitize()
 	}
 	e.names = strings.NewReplacer("{results}", table("valet_delegate_results"), "{graphs}", table("valet_delegate_graphs"),
-		"{tasks}", table("valet_delegate_tasks"), "{edges}", table("valet_delegate_edges"))
+		"{tasks}", table("valet_delegate_tasks"), "{edges}", table("valet_delegate_edges"), "{jobs}", table("river_job"))
 	workers := river.NewWorkers()
 	for _, add := range []func() error{
 		func() error { return river.AddWorkerSafely(workers, &taskWorker{e: e}) },
@@ -457,6 +460,74 @@ func (e *Engine) forget(ctx context.Context, tenantID, conversationID string) er
 	})
 }
 
+// Cancel implements delegate.Canceller. In one transaction the
+// conversation's running graphs and their tasks not yet ended are marked
+// cancelled and their task jobs cancelled (River's JobCancelTx): a job
+// still queued never runs, and one under way — in this process or on
+// another replica on the same schema, whether or not this engine's Run
+// is running — has its ctx cancelled by River once the transaction
+// commits (LISTEN/NOTIFY, or River's poll when that is missed); its
+// worker then drops the output, and River neither retries the job nor
+// does a restart queue it again.
+func (e *Engine) Cancel(ctx context.Context, tenantID, conversationID string) (int, error) {
+	if !storable(tenantID) || !storable(conversationID) {
+		return 0, nil // nothing stored can be under it
+	}
+	var n int
+	var err error
+	for range 3 { // again when PostgreSQL broke a deadlock with a task's end by failing it
+		if n, err = e.cancel(ctx, tenantID, conversationID); !isDeadlock(err) {
+			break
+		}
+	}
+	return n, e.fail(ctx, "cancel", err)
+}
+
+func (e *Engine) cancel(ctx context.Context, tenantID, conversationID string) (int, error) {
+	var ids []string
+	err := e.inTx(ctx, func(tx pgx.Tx) error {
+		ids = ids[:0]
+		now := e.now()
+		// The tasks first, then the graphs, in the order a task's end
+		// locks them: an end under way is waited for, and its task then
+		// left as it ended.
+		if _, err := tx.Exec(ctx, e.sql(`UPDATE {tasks} SET status = 'cancelled', error = $3, ended_at = $4
+			WHERE tenant_id = $1 AND status NOT IN ('completed', 'failed', 'blocked', 'cancelled')
+			  AND graph_id IN (SELECT id FROM {graphs} WHERE tenant_id = $1 AND conversation_id = $2 AND status = 'running')`),
+			tenantID, conversationID, delegate.CancelledError, now); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, e.sql(`UPDATE {graphs} SET status = 'cancelled', ended_at = $3
+			WHERE tenant_id = $1 AND conversation_id = $2 AND status = 'running' RETURNING id`), tenantID, conversationID, now)
+		if err != nil {
+			return err
+		}
+		if ids, err = pgx.AppendRows(ids, rows, pgx.RowTo[string]); err != nil || len(ids) == 0 {
+			return err
+		}
+		rows, err = tx.Query(ctx, e.sql(`SELECT id FROM {jobs} WHERE kind = $1
+			AND state NOT IN ('completed', 'cancelled', 'discarded')
+			AND args->>'tenant_id' = $2 AND args->>'graph_id' = ANY($3)`), TaskJobKind, tenantID, ids)
+		if err != nil {
+			return err
+		}
+		jobs, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return err
+		}
+		for _, id := range jobs {
+			if _, err := e.client.JobCancelTx(ctx, tx, id); err != nil && !errors.Is(err, river.ErrNotFound) {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return len(ids), nil
+}
+
 // Submit implements delegate.Engine: the graph, its tasks and its edges
 // are written, and a River job queued for each task without
 // dependencies, in one transaction.
@@ -654,7 +725,7 @@ func (e *Engine) Run(ctx context.Context, exec delegate.Executor) error {
 func (e *Engine) requeue(ctx context.Context) error {
 	return e.inTx(ctx, func(tx pgx.Tx) error {
 		var params []river.InsertManyParams
-		rows, err := tx.Query(ctx, e.sql(`SELECT tenant_id, id FROM {graphs} WHERE status <> 'running' AND NOT delivered`))
+		rows, err := tx.Query(ctx, e.sql(`SELECT tenant_id, id FROM {graphs} WHERE status <> 'running' AND status <> 'cancelled' AND NOT delivered`))
 		if err != nil {
 			return err
 		}
