@@ -389,8 +389,9 @@ type Config struct {
 	// longer task per conversation (see PlanOptions). Default: off.
 	Plan PlanOptions
 	// Pool keeps the Agent-Tools that wait. Nil → an in-memory pool,
-	// pool.NewMemory(pool.MemoryConfig{Clock: Clock}); use pool/redispool to
-	// survive restarts and share the pool between replicas.
+	// pool.NewMemory(pool.MemoryConfig{Clock: Clock}); use pool/sqlitepool
+	// (one process, one file; see sqlitedb) to survive restarts, or
+	// pool/redispool to survive them and share the pool between replicas.
 	Pool pool.Store
 	// Locker serialises the messages of one conversation across replicas
 	// (pool/redispool.NewLocker). Nil → serialised within this process
