@@ -62,10 +62,25 @@
 // and folds nothing more); Recall turns the query's
 // distinct words into an FTS5 query of quoted strings joined by OR, so an
 // item matches when it shares any word, and nothing a user types is read
-// as FTS5 syntax. Matches rank by FTS5's bm25 (negated: higher is more
-// relevant); equally ranked items come newest first. Items superseded by
-// an item of the tenant are left out. For a budget with MaxTokens, Recall
-// reads at most the 1,000 best matches (or MaxEntries, when more).
+// as FTS5 syntax. The Config.RecallCandidates (DefaultRecallCandidates,
+// 1,000) newest matches of the tenant (or Budget.MaxEntries, when more)
+// rank by FTS5's bm25 (negated: higher is more relevant); equally ranked
+// items come newest first (CreatedAt, then ID). Items superseded by an
+// item of the tenant are left out, and take no candidate's place. The
+// budget is applied as memory.Budget documents; a Recall returns at most
+// the candidates, whatever the budget. So a tenant within the default
+// MaxItemsPerTenant has every match ranked, and a larger one ranks its
+// newest 1,000 matches, not all of them: a message sharing "appointment"
+// with 10,000 items ranks 1,000.
+//
+// "Newest" here is the order items were remembered (their IDs, the FTS5
+// rowids), the order in which MaxItemsPerTenant drops the oldest: FTS5
+// hands a query's matches over in rowid order, highest first, so Recall
+// reads the candidates straight from the index and stops at the last,
+// and bm25 and the join to the items run for the candidates only, not
+// for every match. pgmemory takes its candidates by CreatedAt (then ID);
+// the two agree unless items are remembered with CreatedAt out of order
+// (an import of old items after newer ones).
 //
 // The tenants of a file share the index, but not its words: each word is
 // indexed after a token naming its tenant, so a Recall reads only its own
@@ -75,7 +90,8 @@
 // With Config.Embedder, recall is hybrid as in pgmemory: Remember embeds
 // the items' texts (one call, before its transaction); Recall embeds the
 // query (one call), reads in one statement the best
-// memory.LexicalCandidates lexical matches (or MaxEntries) and the
+// memory.LexicalCandidates lexical matches (or MaxEntries) of the
+// RecallCandidates newest matches, and the
 // memory.RecentCandidates newest items with their vectors, computes the
 // cosine similarities in Go and fuses the rankings by reciprocal rank
 // fusion. An embedder that fails never fails the call.

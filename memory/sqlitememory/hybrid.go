@@ -62,16 +62,17 @@ func decodeVector(b []byte) []float32 {
 
 // recallHybrid is Recall with the query's vector: one statement reads the
 // candidates — the best memory.LexicalCandidates lexical matches (or
-// b.MaxEntries when larger) and the memory.RecentCandidates newest items —
+// b.MaxEntries when larger) of the RecallCandidates newest (or
+// b.MaxEntries) and the memory.RecentCandidates newest items —
 // with their vectors; their cosine similarity to qvec is computed here and
 // the two rankings are fused, then the budget applied. match is the FTS5
 // query, "" when the query has no word (the newest items only).
 func (p *Provider) recallHybrid(ctx context.Context, tenantID, match string, qvec []float32, b memory.Budget) ([]memory.Item, error) {
-	stmt := p.q.recallHybrid
+	stmt, args := p.q.recallHybrid, []any{tenantID, match, max(memory.LexicalCandidates, b.MaxEntries), memory.RecentCandidates, max(p.candidates, b.MaxEntries)}
 	if match == "" {
-		stmt = p.q.recallRecent
+		stmt, args = p.q.recallRecent, args[:4]
 	}
-	rows, err := p.db.QueryContext(ctx, stmt, tenantID, match, max(memory.LexicalCandidates, b.MaxEntries), memory.RecentCandidates)
+	rows, err := p.db.QueryContext(ctx, stmt, args...)
 	if err != nil {
 		return nil, p.fail(ctx, "recall", err)
 	}

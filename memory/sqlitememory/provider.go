@@ -29,12 +29,11 @@ const (
 	// DefaultMaxItemsPerTenant is how many items one tenant keeps, as in
 	// the in-memory provider.
 	DefaultMaxItemsPerTenant = memory.DefaultMaxItemsPerTenant
+	// DefaultRecallCandidates is how many of a tenant's newest matches
+	// Recall ranks: all the matches of a tenant within
+	// DefaultMaxItemsPerTenant.
+	DefaultRecallCandidates = 1000
 )
-
-// tokenBudgetCandidates is how many of the best lexical matches Recall
-// reads, at most, for a budget with MaxTokens (or MaxEntries when
-// larger), as pgmemory does.
-const tokenBudgetCandidates = 1000
 
 // ErrSchemaTooNew is returned by Migrate for a file written by a newer
 // version of valet; the error names both versions. It is the same value
@@ -61,6 +60,16 @@ type Config struct {
 	// so that the history never starts with a tool result. Default:
 	// DefaultMaxMessages (200).
 	MaxMessages int
+	// RecallCandidates is how many of the tenant's matches Recall ranks,
+	// at most: the newest (by the order they were remembered, as
+	// MaxItemsPerTenant drops the oldest), so that a query sharing a
+	// common word with half of a large tenant's items ranks no more than
+	// this many. FTS5 hands them over newest first and Recall stops at
+	// the last (see "Recall" in the package documentation). A Recall
+	// returns at most this many items, whatever the budget. Default:
+	// DefaultRecallCandidates (1,000: every match of a tenant within the
+	// default MaxItemsPerTenant).
+	RecallCandidates int
 	// TablePrefix starts the table names: <prefix>history,
 	// <prefix>items and <prefix>items_fts. Providers on the same file and
 	// prefix share their data. Default: DefaultTablePrefix ("memory_").
@@ -76,8 +85,12 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxMessages < 0 {
 		return c, fmt.Errorf("%w: sqlitememory: Config.MaxMessages %d is negative", memory.ErrInvalid, c.MaxMessages)
 	}
+	if c.RecallCandidates < 0 {
+		return c, fmt.Errorf("%w: sqlitememory: Config.RecallCandidates %d is negative", memory.ErrInvalid, c.RecallCandidates)
+	}
 	c.MaxItemsPerTenant = cmp.Or(c.MaxItemsPerTenant, DefaultMaxItemsPerTenant)
 	c.MaxMessages = cmp.Or(c.MaxMessages, DefaultMaxMessages)
+	c.RecallCandidates = cmp.Or(c.RecallCandidates, DefaultRecallCandidates)
 	c.TablePrefix = cmp.Or(c.TablePrefix, DefaultTablePrefix)
 	if err := sqlitex.CheckName(c.TablePrefix); err != nil {
 		return c, fmt.Errorf("%w: sqlitememory: table prefix %v", memory.ErrInvalid, err)
@@ -93,6 +106,7 @@ type Provider struct {
 	component         string
 	maxMsgs, maxItems int
 	embedder          llm.Embedder
+	candidates        int             // Config.RecallCandidates
 	w                 *sqlitex.Writer // queues this provider's writes in the process
 	q                 queries
 }
@@ -117,13 +131,14 @@ func New(db *sql.DB, cfg Config) (*Provider, error) {
 		return nil, err
 	}
 	return &Provider{
-		db:        db,
-		component: "memory/" + cfg.TablePrefix,
-		maxMsgs:   cfg.MaxMessages,
-		maxItems:  cfg.MaxItemsPerTenant,
-		embedder:  cfg.Embedder,
-		w:         sqlitex.NewWriter(),
-		q:         newQueries(cfg.TablePrefix),
+		db:         db,
+		component:  "memory/" + cfg.TablePrefix,
+		maxMsgs:    cfg.MaxMessages,
+		maxItems:   cfg.MaxItemsPerTenant,
+		embedder:   cfg.Embedder,
+		candidates: cfg.RecallCandidates,
+		w:          sqlitex.NewWriter(),
+		q:          newQueries(cfg.TablePrefix),
 	}, nil
 }
 
@@ -341,7 +356,8 @@ func (p *Provider) Remember(ctx context.Context, tenantID string, items ...memor
 
 // Recall returns the items most relevant to query within b; see
 // memory.Provider.Recall. Relevance is FTS5's bm25 over the items'
-// normalised words (see the package documentation). With an Embedder,
+// normalised words, for the RecallCandidates newest matches (see the
+// package documentation). With an Embedder,
 // that ranking is merged with the vector similarity of the candidates to
 // the query by reciprocal rank fusion. Only the first
 // memory.MaxQueryBytes of query are read (memory.RecallQuery).
@@ -369,14 +385,11 @@ func (p *Provider) Recall(ctx context.Context, tenantID, query string, b memory.
 	if match == "" {
 		return nil, nil // no word: nothing matches
 	}
-	limit := int64(-1) // no bound without a budget
-	switch {
-	case b.MaxTokens > 0:
-		limit = int64(max(tokenBudgetCandidates, b.MaxEntries))
-	case b.MaxEntries > 0:
+	limit := int64(-1) // the candidates bound it
+	if b.MaxEntries > 0 && b.MaxTokens == 0 {
 		limit = int64(b.MaxEntries)
 	}
-	rows, err := p.db.QueryContext(ctx, p.q.recall, tenantID, match, limit)
+	rows, err := p.db.QueryContext(ctx, p.q.recall, tenantID, match, limit, max(p.candidates, b.MaxEntries))
 	if err != nil {
 		return nil, p.fail(ctx, "recall", err)
 	}

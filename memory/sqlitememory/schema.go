@@ -102,22 +102,35 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) RETURNING id`),
 		capItems: r.Replace(`DELETE FROM {items} WHERE tenant_id = ?1 AND id <= (
 	SELECT id FROM {items} WHERE tenant_id = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2
 )`),
-		// The best ?3 lexical matches of the FTS5 query ?2 (all for -1):
-		// bm25, negated so that higher is better.
-		recall: r.Replace(`SELECT i.id, i.text, i.kind, i.conversation_id, i.task_id, i.skill_id, i.created_at, i.tokens, i.supersedes, i.origin,
-	-bm25({fts}) AS score
-FROM {fts} JOIN {items} i ON i.id = {fts}.rowid
-WHERE {fts} MATCH ?2 AND i.tenant_id = ?1 AND {notSuperseded}
-ORDER BY score DESC, i.created_at DESC, i.id DESC
-LIMIT ?3`),
-		// The lexical candidates (?3 best matches, as above) and the ?4
-		// newest items, with their vectors; lexical matches first, in
-		// their order.
-		recallHybrid: r.Replace(`WITH lex AS (
-	SELECT i.id, -bm25({fts}) AS score
-	FROM {fts} JOIN {items} i ON i.id = {fts}.rowid
+		// The best ?3 lexical matches of the FTS5 query ?2 (all for -1)
+		// among the ?4 newest (cand): bm25, negated so that higher is
+		// better. CROSS JOIN keeps the index the outer loop, so that
+		// FTS5 hands the matches over newest (highest rowid) first, with
+		// no sort, and the LIMIT stops it: bm25 and the join run for
+		// the candidates only.
+		recall: r.Replace(`WITH cand AS (
+	SELECT i.id, i.text, i.kind, i.conversation_id, i.task_id, i.skill_id, i.created_at, i.tokens, i.supersedes, i.origin,
+		-bm25({fts}) AS score
+	FROM {fts} CROSS JOIN {items} i ON i.id = {fts}.rowid
 	WHERE {fts} MATCH ?2 AND i.tenant_id = ?1 AND {notSuperseded}
-	ORDER BY score DESC, i.created_at DESC, i.id DESC
+	ORDER BY {fts}.rowid DESC
+	LIMIT ?4
+)
+SELECT * FROM cand
+ORDER BY score DESC, created_at DESC, id DESC
+LIMIT ?3`),
+		// The lexical candidates (?3 best of the ?5 newest matches, as
+		// above) and the ?4 newest items, with their vectors; lexical
+		// matches first, in their order.
+		recallHybrid: r.Replace(`WITH cand AS (
+	SELECT i.id, i.created_at, -bm25({fts}) AS score
+	FROM {fts} CROSS JOIN {items} i ON i.id = {fts}.rowid
+	WHERE {fts} MATCH ?2 AND i.tenant_id = ?1 AND {notSuperseded}
+	ORDER BY {fts}.rowid DESC
+	LIMIT ?5
+), lex AS (
+	SELECT id, score FROM cand
+	ORDER BY score DESC, created_at DESC, id DESC
 	LIMIT ?3
 ), recent AS (
 	SELECT i.id FROM {items} i
