@@ -33,7 +33,8 @@ func Code(err error) int {
 // Explain adds to an error from SQLite what a user should do about it: a
 // missing table means Migrate has not run, a file that is not a database
 // or is damaged is named so, a read-only file or directory, a full disk,
-// and a lock held past the busy timeout. Other errors come back as they
+// and a lock another connection held (past the busy timeout, or at
+// once where waiting could deadlock). Other errors come back as they
 // are.
 func Explain(err error) error {
 	if err == nil {
@@ -52,7 +53,10 @@ func Explain(err error) error {
 	case codeFull:
 		hint = "the disk is full; nothing of this call was written"
 	case codeBusy:
-		hint = "another connection held the write lock past the busy timeout"
+		// SQLite answers BUSY after the busy timeout, but also at once to
+		// a transaction that began by reading and then tries to write
+		// while another connection writes: waiting could deadlock.
+		hint = "another connection held the database's lock: past the busy timeout, or at once for a transaction that read before writing, where waiting could deadlock"
 	default:
 		if strings.Contains(err.Error(), "no such table") {
 			hint = "run Migrate first"

@@ -187,3 +187,38 @@ func TestDSNParams(t *testing.T) {
 		}
 	}
 }
+
+// TestExplainBusyAtOnce: a transaction that read before writing meets
+// another connection's commit with SQLITE_BUSY without waiting out the
+// busy timeout (waiting could not help); Explain says so rather than
+// blaming a lock held past the timeout.
+func TestExplainBusyAtOnce(t *testing.T) {
+	db := sqlitetest.Open(t, 2)
+	if _, err := db.Exec(`CREATE TABLE t (v)`); err != nil {
+		t.Fatal(err)
+	}
+	reader, err := db.BeginTx(bg, nil) // deferred: reads first
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Rollback()
+	var n int
+	if err := reader.QueryRow(`SELECT count(*) FROM t`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	// Another connection writes and commits while the reader's snapshot
+	// is open: the reader can no longer become a writer.
+	if err := sqlitex.WriteTx(bg, db, func(q sqlitex.Querier) error {
+		_, err := q.ExecContext(bg, `INSERT INTO t VALUES (1)`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = reader.Exec(`INSERT INTO t VALUES (2)`)
+	if sqlitex.Code(err) != 5 {
+		t.Fatalf("the reader's write = %v, want SQLITE_BUSY", err)
+	}
+	if msg := sqlitex.Explain(err).Error(); !strings.Contains(msg, "at once") || !strings.Contains(msg, "deadlock") {
+		t.Errorf("Explain = %q, want it to say SQLite answers at once where waiting could deadlock", msg)
+	}
+}
