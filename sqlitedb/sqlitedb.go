@@ -95,8 +95,11 @@ type Stores struct {
 //
 // Open fails, leaving the file as it was, on a file that is not an SQLite
 // database, a connection without a busy timeout, a read-only file that
-// lacks the tables, and a file a newer valet wrote (ErrSchemaTooNew,
-// naming the component and both versions). Its errors say which store
+// lacks the tables, a file a newer valet wrote (ErrSchemaTooNew,
+// naming the component and both versions), and a KeyRing with other key
+// material under a key id than the key that wrote the file's credentials
+// (credentials.ErrWrongKey, naming the key id; see
+// sqlitestore.Store.CheckKeys). Its errors say which store
 // failed and what to do.
 func Open(ctx context.Context, db *sql.DB, cfg Config) (*Stores, error) {
 	if db == nil {
@@ -144,6 +147,9 @@ func Open(ctx context.Context, db *sql.DB, cfg Config) (*Stores, error) {
 		if err := m.m.Migrate(ctx); err != nil {
 			return nil, fmt.Errorf("sqlitedb: %s: %w", m.name, err)
 		}
+	}
+	if err := creds.CheckKeys(ctx); err != nil {
+		return nil, fmt.Errorf("sqlitedb: credentials: %w", err)
 	}
 	return s, nil
 }

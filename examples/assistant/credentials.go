@@ -78,6 +78,13 @@ func parseKey(v, source string) (*credentials.KeyRing, error) {
 // EnvCredentialsKey is unset: valet.db's key is valet.db.key.
 const keyFileSuffix = ".key"
 
+// keyCreatedNote follows the key file's path when keyRingForFile created
+// it.
+const keyCreatedNote = " (created now; keep it, or the saved credentials cannot be read)"
+
+// keyPath is the key file of the SQLite file at dbPath.
+func keyPath(dbPath string) string { return dbPath + keyFileSuffix }
+
 // keyRingForFile returns the ring that encrypts the credentials of the
 // SQLite file at dbPath, and where its key came from: EnvCredentialsKey
 // when it is set; otherwise the key file beside the database (dbPath +
@@ -89,7 +96,7 @@ func keyRingForFile(dbPath string) (ring *credentials.KeyRing, from string, err 
 		ring, err := parseKey(v, EnvCredentialsKey)
 		return ring, EnvCredentialsKey, err
 	}
-	path := dbPath + keyFileSuffix
+	path := keyPath(dbPath)
 	raw, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -111,7 +118,7 @@ func keyRingForFile(dbPath string) (ring *credentials.KeyRing, from string, err 
 			return nil, "", fmt.Errorf("writing the credentials key file %s: %w", path, werr)
 		}
 		ring, err := parseKey(text, path)
-		return ring, path + " (created now; keep it, or the saved credentials cannot be read)", err
+		return ring, path + keyCreatedNote, err
 	case err != nil:
 		return nil, "", fmt.Errorf("reading the credentials key file: %w", err)
 	}
