@@ -107,6 +107,12 @@ func keyRingForFile(dbPath string) (ring *credentials.KeyRing, from string, err 
 		// O_EXCL: two first runs at once never write two keys.
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if err != nil {
+			if target, lerr := os.Readlink(path); lerr == nil {
+				// O_EXCL does not follow a link: no key is made at
+				// its target, which may be a secrets mount not there
+				// yet.
+				return nil, "", fmt.Errorf("the credentials key file %s is a link to %s, which does not exist: restore it, or remove the link to have a new key made", path, target)
+			}
 			return nil, "", fmt.Errorf("creating the credentials key file: %w", err)
 		}
 		_, werr := f.WriteString(text)
