@@ -95,8 +95,11 @@ type Stores struct {
 //
 // Open fails, leaving the file as it was, on a file that is not an SQLite
 // database, a connection without a busy timeout, a read-only file that
-// lacks the tables, and a file a newer valet wrote (ErrSchemaTooNew,
-// naming the component and both versions). Its errors say which store
+// lacks the tables, a file a newer valet wrote (ErrSchemaTooNew,
+// naming the component and both versions), and a KeyRing with other key
+// material under a key id than the key that wrote the file's credentials
+// (credentials.ErrWrongKey, naming the key id; see
+// sqlitestore.Store.CheckKeys). Its errors say which store
 // failed and what to do.
 func Open(ctx context.Context, db *sql.DB, cfg Config) (*Stores, error) {
 	if db == nil {
@@ -145,6 +148,9 @@ func Open(ctx context.Context, db *sql.DB, cfg Config) (*Stores, error) {
 			return nil, fmt.Errorf("sqlitedb: %s: %w", m.name, err)
 		}
 	}
+	if err := creds.CheckKeys(ctx); err != nil {
+		return nil, fmt.Errorf("sqlitedb: credentials: %w", err)
+	}
 	return s, nil
 }
 
@@ -157,14 +163,29 @@ func Open(ctx context.Context, db *sql.DB, cfg Config) (*Stores, error) {
 // characters that would end or change it there — '%', '?' and '#' —
 // escaped, so any file name opens that file (an absolute path gets an
 // empty authority, "file:///..."). Append more parameters with
-// "&", such as "&mode=ro" to open the file read-only.
+// "&", such as "&mode=ro" to open the file read-only. A path holding a
+// NUL byte names no file: its DSN fails to open ("no such vfs", naming
+// the NUL) and creates nothing.
 func DSN(path string) string {
 	prefix := "file:"
 	if strings.HasPrefix(path, "/") {
 		prefix = "file://" // an empty authority: "//" in path stays path
 	}
-	return prefix + escapePath(path) + "?" + DSNParams
+	dsn := prefix + escapePath(path) + "?" + DSNParams
+	if strings.ContainsRune(path, 0) {
+		// SQLite's URI parser stops the path at a NUL (even one escaped
+		// as %00), which would open the file named by what precedes it.
+		// A path with a NUL names no file: a VFS that does not exist
+		// makes the open fail, saying why (unless a later "vfs=" is
+		// appended, which replaces it).
+		dsn += "&vfs=" + nulRefused
+	}
+	return dsn
 }
+
+// nulRefused is the VFS DSN names for a path holding a NUL byte; SQLite
+// refuses it with "no such vfs: " and this name.
+const nulRefused = "valet-refuses-a-path-holding-a-NUL-byte"
 
 // escapePath escapes what SQLite's URI parser reads as other than the
 // path: '%' starts an escape, '?' the query, '#' the fragment.

@@ -190,6 +190,25 @@ func (s *Store) Migrate(ctx context.Context) error {
 	return nil
 }
 
+// CheckKeys compares every key of the ring with the key check the file
+// holds for its id, and returns credentials.ErrWrongKey, naming the key
+// id, when one differs from the key that wrote under that id: call it at
+// start to refuse a lost or mistyped key at once rather than at the first
+// Get of each credential. A key id the file has no key check for (never
+// written with) passes. It reads no credential and writes nothing.
+func (s *Store) CheckKeys(ctx context.Context) error {
+	for _, id := range s.ring.KeyIDs() {
+		checked, err := s.checkKey(ctx, s.db, id, false)
+		if err != nil {
+			return s.fail(ctx, "checking the keys", nil, err)
+		}
+		if checked {
+			s.remember(id)
+		}
+	}
+	return nil
+}
+
 // name is one credential, its account normalised.
 type name struct{ tenant, service, account string }
 

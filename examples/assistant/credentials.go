@@ -15,6 +15,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -78,6 +79,13 @@ func parseKey(v, source string) (*credentials.KeyRing, error) {
 // EnvCredentialsKey is unset: valet.db's key is valet.db.key.
 const keyFileSuffix = ".key"
 
+// keyCreatedNote follows the key file's path when keyRingForFile created
+// it.
+const keyCreatedNote = " (created now; keep it, or the saved credentials cannot be read)"
+
+// keyPath is the key file of the SQLite file at dbPath.
+func keyPath(dbPath string) string { return dbPath + keyFileSuffix }
+
 // keyRingForFile returns the ring that encrypts the credentials of the
 // SQLite file at dbPath, and where its key came from: EnvCredentialsKey
 // when it is set; otherwise the key file beside the database (dbPath +
@@ -89,30 +97,26 @@ func keyRingForFile(dbPath string) (ring *credentials.KeyRing, from string, err 
 		ring, err := parseKey(v, EnvCredentialsKey)
 		return ring, EnvCredentialsKey, err
 	}
-	path := dbPath + keyFileSuffix
+	path := keyPath(dbPath)
 	raw, err := os.ReadFile(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		key := make([]byte, credentials.KeySize)
-		rand.Read(key)
-		text := base64.StdEncoding.EncodeToString(key) + "\n"
-		clear(key)
-		// O_EXCL: two first runs at once never write two keys.
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err != nil {
-			return nil, "", fmt.Errorf("creating the credentials key file: %w", err)
+	for try := 0; errors.Is(err, fs.ErrNotExist) && try < 3; try++ {
+		if target, lerr := os.Readlink(path); lerr == nil {
+			// A link to nothing: no key is made at its target, which
+			// may be a secrets mount not there yet.
+			return nil, "", fmt.Errorf("the credentials key file %s is a link to %s, which does not exist: restore it, or remove the link to have a new key made", path, target)
 		}
-		_, werr := f.WriteString(text)
-		if cerr := f.Close(); werr == nil {
-			werr = cerr
+		text, cerr := createKeyFile(path)
+		if cerr == nil {
+			ring, err := parseKey(text, path)
+			return ring, path + keyCreatedNote, err
 		}
-		if werr != nil {
-			os.Remove(path) // a half-written key would lock the credentials away
-			return nil, "", fmt.Errorf("writing the credentials key file %s: %w", path, werr)
+		if !errors.Is(cerr, fs.ErrExist) {
+			return nil, "", cerr
 		}
-		ring, err := parseKey(text, path)
-		return ring, path + " (created now; keep it, or the saved credentials cannot be read)", err
-	case err != nil:
+		// Another first run made it meanwhile, whole: use its key.
+		raw, err = os.ReadFile(path)
+	}
+	if err != nil {
 		return nil, "", fmt.Errorf("reading the credentials key file: %w", err)
 	}
 	if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 {
@@ -120,6 +124,38 @@ func keyRingForFile(dbPath string) (ring *credentials.KeyRing, from string, err 
 	}
 	ring, err = parseKey(string(raw), path)
 	return ring, path, err
+}
+
+// createKeyFile makes the key file at path with 32 random bytes in
+// base64, mode 0600, and returns its text; an error wrapping fs.ErrExist
+// when path exists. The key is written to a temporary file beside it,
+// then linked to path, which fails if path exists: another first run
+// starting at the same time never sees the file half-written, nor makes a
+// second key.
+func createKeyFile(path string) (string, error) {
+	key := make([]byte, credentials.KeySize)
+	rand.Read(key)
+	text := base64.StdEncoding.EncodeToString(key) + "\n"
+	clear(key)
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".new-*") // mode 0600
+	if err != nil {
+		return "", fmt.Errorf("creating the credentials key file: %w", err)
+	}
+	defer os.Remove(f.Name())
+	_, err = f.WriteString(text)
+	if serr := f.Sync(); err == nil {
+		err = serr
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", fmt.Errorf("writing the credentials key file %s: %w", path, err)
+	}
+	if err := os.Link(f.Name(), path); err != nil {
+		return "", fmt.Errorf("creating the credentials key file: %w", err)
+	}
+	return text, nil
 }
 
 // hostCommand runs the commands the host answers itself, which never reach

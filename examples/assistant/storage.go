@@ -11,6 +11,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -145,6 +146,15 @@ func openFile(ctx context.Context, w io.Writer, path string) (*storage, error) {
 	}
 	stores, err := sqlitedb.Open(ctx, db, sqlitedb.Config{KeyRing: ring})
 	if err != nil {
+		if errors.Is(err, credentials.ErrWrongKey) {
+			if from == keyPath(path)+keyCreatedNote {
+				// A key made now for a file another key wrote: remove
+				// it, so that putting the lost key file back works.
+				os.Remove(keyPath(path))
+				from = keyPath(path) + " (a new key: the one that wrote the file is missing)"
+			}
+			return nil, fmt.Errorf("-db %s: its credentials were encrypted with another key than the one from %s: restore that key file or set %s to that key: %w", path, from, EnvCredentialsKey, err)
+		}
 		return nil, fmt.Errorf("-db %s: %w", path, err)
 	}
 	ok = true

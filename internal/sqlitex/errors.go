@@ -1,9 +1,11 @@
 package sqlitex
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Primary result codes of SQLite (the low byte of an extended code).
@@ -66,4 +68,34 @@ func Explain(err error) error {
 		return err
 	}
 	return fmt.Errorf("%w (%s)", err, hint)
+}
+
+// busyRetryFor bounds how long RetryBusy tries again.
+const busyRetryFor = 15 * time.Second
+
+// RetryBusy runs fn, and runs it again while it fails with SQLITE_BUSY,
+// for at most busyRetryFor (and until ctx ends), waiting a little longer
+// each time. SQLite returns SQLITE_BUSY at once, without waiting its busy
+// timeout, where waiting could deadlock or where it cannot wait: a
+// connection's first open setting the WAL journal of a new file while
+// another connection sets it, and a deferred transaction (River's
+// migrations) whose read snapshot another connection's write made stale.
+// fn must be safe to run again: each of its writes in a transaction that
+// either committed or rolled back (a migration that reads its version
+// first is).
+func RetryBusy(ctx context.Context, fn func() error) error {
+	deadline := time.Now().Add(busyRetryFor)
+	wait := 10 * time.Millisecond
+	for {
+		err := fn()
+		if Code(err) != codeBusy || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 250*time.Millisecond)
+	}
 }

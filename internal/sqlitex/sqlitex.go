@@ -166,8 +166,14 @@ func Check(ctx context.Context, db *sql.DB) error {
 // migrating at once run one after the other and the second finds the
 // work done. up is given the version the file had, 0 for a new file.
 // Before that it checks db (Check) and switches a file in rollback-journal
-// mode to WAL, which is a setting of the file.
+// mode to WAL, which is a setting of the file. It starts again on an
+// SQLITE_BUSY that SQLite returned without waiting (RetryBusy), as when
+// several processes open a new file at once.
 func Migrate(ctx context.Context, db *sql.DB, component string, code int, up func(q Querier, from int) error) error {
+	return RetryBusy(ctx, func() error { return migrate(ctx, db, component, code, up) })
+}
+
+func migrate(ctx context.Context, db *sql.DB, component string, code int, up func(q Querier, from int) error) error {
 	if err := Check(ctx, db); err != nil {
 		return err
 	}

@@ -258,7 +258,13 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err != nil {
 		return s.fail(ctx, "migrate", err)
 	}
-	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+	// A version is applied in a transaction of its own and River reads
+	// the versions applied first: one cut short by SQLITE_BUSY (another
+	// process's store migrating the same new file) is applied again.
+	if err := sqlitex.RetryBusy(ctx, func() error {
+		_, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil)
+		return err
+	}); err != nil {
 		return s.fail(ctx, "migrate", fmt.Errorf("river migrations: %w", err))
 	}
 	return nil
