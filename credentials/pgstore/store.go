@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/valetkit/valet/credentials"
+	"github.com/valetkit/valet/credentials/internal/rotation"
 )
 
 // Defaults of a zero [Config].
@@ -33,9 +34,6 @@ const maxIdentLen = 63
 
 // rollbackTimeout bounds a rollback after the caller's ctx ended.
 const rollbackTimeout = 5 * time.Second
-
-// maxRotateErrors is how many failed rows Rotate's error lists.
-const maxRotateErrors = 5
 
 // Config configures [New]. KeyRing is required; the zero value of every
 // other field means its documented default.
@@ -497,36 +495,13 @@ func (s *Store) Rotate(ctx context.Context) (int, error) {
 	if err := s.checkKey(ctx, s.db, primary, true); err != nil {
 		return 0, s.fail(ctx, "rotate", nil, err)
 	}
-	var (
-		total, failed int
-		errs          []error
-		after         name
-	)
-	for {
-		n, last, full, bad, err := s.rotateBatch(ctx, primary, after)
-		total += n
-		failed += len(bad)
-		for _, e := range bad {
-			if len(errs) < maxRotateErrors {
-				errs = append(errs, e)
-			}
-		}
-		if err != nil {
-			return total, s.fail(ctx, "rotate", nil, err)
-		}
-		if !full {
-			break
-		}
-		after = last
+	total, failed, err := rotation.Walk(func(after name) (int, name, bool, []error, error) {
+		return s.rotateBatch(ctx, primary, after)
+	})
+	if err != nil {
+		return total, s.fail(ctx, "rotate", nil, err)
 	}
-	if failed > 0 {
-		more := ""
-		if failed > len(errs) {
-			more = fmt.Sprintf(" (the first %d listed)", len(errs))
-		}
-		return total, fmt.Errorf("pgstore: rotate: re-encrypted %d rows; %d rows could not be decrypted and stay under their keys%s: %w", total, failed, more, errors.Join(errs...))
-	}
-	return total, nil
+	return total, failed.Err("pgstore: rotate", total)
 }
 
 // rotateBatch re-encrypts up to a batch of rows after the name after in

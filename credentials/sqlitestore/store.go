@@ -29,9 +29,6 @@ const (
 // table's name. Migrate refuses a file recording a newer one.
 const SchemaVersion = 1
 
-// maxRotateErrors is how many failed rows Rotate's error lists.
-const maxRotateErrors = 5
-
 // ErrSchemaTooNew is returned by Migrate for a file written by a newer
 // version of valet; the error names both versions. It is the same value
 // in every SQLite backend of valet.

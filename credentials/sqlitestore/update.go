@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/valetkit/valet/credentials"
+	"github.com/valetkit/valet/credentials/internal/rotation"
 	"github.com/valetkit/valet/internal/sqlitex"
 )
 
@@ -148,36 +149,13 @@ func (s *Store) Rotate(ctx context.Context) (int, error) {
 		return 0, s.fail(ctx, "rotate", nil, err)
 	}
 	primary := s.ring.PrimaryID()
-	var (
-		total, failed int
-		errs          []error
-		after         name
-	)
-	for {
-		n, last, full, bad, err := s.rotateBatch(ctx, primary, after)
-		total += n
-		failed += len(bad)
-		for _, e := range bad {
-			if len(errs) < maxRotateErrors {
-				errs = append(errs, e)
-			}
-		}
-		if err != nil {
-			return total, s.fail(ctx, "rotate", nil, err)
-		}
-		if !full {
-			break
-		}
-		after = last
+	total, failed, err := rotation.Walk(func(after name) (int, name, bool, []error, error) {
+		return s.rotateBatch(ctx, primary, after)
+	})
+	if err != nil {
+		return total, s.fail(ctx, "rotate", nil, err)
 	}
-	if failed > 0 {
-		more := ""
-		if failed > len(errs) {
-			more = fmt.Sprintf(" (the first %d listed)", len(errs))
-		}
-		return total, fmt.Errorf("sqlitestore: rotate: re-encrypted %d rows; %d rows could not be decrypted and stay under their keys%s: %w", total, failed, more, errors.Join(errs...))
-	}
-	return total, nil
+	return total, failed.Err("sqlitestore: rotate", total)
 }
 
 // rotateBatch re-encrypts up to a batch of rows after the name after in
