@@ -115,9 +115,11 @@ func TestToolsStartsKilledServerAgain(t *testing.T) {
 
 // A server that stops answering everything (here: stopped with SIGSTOP)
 // fails the call at CallTimeout, fails the ping, and is killed; the next
-// call starts a new process.
+// call starts a new process. The timeouts leave a loaded machine room
+// to start and initialise the new process within one call (at 300 ms
+// the fresh call timed out under CI's load).
 func TestHungServerStartedAgain(t *testing.T) {
-	s := connect(t, helperServer("t"), Config{CallTimeout: 300 * time.Millisecond, InitTimeout: time.Second})
+	s := connect(t, helperServer("t"), Config{CallTimeout: 2 * time.Second, InitTimeout: 10 * time.Second})
 	reg := registry(t, s)
 	old := s.sess.proc
 	stopProcess(t, old.cmd.Process)
